@@ -1,0 +1,279 @@
+#!/bin/sh
+# bench/run.sh: the load benchmark. It measures what mod_provider costs on top
+# of plain forwarding: the same mock gateway (tests/mockgw) is driven through
+# two Apache httpd servers with identical MPM settings, one running
+# mod_provider (key check, reservation, gateway call, settlement, one ledger
+# row per request in SQLite) and one running mod_proxy (ProxyPass to the
+# gateway, the service token added with mod_headers, nothing else). Both are
+# loaded by wrk with the same small POST /v1/chat/completions (bench/chat.lua),
+# one after the other, and the figures are printed side by side with the ratio
+# mod_provider / mod_proxy. Afterwards the ledger is checked against the number
+# of successful requests. Output goes to stdout only (reports are committed by
+# hand as bench/REPORT.md).
+#
+#   sh bench/run.sh            (as root, in a built tree: make -j2 first)
+#
+# MPM for both servers: event, 1 process x 64 threads (ServerLimit 1,
+# ThreadsPerChild 64). With SQLite all database work inside one process is
+# serialised by apr-util's driver anyway, and one process never meets
+# SQLITE_BUSY (see shared NOTES); the proxy gets the same shape for fairness.
+#
+# Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
+# BENCH_WARMUP (2s, wrk run discarded before each measurement),
+# BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory).
+set -eu
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+HTTPD=/usr/sbin/apache2
+MODDIR=/usr/lib/apache2/modules
+MODULE=$SRC/mod_provider/.libs/mod_provider.so
+CTL=$SRC/cli/providerctl
+MOCKGW=$SRC/tests/mockgw/mockgw
+LUA=$SRC/bench/chat.lua
+RUNUSER=www-data
+
+T=${WRK_THREADS:-2}
+C=${WRK_CONNECTIONS:-32}
+D=${WRK_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-2s}
+MODEL=${BENCH_MODEL:-gpt-4o-mini}
+
+die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run me as root (apache2 starts as root and runs as $RUNUSER)"
+for f in "$MODULE" "$CTL" "$MOCKGW" "$HTTPD" "$MODDIR/mod_proxy.so" "$MODDIR/mod_proxy_http.so" \
+         "$MODDIR/mod_headers.so"; do
+    [ -f "$f" ] || die "$f is missing (build first: autoreconf -fi && ./configure && make -j2)"
+done
+command -v wrk >/dev/null 2>&1 || die "wrk is missing (sh scripts/install-deps.sh)"
+command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 is missing (sh scripts/install-deps.sh)"
+if grep -q '^SAN_CFLAGS = -f' "$SRC/Makefile" 2>/dev/null; then
+    die "the tree is built with sanitizers: reconfigure without --enable-sanitizers and rebuild"
+fi
+
+W=$(mktemp -d /tmp/mod_provider-bench.XXXXXX)
+chmod 755 "$W"
+mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
+MOCKGW_PID=""
+cleanup() {
+    for conf in "$W/provider.conf" "$W/proxy.conf"; do
+        pf=$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)
+        if [ -n "$pf" ] && [ -s "$pf" ]; then
+            pid=$(cat "$pf")
+            kill -TERM "$pid" 2>/dev/null || true
+            i=0
+            while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+        fi
+    done
+    if [ -n "$MOCKGW_PID" ]; then
+        kill -TERM "$MOCKGW_PID" 2>/dev/null || true
+        wait "$MOCKGW_PID" 2>/dev/null || true
+    fi
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench: kept $W" >&2
+    else
+        rm -rf "$W"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# free_port: a loopback TCP port nobody listens on.
+free_port() {
+    p=$(( 20000 + $(od -An -tu2 -N2 /dev/urandom | tr -d ' ') % 20000 ))
+    while ss -Hltn "sport = :$p" | grep -q .; do p=$((p + 1)); done
+    echo "$p"
+}
+
+# ---- the mock gateway ------------------------------------------------------
+umask 077
+od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
+umask 022
+TOKEN=$(cat "$W/gateway.token")
+"$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >"$W/logs/mockgw.log" 2>&1 </dev/null &
+MOCKGW_PID=$!
+GW=""
+i=0
+while [ -z "$GW" ]; do
+    GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log")
+    if [ -z "$GW" ]; then
+        i=$((i + 1))
+        [ "$i" -lt 100 ] && kill -0 "$MOCKGW_PID" 2>/dev/null ||
+            { cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"; }
+        sleep 0.1
+    fi
+done
+
+# ---- the database: a user with a big balance, a key, the priced model ------
+DB=$W/db/provider.db
+ctl() { "$CTL" --db "sqlite3:$DB" "$@"; }
+ctl db migrate >/dev/null
+ctl user add bench@example.com --name Bench >/dev/null
+ctl balance add bench@example.com 1000000000 --reason bench >/dev/null
+ctl model add "$MODEL" --upstream "$MODEL" --name "$MODEL" >/dev/null
+ctl model price "$MODEL" --input 0.15 --output 0.6 --cache 0.075 >/dev/null
+KEY=$(ctl key create bench@example.com --name bench --json |
+      sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
+case $KEY in sk-prov-*) ;; *) die "could not read the key from providerctl key create --json" ;; esac
+chown -R "$RUNUSER:$RUNUSER" "$W/db"
+
+# ---- the two servers ---------------------------------------------------------
+PROVIDER_PORT=$(free_port)
+PROXY_PORT=$(free_port)
+[ "$PROXY_PORT" != "$PROVIDER_PORT" ] || PROXY_PORT=$((PROVIDER_PORT + 1))
+
+common_conf() {  # name port
+    cat <<EOF
+ServerRoot "$W"
+ServerName 127.0.0.1
+Listen 127.0.0.1:$2
+PidFile "$W/run/$1.pid"
+DefaultRuntimeDir "$W/run"
+Mutex file:$W/run default
+User $RUNUSER
+Group $RUNUSER
+DocumentRoot "$W/htdocs"
+LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
+# (without mod_authz_core every request fails: AH00025 "couldn't check user")
+LoadModule authz_core_module $MODDIR/mod_authz_core.so
+StartServers 1
+ServerLimit 1
+ThreadLimit 64
+ThreadsPerChild 64
+MaxRequestWorkers 64
+MinSpareThreads 1
+MaxSpareThreads 64
+MaxConnectionsPerChild 0
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 30
+ErrorLog "$W/logs/$1-error.log"
+LogLevel warn
+# no access log on either server: it would measure the disk, not the module
+EOF
+}
+
+{
+    common_conf provider "$PROVIDER_PORT"
+    cat <<EOF
+LoadModule dbd_module $MODDIR/mod_dbd.so
+LoadModule provider_module $MODULE
+ProviderEngine On
+ProviderGatewayURL http://$GW
+ProviderGatewayTokenFile "$W/gateway.token"
+DBDriver sqlite3
+DBDParams "$DB"
+DBDInitSQL "PRAGMA synchronous=NORMAL"
+DBDInitSQL "PRAGMA busy_timeout=5000"
+EOF
+} >"$W/provider.conf"
+
+{
+    common_conf proxy "$PROXY_PORT"
+    cat <<EOF
+LoadModule proxy_module $MODDIR/mod_proxy.so
+LoadModule proxy_http_module $MODDIR/mod_proxy_http.so
+LoadModule headers_module $MODDIR/mod_headers.so
+RequestHeader set Authorization "Bearer $TOKEN"
+ProxyPass /v1/ http://$GW/v1/
+EOF
+} >"$W/proxy.conf"
+chmod 600 "$W/proxy.conf"
+
+for s in provider proxy; do
+    "$HTTPD" -t -f "$W/$s.conf" >"$W/logs/$s-configtest.log" 2>&1 ||
+        { cat "$W/logs/$s-configtest.log" >&2; die "apache2 -t failed for the $s server"; }
+    "$HTTPD" -f "$W/$s.conf" -k start || die "the $s server did not start"
+done
+
+# wait_ok PORT: until a chat completion answers 200 (also warms the caches).
+wait_ok() {
+    i=0
+    while :; do
+        code=$(curl -s -o "$W/last-answer" -w '%{http_code}' "http://127.0.0.1:$1/v1/chat/completions" \
+               -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \
+               -d "{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":16}" \
+               2>/dev/null) || code=000
+        [ "$code" = 200 ] && return 0
+        i=$((i + 1))
+        if [ "$i" -ge 100 ]; then
+            cat "$W/last-answer" >&2 2>/dev/null || true
+            tail -n 20 "$W"/logs/*-error.log >&2 || true
+            die "127.0.0.1:$1 did not answer 200 to a chat completion (last: $code)"
+        fi
+        sleep 0.1
+    done
+}
+wait_ok "$PROVIDER_PORT"
+wait_ok "$PROXY_PORT"
+
+export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL"
+
+# run_wrk NAME PORT: warm-up, then the measured run; leaves the BENCH line in $W/NAME.wrk.
+run_wrk() {
+    if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+        wrk -t"$T" -c"$C" -d"$WARMUP" -s "$LUA" "http://127.0.0.1:$2" >/dev/null 2>&1 || true
+        sleep 1
+    fi
+    wrk -t"$T" -c"$C" -d"$D" --latency -s "$LUA" "http://127.0.0.1:$2" >"$W/$1.wrk" 2>&1 ||
+        { cat "$W/$1.wrk" >&2; die "wrk failed against the $1 server"; }
+    grep -q '^BENCH ' "$W/$1.wrk" || { cat "$W/$1.wrk" >&2; die "no BENCH line from wrk ($1)"; }
+}
+
+# field NAME KEY: a value from the BENCH line.
+field() { sed -n "s/^BENCH .*[[:space:]]$2=\([0-9]*\).*/\1/p; s/^BENCH $2=\([0-9]*\).*/\1/p" "$W/$1.wrk" | head -n 1; }
+
+ledger_rows() { sqlite3 -cmd '.timeout 5000' "$DB" "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
+
+echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
+
+run_wrk proxy "$PROXY_PORT"
+# The warm-up and readiness requests are in the ledger already: count from here.
+sleep 1
+ROWS_BEFORE=$(ledger_rows)
+run_wrk provider "$PROVIDER_PORT"
+# Requests still in flight when wrk stops are finished (and written) by the server.
+sleep 2
+ROWS_AFTER=$(ledger_rows)
+
+# ---- the table ---------------------------------------------------------------
+awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" \
+    -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
+    -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
+    -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
+    -v pr_p50="$(field provider p50_us)" -v px_p50="$(field proxy p50_us)" \
+    -v pr_p99="$(field provider p99_us)" -v px_p99="$(field proxy p99_us)" \
+    -v pr_ok="$(field provider ok2xx)" -v px_ok="$(field proxy ok2xx)" \
+    -v pr_bad="$(field provider non2xx)" -v px_bad="$(field proxy non2xx)" \
+    -v pr_sock="$(( $(field provider connect) + $(field provider read) + $(field provider write) + $(field provider timeout) ))" \
+    -v px_sock="$(( $(field proxy connect) + $(field proxy read) + $(field proxy write) + $(field proxy timeout) ))" \
+    -v body="$(field provider body_bytes)" '
+function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
+BEGIN {
+    pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
+    printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
+    printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n\n", httpd, cpus
+    printf "%-22s %14s %14s %10s\n", "", "mod_provider", "mod_proxy", "ratio"
+    printf "%-22s %14.1f %14.1f %10s\n", "requests/s", pr_rps, px_rps, ratio(pr_rps, px_rps)
+    printf "%-22s %14.2f %14.2f %10s\n", "latency p50 (ms)", pr_p50 / 1000, px_p50 / 1000, ratio(pr_p50, px_p50)
+    printf "%-22s %14.2f %14.2f %10s\n", "latency p99 (ms)", pr_p99 / 1000, px_p99 / 1000, ratio(pr_p99, px_p99)
+    printf "%-22s %14d %14d\n", "requests", pr_req, px_req
+    printf "%-22s %14d %14d\n", "2xx", pr_ok, px_ok
+    printf "%-22s %14d %14d\n", "errors: non-2xx", pr_bad, px_bad
+    printf "%-22s %14d %14d\n", "errors: socket", pr_sock, px_sock
+}'
+
+OK2XX=$(field provider ok2xx)
+ROWS=$((ROWS_AFTER - ROWS_BEFORE))
+echo
+echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
+echo "ledger rows by status (whole run, including warm-up):"
+sqlite3 -cmd '.timeout 5000' "$DB" "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
+# wrk stops counting at the deadline; up to one request per connection may
+# still be answered (and charged) after it, so the ledger may lead by <= C.
+if [ "$ROWS" -ge "$OK2XX" ] && [ "$ROWS" -le $((OK2XX + C)) ]; then
+    echo "ledger check: OK (rows - 2xx = $((ROWS - OK2XX)), at most $C requests were in flight at the deadline)"
+else
+    echo "ledger check: MISMATCH (rows - 2xx = $((ROWS - OK2XX)))"
+    exit 1
+fi

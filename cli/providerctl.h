@@ -1,0 +1,123 @@
+/* providerctl.h: what the parts of providerctl share: the command table entry
+ * (group, verb, positional synopsis, options, summary, run function), the
+ * context a run function gets (parsed arguments, the open store, --json), and
+ * the helpers every command uses to parse credits and ids, find users, report
+ * errors with the right exit code, and print tables, key/value lines and JSON.
+ * Each group (db, user, key, balance, model) lives in cli/providerctl_<group>.c
+ * and exports its table of commands. */
+#ifndef PROVIDERCTL_H
+#define PROVIDERCTL_H
+
+#include <json-c/json.h>
+#include "prov_common.h"
+#include "prov_store.h"
+#include "prov_money.h"
+#include "prov_json.h"
+#include "prov_account.h"
+#include "prov_models.h"
+
+/* Exit codes (CONVENTIONS: 0 ok, 1 failure, 2 usage). */
+#define CTL_OK    0
+#define CTL_FAIL  1
+#define CTL_USAGE 2
+
+typedef struct ctl_opt_t {
+    const char *name;      /* long name without "--" */
+    const char *arg;       /* value placeholder ("NAME"), NULL for a flag */
+    int required;
+    const char *help;
+} ctl_opt_t;
+
+/* What a command needs from the database before it runs. */
+typedef enum {
+    CTL_DB_NONE = 0,       /* nothing */
+    CTL_DB_RAW,            /* an open connection, any schema version (db group) */
+    CTL_DB_READY           /* the expected schema, statements prepared */
+} ctl_db_need_e;
+
+typedef struct ctl_t ctl_t;
+typedef int ctl_run_fn(ctl_t *ctl);
+
+typedef struct ctl_cmd_t {
+    const char *verb;      /* NULL ends a table */
+    const char *args;      /* positional synopsis, e.g. "USER CREDITS" ("" for none) */
+    int min_args, max_args;
+    const ctl_opt_t *opts; /* command options, ended by a NULL name; may be NULL */
+    ctl_db_need_e db;
+    ctl_run_fn *run;
+    const char *summary;   /* one line for the lists */
+    const char *help;      /* a paragraph for "--help" on the command; may be NULL */
+} ctl_cmd_t;
+
+typedef struct ctl_group_t {
+    const char *name;
+    const char *summary;
+    const ctl_cmd_t *cmds;
+} ctl_group_t;
+
+struct ctl_t {
+    apr_pool_t *pool;
+    const ctl_group_t *group;
+    const ctl_cmd_t *cmd;
+    int json;
+    int verbose;
+    const char *db_spec;
+    prov_store_t *store;
+    int argc;              /* positional arguments after GROUP VERB */
+    const char **argv;
+    apr_hash_t *opts;      /* option name -> value ("" for a flag) */
+};
+
+extern const ctl_cmd_t ctl_db_cmds[];
+extern const ctl_cmd_t ctl_user_cmds[];
+extern const ctl_cmd_t ctl_key_cmds[];
+extern const ctl_cmd_t ctl_balance_cmds[];
+extern const ctl_cmd_t ctl_model_cmds[];
+
+/* ---- arguments ---- */
+/* The value of a command option, or NULL when it was not given. */
+const char *ctl_opt(ctl_t *ctl, const char *name);
+/* Non-zero when a flag (or an option) was given. */
+int ctl_flag(ctl_t *ctl, const char *name);
+/* Parses a credit amount into *out; returns CTL_OK or CTL_USAGE after saying
+ * what was wrong (what names the value: "amount", "budget", "--input"). */
+int ctl_parse_credits(ctl_t *ctl, prov_micro_t *out, const char *s, int allow_negative,
+                      const char *what);
+/* Parses a positive numeric id (what: "key id"); CTL_OK or CTL_USAGE. */
+int ctl_parse_id(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
+/* Finds USER (id or email); CTL_OK, or CTL_FAIL after "unknown user 'x'". */
+int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
+/* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
+int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id);
+
+/* ---- errors (each prints "providerctl: ..." on stderr) ---- */
+int ctl_fail(ctl_t *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A usage error: the message and a pointer to the command's --help. */
+int ctl_usage(ctl_t *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failed core call: "cannot <what>: <reason>"; CTL_FAIL. */
+int ctl_db_fail(ctl_t *ctl, apr_status_t rv, const char *what);
+
+/* ---- output ---- */
+/* "2025-01-02 03:04" (table) or "2025-01-02T03:04:05Z" (iso); "-" / NULL for 0. */
+const char *ctl_time(apr_int64_t t, int iso, apr_pool_t *p);
+const char *ctl_credits(prov_micro_t v, apr_pool_t *p);
+/* Prints obj (pretty) on stdout and releases it. */
+void ctl_json_print(json_object *obj);
+json_object *ctl_json_str(const char *s);       /* null for NULL */
+json_object *ctl_json_time(apr_int64_t t);      /* ISO string, null for 0 */
+/* A "label: value" line of the show commands. */
+void ctl_kv(const char *label, const char *value);
+
+typedef struct ctl_table_t ctl_table_t;
+ctl_table_t *ctl_table_make(apr_pool_t *p, int ncols, ...);
+/* Adds a row of ncols strings (NULL prints as "-"). */
+void ctl_table_row(ctl_table_t *t, ...);
+/* Prints the table with aligned columns, or empty_note when it has no rows. */
+void ctl_table_print(ctl_table_t *t, const char *empty_note);
+
+/* ---- JSON of the shared records ---- */
+json_object *ctl_user_json(const prov_user_t *u);
+json_object *ctl_key_json(const prov_apikey_t *k, const char *email);
+json_object *ctl_model_json(const prov_model_t *m);
+
+#endif

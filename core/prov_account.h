@@ -1,0 +1,83 @@
+/* prov_account.h: users, their API keys and their prepaid balance, as the
+ * administrator (providerctl) and the cabinet manage them, plus the one lookup
+ * on the inference hot path: from a presented key to what the checks need. */
+#ifndef PROV_ACCOUNT_H
+#define PROV_ACCOUNT_H
+
+#include "prov_common.h"
+#include "prov_store.h"
+
+typedef struct prov_user_t {
+    apr_int64_t id;
+    const char *email;
+    const char *name;         /* may be NULL */
+    int blocked;
+    prov_micro_t balance;     /* prepaid, micro-credits */
+    apr_int64_t created_at;
+} prov_user_t;
+
+typedef struct prov_apikey_t {
+    apr_int64_t id;
+    apr_int64_t user_id;
+    const char *name;         /* may be NULL */
+    const char *display;      /* display prefix, never the secret */
+    int has_budget;
+    prov_micro_t weekly_budget;
+    apr_int64_t created_at;
+    apr_int64_t reissued_at;  /* 0 = never */
+    apr_int64_t deleted_at;   /* 0 = live */
+} prov_apikey_t;
+
+/* What the inference checks need about the caller, from one query. */
+typedef struct prov_auth_t {
+    apr_int64_t key_id;
+    apr_int64_t user_id;
+    const char *key_display;
+    int user_blocked;
+    int has_budget;
+    prov_micro_t weekly_budget;
+    prov_micro_t balance;
+} prov_auth_t;
+
+/* Returns APR_EEXIST when the email is taken, APR_EINVAL when it is malformed. */
+apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
+                           const char *name, apr_pool_t *p);
+/* ref is a numeric id or an email. APR_NOTFOUND when there is no such user. */
+apr_status_t prov_user_find(prov_user_t **u, prov_store_t *s, const char *ref, apr_pool_t *p);
+/* All users (prov_user_t* elements), by id. */
+apr_status_t prov_user_list(apr_array_header_t **users, prov_store_t *s, apr_pool_t *p);
+/* Blocks or unblocks; APR_NOTFOUND when there is no such user. */
+apr_status_t prov_user_set_blocked(prov_store_t *s, apr_int64_t user_id, int blocked,
+                                   apr_pool_t *p);
+
+/* Adds amount (may be negative: a correction) to the balance and records the
+ * movement with its reason, in one transaction. new_balance may be NULL. */
+apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_int64_t user_id,
+                              prov_micro_t amount, const char *reason, apr_pool_t *p);
+
+/* Creates a key; *secret is the only copy of the key ever produced. */
+apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_store_t *s,
+                                apr_int64_t user_id, const char *name, int has_budget,
+                                prov_micro_t weekly_budget, apr_pool_t *p);
+/* Replaces the secret of a live key (the old one stops working at once). */
+apr_status_t prov_apikey_reissue(const char **secret, prov_store_t *s, apr_int64_t key_id,
+                                 apr_pool_t *p);
+/* Marks a key deleted; APR_NOTFOUND when unknown or already deleted. */
+apr_status_t prov_apikey_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t *p);
+/* Sets (has_budget) or clears the weekly budget of a live key. */
+apr_status_t prov_apikey_set_budget(prov_store_t *s, apr_int64_t key_id, int has_budget,
+                                    prov_micro_t weekly_budget, apr_pool_t *p);
+/* One key by id (deleted ones too); APR_NOTFOUND. */
+apr_status_t prov_apikey_get(prov_apikey_t **k, prov_store_t *s, apr_int64_t key_id,
+                             apr_pool_t *p);
+/* Keys (prov_apikey_t*), of one user when user_id > 0, live ones unless
+ * include_deleted. */
+apr_status_t prov_apikey_list(apr_array_header_t **keys, prov_store_t *s, apr_int64_t user_id,
+                              int include_deleted, apr_pool_t *p);
+
+/* The hot-path lookup: secret -> key and user. APR_NOTFOUND when the secret is
+ * malformed, unknown or deleted (the caller answers 401 for all three). */
+apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secret,
+                              apr_pool_t *p);
+
+#endif

@@ -1,0 +1,237 @@
+/* prov_chat.c: the Chat Completions transport without httpd: request
+ * validation and normalisation (legacy `message`, no streaming, no tools),
+ * the gateway body, token kinds from the gateway's usage, and the answer the
+ * client gets (public model id, credits in usage). */
+#include <string.h>
+#include "prov_chat.h"
+#include "prov_json.h"
+
+static const char *const refused_fields[] = { "tools", "functions", "tool_choice",
+                                              "function_call", NULL };
+
+#define BAD(param, ...) \
+    do { *err = prov_error_make(p, PROV_E_INVALID_REQUEST, param, __VA_ARGS__); \
+         return APR_EINVAL; } while (0)
+
+/* Content is a string or an array of text parts; returns the text bytes or -1. */
+static apr_ssize_t content_bytes(json_object *content, const char **why)
+{
+    apr_ssize_t n = 0;
+    size_t i, len;
+    if (json_object_is_type(content, json_type_string))
+        return (apr_ssize_t)json_object_get_string_len(content);
+    if (!json_object_is_type(content, json_type_array)) {
+        *why = "must be a string or an array of text parts";
+        return -1;
+    }
+    len = json_object_array_length(content);
+    for (i = 0; i < len; i++) {
+        json_object *part = json_object_array_get_idx(content, i);
+        const char *type = prov_json_get_str(part, "type");
+        json_object *text = prov_json_get(part, "text", json_type_string);
+        if (!type || strcmp(type, "text") || !text) {
+            *why = type ? "has a part type that this transport does not support (only text)"
+                        : "has a part without a type";
+            return -1;
+        }
+        n += json_object_get_string_len(text);
+    }
+    return n;
+}
+
+static apr_status_t check_messages(prov_chat_req_t *req, prov_error_t **err,
+                                   json_object *msgs, apr_pool_t *p)
+{
+    size_t i, len = json_object_array_length(msgs);
+    if (len == 0)
+        BAD("messages", "'messages' must not be empty");
+    for (i = 0; i < len; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        const char *role = prov_json_get_str(m, "role");
+        json_object *content = NULL;
+        const char *why = NULL;
+        apr_ssize_t n;
+        const char *param = apr_psprintf(p, "messages[%d]", (int)i);
+
+        if (!json_object_is_type(m, json_type_object))
+            BAD(param, "%s must be an object with 'role' and 'content'", param);
+        if (!role)
+            BAD(apr_pstrcat(p, param, ".role", NULL), "%s.role is required (a string)", param);
+        if (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system")
+            && strcmp(role, "developer"))
+            BAD(apr_pstrcat(p, param, ".role", NULL),
+                "%s.role '%s' is not supported here (user, assistant, system, developer; "
+                "tools are not supported on this transport)", param, role);
+        if (json_object_object_get_ex(m, "tool_calls", NULL))
+            BAD(apr_pstrcat(p, param, ".tool_calls", NULL),
+                "tool calls are not supported on /v1/chat/completions");
+        if (!json_object_object_get_ex(m, "content", &content) || !content)
+            BAD(apr_pstrcat(p, param, ".content", NULL), "%s.content is required", param);
+        n = content_bytes(content, &why);
+        if (n < 0)
+            BAD(apr_pstrcat(p, param, ".content", NULL), "%s.content %s", param, why);
+        req->prompt_bytes += (apr_size_t)n;
+    }
+    req->n_messages = (int)len;
+    return APR_SUCCESS;
+}
+
+/* The legacy single `message`: a string, a message object or an array. */
+static apr_status_t normalise_legacy(prov_error_t **err, json_object *body, apr_pool_t *p)
+{
+    json_object *legacy = NULL, *msgs;
+    if (json_object_object_get_ex(body, "messages", NULL)) {
+        json_object_object_del(body, "message");
+        return APR_SUCCESS;
+    }
+    if (!json_object_object_get_ex(body, "message", &legacy) || !legacy)
+        BAD("messages", "'messages' is required (an array of {role, content})");
+    if (json_object_is_type(legacy, json_type_string)) {
+        json_object *m = json_object_new_object();
+        json_object_object_add(m, "role", json_object_new_string("user"));
+        json_object_object_add(m, "content", json_object_get(legacy));
+        msgs = json_object_new_array();
+        json_object_array_add(msgs, m);
+    }
+    else if (json_object_is_type(legacy, json_type_object)) {
+        msgs = json_object_new_array();
+        json_object_array_add(msgs, json_object_get(legacy));
+    }
+    else if (json_object_is_type(legacy, json_type_array)) {
+        msgs = json_object_get(legacy);
+    }
+    else {
+        BAD("message", "'message' must be a string or a message object");
+    }
+    json_object_object_add(body, "messages", msgs);
+    json_object_object_del(body, "message");
+    return APR_SUCCESS;
+}
+
+static apr_status_t read_max_tokens(apr_int64_t *out, prov_error_t **err, json_object *body,
+                                    const char *name, apr_pool_t *p)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(body, name, &v) || !v)
+        return APR_SUCCESS;
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
+        BAD(name, "'%s' must be a positive integer", name);
+    *out = json_object_get_int64(v);
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_chat_parse(prov_chat_req_t **preq, prov_error_t **err, const char *body,
+                             apr_size_t len, apr_pool_t *p)
+{
+    const char *perr = NULL;
+    json_object *root = prov_json_parse(body, len, &perr, p);
+    json_object *v = NULL, *msgs;
+    prov_chat_req_t *req;
+    const char *const *f;
+    apr_status_t rv;
+
+    if (!root)
+        BAD(NULL, "The request body is not valid JSON: %s", perr);
+    if (!json_object_is_type(root, json_type_object))
+        BAD(NULL, "The request body must be a JSON object");
+    req = apr_pcalloc(p, sizeof(*req));
+    req->body = root;
+    req->max_tokens = -1;
+
+    req->model = prov_json_get_str(root, "model");
+    if (!req->model || !*req->model)
+        BAD("model", "'model' is required (a public model id from GET /v1/models)");
+    if (json_object_object_get_ex(root, "stream", &v) && v
+        && (!json_object_is_type(v, json_type_boolean) || json_object_get_boolean(v)))
+        BAD("stream", "Streaming is not supported on /v1/chat/completions "
+            "(use /v1/responses or /v1/messages for streaming)");
+    for (f = refused_fields; *f; f++) {
+        if (json_object_object_get_ex(root, *f, &v) && v)
+            BAD(*f, "'%s': tools are not supported on /v1/chat/completions "
+                "(use /v1/responses or /v1/messages for tool use)", *f);
+    }
+    if ((rv = normalise_legacy(err, root, p)) != APR_SUCCESS)
+        return rv;
+    msgs = prov_json_get(root, "messages", json_type_array);
+    if (!msgs)
+        BAD("messages", "'messages' must be an array of {role, content}");
+    if ((rv = check_messages(req, err, msgs, p)) != APR_SUCCESS)
+        return rv;
+    if ((rv = read_max_tokens(&req->max_tokens, err, root, "max_tokens", p)) != APR_SUCCESS
+        || (rv = read_max_tokens(&req->max_tokens, err, root, "max_completion_tokens", p))
+               != APR_SUCCESS)
+        return rv;
+    if (json_object_object_get_ex(root, "temperature", &v) && v) {
+        double t;
+        if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+            BAD("temperature", "'temperature' must be a number between 0 and 2");
+        t = json_object_get_double(v);
+        if (t < 0.0 || t > 2.0)
+            BAD("temperature", "'temperature' must be a number between 0 and 2");
+    }
+    json_object_object_del(root, "stream_options");
+    *preq = req;
+    *err = NULL;
+    return APR_SUCCESS;
+}
+
+const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
+                                    apr_pool_t *p)
+{
+    json_object_object_add(req->body, "model", json_object_new_string(upstream_id));
+    return prov_json_dump(req->body, p);
+}
+
+static apr_int64_t int_at(json_object *obj, const char *a, const char *b)
+{
+    json_object *v = prov_json_get(obj, a, b ? json_type_object : json_type_int);
+    if (v && b)
+        v = prov_json_get(v, b, json_type_int);
+    return v ? json_object_get_int64(v) : 0;
+}
+
+apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage)
+{
+    apr_int64_t prompt, completion, cached, reasoning;
+    if (!usage || !json_object_is_type(usage, json_type_object))
+        return APR_EINVAL;
+    prompt = int_at(usage, "prompt_tokens", NULL);
+    completion = int_at(usage, "completion_tokens", NULL);
+    cached = int_at(usage, "prompt_tokens_details", "cached_tokens");
+    reasoning = int_at(usage, "completion_tokens_details", "reasoning_tokens");
+    if (prompt < 0) prompt = 0;
+    if (completion < 0) completion = 0;
+    if (cached < 0) cached = 0;
+    if (reasoning < 0) reasoning = 0;
+    t->cache = cached;
+    t->input = prompt > cached ? prompt - cached : 0;
+    t->reasoning = reasoning;
+    t->output = completion > reasoning ? completion - reasoning : 0;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const char *body,
+                                   apr_size_t len, apr_pool_t *p)
+{
+    const char *perr = NULL;
+    json_object *root = prov_json_parse(body, len, &perr, p);
+    if (!root || !prov_json_get(root, "choices", json_type_array))
+        return APR_EINVAL;
+    *answer = root;
+    if (prov_chat_tokens(t, prov_json_get(root, "usage", json_type_object)) != APR_SUCCESS)
+        return APR_ENOENT;
+    return APR_SUCCESS;
+}
+
+const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
+                             apr_pool_t *p)
+{
+    json_object *usage = prov_json_get(answer, "usage", json_type_object);
+    json_object_object_add(answer, "model", json_object_new_string(public_id));
+    if (!usage) {
+        usage = json_object_new_object();
+        json_object_object_add(answer, "usage", usage);
+    }
+    json_object_object_add(usage, "credits", prov_json_credits(charge));
+    return prov_json_dump(answer, p);
+}

@@ -1,0 +1,41 @@
+/* prov_chat.h: the Chat Completions transport's rules, without httpd:
+ * validating and normalising a request (legacy `message`, no streaming, no
+ * tools), the body sent to the gateway (upstream model id), reading the
+ * gateway's answer and its usage, and the answer given to the client (public
+ * model id, credits in usage). */
+#ifndef PROV_CHAT_H
+#define PROV_CHAT_H
+
+#include "prov_common.h"
+#include "prov_error.h"
+#include "prov_json.h"
+
+typedef struct prov_chat_req_t {
+    json_object *body;          /* normalised request (always has "messages"); owned by p */
+    const char *model;          /* public model id */
+    apr_int64_t max_tokens;     /* -1 when absent */
+    apr_size_t prompt_bytes;    /* bytes of message text, for the input estimate */
+    int n_messages;
+} prov_chat_req_t;
+
+/* Parses and validates a request body. APR_SUCCESS with *req, or APR_EINVAL
+ * with *err (400 INVALID_REQUEST naming the field). */
+apr_status_t prov_chat_parse(prov_chat_req_t **req, prov_error_t **err, const char *body,
+                             apr_size_t len, apr_pool_t *p);
+/* The JSON sent to the gateway: the request with model = upstream_id. */
+const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
+                                    apr_pool_t *p);
+/* Token kinds from an OpenAI usage object (DESIGN §3): cache = cached prompt
+ * tokens, input = the rest of the prompt, reasoning = reasoning tokens,
+ * output = the rest of the completion. Missing fields count 0; APR_EINVAL
+ * when usage is not an object. */
+apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage);
+/* Reads a successful gateway answer: APR_EINVAL when it is not a chat
+ * completion object with usage. */
+apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const char *body,
+                                   apr_size_t len, apr_pool_t *p);
+/* The client's answer: model = public_id, usage.credits = charge (decimal). */
+const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
+                             apr_pool_t *p);
+
+#endif

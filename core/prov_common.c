@@ -1,0 +1,46 @@
+/* prov_common.c: the settable clock and the int64 text helpers that every
+ * other part of libprovider uses. */
+#include <errno.h>
+#include <stdlib.h>
+#include <apr_time.h>
+#include "prov_common.h"
+
+static volatile apr_int64_t fixed_now;
+
+apr_int64_t prov_now(void)
+{
+    apr_int64_t f = fixed_now;
+    return f ? f : (apr_int64_t)apr_time_sec(apr_time_now());
+}
+
+void prov_clock_set(apr_int64_t fixed_seconds)
+{
+    fixed_now = fixed_seconds;
+}
+
+const char *prov_i64(apr_int64_t v, apr_pool_t *p)
+{
+    return apr_psprintf(p, "%" APR_INT64_T_FMT, v);
+}
+
+apr_status_t prov_parse_i64(apr_int64_t *out, const char *s)
+{
+    char *end = NULL;
+    long long v;
+    const char *c;
+
+    if (!s || !*s)
+        return APR_EINVAL;
+    for (c = (*s == '-') ? s + 1 : s; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return APR_EINVAL;
+    }
+    if (*s == '-' && !s[1])
+        return APR_EINVAL;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || !end || *end)
+        return APR_EINVAL;
+    *out = (apr_int64_t)v;
+    return APR_SUCCESS;
+}

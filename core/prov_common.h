@@ -1,0 +1,36 @@
+/* prov_common.h: the few types and constants every part of libprovider shares:
+ * micro-credit money, token counts, the clock that tests can set, and the
+ * APR headers everything builds on. libprovider never includes an httpd header. */
+#ifndef PROV_COMMON_H
+#define PROV_COMMON_H
+
+#include <apr.h>
+#include <apr_pools.h>
+#include <apr_strings.h>
+#include <apr_tables.h>
+#include <apr_hash.h>
+#include <apr_errno.h>
+
+/* 1 credit = 1,000,000 micro-credits; every amount in the core is an integer. */
+typedef apr_int64_t prov_micro_t;
+#define PROV_MICRO_PER_CREDIT APR_INT64_C(1000000)
+
+/* Token counts as the four kinds that the rate card prices (DESIGN §3). */
+typedef struct prov_tokens_t {
+    apr_int64_t input;      /* input tokens not served from cache */
+    apr_int64_t output;     /* output tokens that are not reasoning */
+    apr_int64_t cache;      /* cached / cache-read input tokens */
+    apr_int64_t reasoning;  /* reasoning tokens */
+} prov_tokens_t;
+
+/* Seconds since the epoch. Real time unless a test has set a fixed value. */
+apr_int64_t prov_now(void);
+/* Sets the clock to a fixed value; 0 returns it to real time. */
+void prov_clock_set(apr_int64_t fixed_seconds);
+
+/* Formats an int64 as decimal text in p. */
+const char *prov_i64(apr_int64_t v, apr_pool_t *p);
+/* Parses a whole decimal int64; APR_EINVAL on anything else (sign, spaces, overflow). */
+apr_status_t prov_parse_i64(apr_int64_t *out, const char *s);
+
+#endif

@@ -1,0 +1,56 @@
+/* prov_error.h: the error table, the one place that says what each service
+ * error code is on the wire: its HTTP status and its type in each transport's
+ * error family (OpenAI and Anthropic), and how the error bodies are written. */
+#ifndef PROV_ERROR_H
+#define PROV_ERROR_H
+
+#include "prov_common.h"
+
+typedef enum {
+    PROV_E_INVALID_REQUEST = 0,   /* 400 */
+    PROV_E_INVALID_API_KEY,       /* 401 */
+    PROV_E_USER_BLOCKED,          /* 403 */
+    PROV_E_NOT_FOUND,             /* 404, a path the service does not serve */
+    PROV_E_MODEL_NOT_FOUND,       /* 404 */
+    PROV_E_METHOD_NOT_ALLOWED,    /* 405 */
+    PROV_E_REQUEST_TOO_LARGE,     /* 413 */
+    PROV_E_UNSUPPORTED_MEDIA_TYPE,/* 415 */
+    PROV_E_INSUFFICIENT_CREDITS,  /* 402 */
+    PROV_E_KEY_BUDGET_EXCEEDED,   /* 429 API_KEY_CREDIT_BUDGET_EXCEEDED */
+    PROV_E_QUOTA_EXCEEDED,        /* 429 SUBSCRIPTION_QUOTA_EXCEEDED */
+    PROV_E_IDENTITY_ALREADY_LINKED, /* 409 */
+    PROV_E_INTERNAL,              /* 500 */
+    PROV_E_GATEWAY_ERROR,         /* 502 */
+    PROV_E_SERVICE_UNAVAILABLE,   /* 503 (database, schema, configuration) */
+    PROV_E_MODEL_NOT_PRICED,      /* 503, the model has no input/output rate yet */
+    PROV_E_GATEWAY_TIMEOUT,       /* 504 */
+    PROV_E__COUNT
+} prov_errcode_e;
+
+typedef struct prov_errinfo_t {
+    const char *code;            /* wire code, e.g. "API_KEY_CREDIT_BUDGET_EXCEEDED" */
+    int status;                  /* HTTP status */
+    const char *openai_type;     /* error.type in the OpenAI family */
+    const char *anthropic_type;  /* error.type in the Anthropic family */
+} prov_errinfo_t;
+
+typedef struct prov_error_t {
+    prov_errcode_e code;
+    const char *message;         /* for humans; never a secret or an internal URL */
+    const char *param;           /* the offending request field, or NULL */
+    apr_int64_t retry_after;     /* seconds for Retry-After; 0 = none */
+} prov_error_t;
+
+/* Returns the table row for code (never NULL for a valid code). */
+const prov_errinfo_t *prov_error_info(prov_errcode_e code);
+/* Returns the table row whose wire code is name, or NULL. */
+const prov_errinfo_t *prov_error_by_name(const char *name);
+/* Makes an error in p; param may be NULL. */
+prov_error_t *prov_error_make(apr_pool_t *p, prov_errcode_e code, const char *param,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* {"error":{"message","type","param","code"}} */
+const char *prov_error_openai_json(const prov_error_t *e, apr_pool_t *p);
+/* {"type":"error","error":{"type","message","code"}} */
+const char *prov_error_anthropic_json(const prov_error_t *e, apr_pool_t *p);
+
+#endif

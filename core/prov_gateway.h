@@ -1,0 +1,49 @@
+/* prov_gateway.h: the client of the internal model gateway (libcurl). One
+ * easy handle per thread, reused across that thread's requests so that
+ * connections stay open; connect and total timeouts; the service token is sent
+ * as a Bearer header and never logged; the gateway's URL never leaves this
+ * file in an error meant for a client. */
+#ifndef PROV_GATEWAY_H
+#define PROV_GATEWAY_H
+
+#include "prov_common.h"
+
+typedef struct prov_gateway_t prov_gateway_t;
+
+typedef struct prov_gw_response_t {
+    int status;                 /* HTTP status from the gateway */
+    const char *body;           /* NUL-terminated copy in p */
+    apr_size_t len;
+    const char *content_type;   /* may be NULL */
+    const char *retry_after;    /* may be NULL */
+} prov_gw_response_t;
+
+/* Receives body bytes of a streamed answer; a non-APR_SUCCESS return stops the
+ * transfer (the client went away). */
+typedef apr_status_t prov_gw_data_cb(void *baton, const char *data, apr_size_t len);
+
+/* Process-wide libcurl setup; call once before threads start. */
+apr_status_t prov_gateway_global_init(void);
+
+/* base_url without a trailing slash ("http://127.0.0.1:4000"); token may be
+ * NULL (no Authorization header). Timeouts in milliseconds. Lives in p. */
+apr_status_t prov_gateway_create(prov_gateway_t **gw, const char *base_url, const char *token,
+                                 long connect_timeout_ms, long timeout_ms, apr_pool_t *p);
+
+/* GET or POST (body != NULL) path ("/v1/models"). Returns APR_SUCCESS with
+ * whatever status the gateway answered, APR_TIMEUP when it did not answer in
+ * time, APR_ECONNREFUSED when it could not be reached, APR_EGENERAL for other
+ * transport failures. headers: extra request headers ("name" -> "value"), may
+ * be NULL. */
+apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
+                                  const char *path, const char *body, apr_size_t len,
+                                  const apr_table_t *headers, apr_pool_t *p);
+
+/* POST with the answer delivered to cb as it arrives. *status is the HTTP
+ * status (set once headers arrived). Same return values as above, plus
+ * APR_ECONNABORTED when cb stopped the transfer. */
+apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *path,
+                                 const char *body, apr_size_t len, const apr_table_t *headers,
+                                 prov_gw_data_cb *cb, void *baton, apr_pool_t *p);
+
+#endif

@@ -1,0 +1,100 @@
+/* prov_json.c: json-c objects tied to APR pools, typed getters, and credit
+ * amounts written as exact decimal JSON numbers. */
+#include <stdint.h>
+#include <string.h>
+#include "prov_json.h"
+#include "prov_money.h"
+
+static apr_status_t json_put_cleanup(void *data)
+{
+    json_object_put((json_object *)data);
+    return APR_SUCCESS;
+}
+
+json_object *prov_json_own(json_object *obj, apr_pool_t *p)
+{
+    if (obj)
+        apr_pool_cleanup_register(p, obj, json_put_cleanup, apr_pool_cleanup_null);
+    return obj;
+}
+
+json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
+{
+    json_tokener *tok;
+    json_object *obj;
+    enum json_tokener_error jerr;
+
+    if (len > (apr_size_t)0x7fffffff) {
+        *err = "body too large";
+        return NULL;
+    }
+    tok = json_tokener_new();
+    if (!tok) {
+        *err = "out of memory";
+        return NULL;
+    }
+    obj = json_tokener_parse_ex(tok, buf, (int)len);
+    jerr = json_tokener_get_error(tok);
+    if (!obj || jerr != json_tokener_success) {
+        *err = jerr == json_tokener_continue ? "unexpected end of JSON"
+                                              : json_tokener_error_desc(jerr);
+        if (obj)
+            json_object_put(obj);
+        json_tokener_free(tok);
+        return NULL;
+    }
+    /* Trailing non-space bytes after the value are an error too. */
+    if (json_tokener_get_parse_end(tok) < len) {
+        const char *rest = buf + json_tokener_get_parse_end(tok);
+        const char *end = buf + len;
+        while (rest < end && (*rest == ' ' || *rest == '\n' || *rest == '\r' || *rest == '\t'))
+            rest++;
+        if (rest < end) {
+            *err = "unexpected data after the JSON value";
+            json_object_put(obj);
+            json_tokener_free(tok);
+            return NULL;
+        }
+    }
+    json_tokener_free(tok);
+    return prov_json_own(obj, p);
+}
+
+const char *prov_json_dump(json_object *obj, apr_pool_t *p)
+{
+    return apr_pstrdup(p, json_object_to_json_string_ext(
+        obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+json_object *prov_json_get(json_object *obj, const char *key, json_type type)
+{
+    json_object *v = NULL;
+    if (!obj || !json_object_is_type(obj, json_type_object))
+        return NULL;
+    if (!json_object_object_get_ex(obj, key, &v) || !v)
+        return NULL;
+    return json_object_is_type(v, type) ? v : NULL;
+}
+
+const char *prov_json_get_str(json_object *obj, const char *key)
+{
+    json_object *v = prov_json_get(obj, key, json_type_string);
+    return v ? json_object_get_string(v) : NULL;
+}
+
+static int credits_serializer(json_object *jso, struct printbuf *pb, int level, int flags)
+{
+    char buf[PROV_MONEY_BUFSIZE];
+    (void)level;
+    (void)flags;
+    prov_money_format_buf(buf, (prov_micro_t)(intptr_t)json_object_get_userdata(jso));
+    return printbuf_memappend(pb, buf, (int)strlen(buf));
+}
+
+json_object *prov_json_credits(prov_micro_t v)
+{
+    /* Stored as an int64 too, so readers get a number; printed exactly. */
+    json_object *o = json_object_new_int64(v);
+    json_object_set_serializer(o, credits_serializer, (void *)(intptr_t)v, NULL);
+    return o;
+}

@@ -1,0 +1,106 @@
+/* prov_keys.c: random secrets from OpenSSL, their SHA-256 digests (what is
+ * stored) and display prefixes (what is shown after creation). */
+#include <string.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include "prov_keys.h"
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+apr_status_t prov_random_bytes(unsigned char *buf, apr_size_t n)
+{
+    return RAND_bytes(buf, (int)n) == 1 ? APR_SUCCESS : APR_EGENERAL;
+}
+
+static char *b64url_encode(const unsigned char *in, apr_size_t n, apr_pool_t *p)
+{
+    char *out = apr_palloc(p, (n * 4) / 3 + 4);
+    apr_size_t i, o = 0;
+    for (i = 0; i + 2 < n; i += 3) {
+        apr_uint32_t v = ((apr_uint32_t)in[i] << 16) | ((apr_uint32_t)in[i + 1] << 8) | in[i + 2];
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+        out[o++] = b64url[(v >> 6) & 63];
+        out[o++] = b64url[v & 63];
+    }
+    if (n - i == 1) {
+        apr_uint32_t v = (apr_uint32_t)in[i] << 16;
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+    }
+    else if (n - i == 2) {
+        apr_uint32_t v = ((apr_uint32_t)in[i] << 16) | ((apr_uint32_t)in[i + 1] << 8);
+        out[o++] = b64url[(v >> 18) & 63];
+        out[o++] = b64url[(v >> 12) & 63];
+        out[o++] = b64url[(v >> 6) & 63];
+    }
+    out[o] = '\0';
+    return out;
+}
+
+apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
+{
+    unsigned char buf[64];
+    apr_status_t rv;
+    if (n > sizeof(buf))
+        return APR_EINVAL;
+    rv = prov_random_bytes(buf, n);
+    if (rv != APR_SUCCESS)
+        return rv;
+    *out = b64url_encode(buf, n, p);
+    OPENSSL_cleanse(buf, sizeof(buf));
+    return APR_SUCCESS;
+}
+
+const char *prov_key_hash(const char *s, apr_pool_t *p)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0, i;
+    char *hex;
+
+    if (EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha256(), NULL) != 1)
+        return NULL;
+    hex = apr_palloc(p, mdlen * 2 + 1);
+    for (i = 0; i < mdlen; i++) {
+        hex[2 * i] = "0123456789abcdef"[md[i] >> 4];
+        hex[2 * i + 1] = "0123456789abcdef"[md[i] & 15];
+    }
+    hex[mdlen * 2] = '\0';
+    return hex;
+}
+
+int prov_key_wellformed(const char *s)
+{
+    apr_size_t plen = sizeof(PROV_KEY_PREFIX) - 1, i;
+    if (!s || strncmp(s, PROV_KEY_PREFIX, plen))
+        return 0;
+    s += plen;
+    for (i = 0; s[i]; i++) {
+        if (!strchr(b64url, s[i]))
+            return 0;
+    }
+    return i == PROV_KEY_RANDOM_LEN;
+}
+
+const char *prov_key_display(const char *secret, apr_pool_t *p)
+{
+    return apr_pstrndup(p, secret, PROV_KEY_DISPLAY_LEN);
+}
+
+apr_status_t prov_key_generate(const char **secret, const char **hash_hex,
+                               const char **display, apr_pool_t *p)
+{
+    const char *rnd, *s, *h;
+    apr_status_t rv = prov_random_token(&rnd, 32, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    s = apr_pstrcat(p, PROV_KEY_PREFIX, rnd, NULL);
+    h = prov_key_hash(s, p);
+    if (!h)
+        return APR_EGENERAL;
+    *secret = s;
+    *hash_hex = h;
+    *display = prov_key_display(s, p);
+    return APR_SUCCESS;
+}

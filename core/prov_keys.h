@@ -1,0 +1,28 @@
+/* prov_keys.h: secrets. API keys (and later session and OAuth tokens) are
+ * random from OpenSSL, carry a fixed prefix, are shown once and are stored only
+ * as SHA-256 hex digests; a short display prefix is all that is ever printed or
+ * logged afterwards. */
+#ifndef PROV_KEYS_H
+#define PROV_KEYS_H
+
+#include "prov_common.h"
+
+#define PROV_KEY_PREFIX      "sk-prov-"
+#define PROV_KEY_RANDOM_LEN  43   /* base64url of 32 random bytes */
+#define PROV_KEY_DISPLAY_LEN 12   /* prefix + 4 characters of the random part */
+
+/* Makes a new key: secret (shown once), its hash (stored), its display prefix. */
+apr_status_t prov_key_generate(const char **secret, const char **hash_hex,
+                               const char **display, apr_pool_t *p);
+/* Non-zero when s has the shape of one of our keys (prefix, length, alphabet). */
+int prov_key_wellformed(const char *s);
+/* Lower-case hex SHA-256 of s (64 characters). */
+const char *prov_key_hash(const char *s, apr_pool_t *p);
+/* The display prefix of a secret: safe to print and log. */
+const char *prov_key_display(const char *secret, apr_pool_t *p);
+/* Fills buf with n random bytes from OpenSSL; APR_EGENERAL if it fails. */
+apr_status_t prov_random_bytes(unsigned char *buf, apr_size_t n);
+/* base64url without padding of n random bytes. */
+apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p);
+
+#endif

@@ -1,0 +1,57 @@
+/* prov_models.h: the model catalog and its rate card: public ids, display
+ * names, the gateway's upstream ids, the family (which decides the messages
+ * transport), the enabled flags and the four nullable rates. */
+#ifndef PROV_MODELS_H
+#define PROV_MODELS_H
+
+#include "prov_common.h"
+#include "prov_money.h"
+#include "prov_store.h"
+
+typedef struct prov_model_t {
+    apr_int64_t id;
+    const char *public_id;
+    const char *display_name;
+    const char *upstream_id;
+    const char *family;          /* "" when none */
+    int enabled;
+    int messages_enabled;
+    prov_rates_t rates;          /* PROV_RATE_UNSET where not configured */
+} prov_model_t;
+
+/* Fields to change with prov_model_set; NULL / -1 = leave as is. */
+typedef struct prov_model_change_t {
+    const char *display_name;
+    const char *upstream_id;
+    const char *family;
+    int enabled;                 /* -1, 0, 1 */
+    int messages_enabled;        /* -1, 0, 1 */
+} prov_model_change_t;
+
+/* Rate changes for prov_model_price: set_x says whether x is touched; a
+ * touched rate of PROV_RATE_UNSET clears it. */
+typedef struct prov_rate_change_t {
+    int set_input, set_output, set_cache, set_reasoning;
+    prov_rates_t rates;
+} prov_rate_change_t;
+
+/* Non-zero when s is a valid public id: 1-128 of [A-Za-z0-9._:/-], not
+ * starting with a punctuation character. */
+int prov_model_id_valid(const char *s);
+/* Adds a model (enabled, no rates). display_name NULL = public_id; family NULL = "".
+ * APR_EEXIST on a duplicate public id, APR_EINVAL on a malformed one. */
+apr_status_t prov_model_add(prov_model_t **m, prov_store_t *s, const char *public_id,
+                            const char *upstream_id, const char *display_name,
+                            const char *family, apr_pool_t *p);
+/* By public id; APR_NOTFOUND. */
+apr_status_t prov_model_find(prov_model_t **m, prov_store_t *s, const char *public_id,
+                             apr_pool_t *p);
+/* All models (prov_model_t*) by public id; only enabled ones when enabled_only. */
+apr_status_t prov_model_list(apr_array_header_t **models, prov_store_t *s, int enabled_only,
+                             apr_pool_t *p);
+apr_status_t prov_model_set(prov_store_t *s, const char *public_id,
+                            const prov_model_change_t *c, apr_pool_t *p);
+apr_status_t prov_model_price(prov_store_t *s, const char *public_id,
+                              const prov_rate_change_t *c, apr_pool_t *p);
+
+#endif

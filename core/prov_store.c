@@ -1,0 +1,243 @@
+/* prov_store.c: the database seam over apr_dbd, and the one place that knows
+ * the SQLite / PostgreSQL differences at run time (connection set-up pragmas,
+ * how a write transaction starts). Statements are run by label from the
+ * statement table (prov_sql.c) with string arguments; rows are read NULL-aware. */
+#include <string.h>
+#include "prov_store.h"
+#include "prov_log.h"
+
+apr_status_t prov_store_dialect(prov_dialect_e *d, const char *driver_name)
+{
+    if (!strcmp(driver_name, "sqlite3"))
+        *d = PROV_DIALECT_SQLITE;
+    else if (!strcmp(driver_name, "pgsql"))
+        *d = PROV_DIALECT_PGSQL;
+    else
+        return APR_ENOTIMPL;
+    return APR_SUCCESS;
+}
+
+prov_store_t *prov_store_wrap(const apr_dbd_driver_t *driver, apr_dbd_t *handle,
+                              apr_hash_t *prepared, apr_pool_t *p)
+{
+    prov_store_t *s = apr_pcalloc(p, sizeof(*s));
+    s->driver = driver;
+    s->handle = handle;
+    s->prepared = prepared;
+    s->pool = p;
+    if (prov_store_dialect(&s->dialect, apr_dbd_name(driver)) != APR_SUCCESS)
+        s->dialect = PROV_DIALECT_SQLITE;
+    return s;
+}
+
+static apr_status_t run_rowful(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    int rc = apr_dbd_select(s->driver, p, s->handle, &res, sql, 1);
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00010: %s failed: %s", sql,
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    while (apr_dbd_get_row(s->driver, p, res, &row, -1) == 0)
+        ;
+    return APR_SUCCESS;
+}
+
+static apr_status_t store_close_cleanup(void *data)
+{
+    prov_store_t *s = data;
+    if (s->handle) {
+        apr_dbd_close(s->driver, s->handle);
+        s->handle = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_store_open(prov_store_t **ps, const char *spec, int prepare, apr_pool_t *p)
+{
+    const char *colon = spec ? strchr(spec, ':') : NULL;
+    const char *name, *params, *err = NULL;
+    const apr_dbd_driver_t *driver = NULL;
+    apr_dbd_t *handle = NULL;
+    prov_store_t *s;
+    prov_dialect_e d;
+    apr_status_t rv;
+
+    if (!colon || colon == spec)
+        return APR_EINVAL;
+    name = apr_pstrndup(p, spec, colon - spec);
+    params = colon + 1;
+    if (prov_store_dialect(&d, name) != APR_SUCCESS)
+        return APR_ENOTIMPL;
+    apr_dbd_init(p);
+    rv = apr_dbd_get_driver(p, name, &driver);
+    if (rv != APR_SUCCESS) {
+        prov_log(PROV_LOG_ERR, rv, "PROV00011: cannot load the apr_dbd driver '%s' "
+                 "(is libaprutil1-dbd-%s installed?)", name, name);
+        return rv;
+    }
+    rv = apr_dbd_open_ex(driver, p, params, &handle, &err);
+    if (rv != APR_SUCCESS || !handle) {
+        prov_log(PROV_LOG_ERR, rv, "PROV00012: cannot open the %s database: %s", name,
+                 err ? err : "unknown error");
+        return rv ? rv : APR_EGENERAL;
+    }
+    s = prov_store_wrap(driver, handle, apr_hash_make(p), p);
+    s->owned = 1;
+    apr_pool_cleanup_register(p, s, store_close_cleanup, apr_pool_cleanup_null);
+    if (d == PROV_DIALECT_SQLITE) {
+        /* WAL persists in the file; the others are per connection. */
+        if ((rv = run_rowful(s, "PRAGMA busy_timeout = 5000", p)) != APR_SUCCESS
+            || (rv = run_rowful(s, "PRAGMA foreign_keys = ON", p)) != APR_SUCCESS
+            || (strcmp(params, ":memory:")
+                && (rv = run_rowful(s, "PRAGMA journal_mode = WAL", p)) != APR_SUCCESS)) {
+            return rv;
+        }
+    }
+    if (prepare && (rv = prov_store_prepare_all(s)) != APR_SUCCESS)
+        return rv;
+    *ps = s;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_store_prepare_all(prov_store_t *s)
+{
+    const prov_stmt_def_t *d;
+    for (d = prov_store_statements(); d->label; d++) {
+        apr_dbd_prepared_t *stmt = NULL;
+        const char *label = apr_pstrcat(s->pool, PROV_STMT_PREFIX, d->label, NULL);
+        int rc = apr_dbd_prepare(s->driver, s->pool, s->handle, d->sql, label, &stmt);
+        if (rc) {
+            prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00013: cannot prepare statement %s: %s",
+                     d->label, apr_dbd_error(s->driver, s->handle, rc));
+            return APR_EGENERAL;
+        }
+        apr_hash_set(s->prepared, label, APR_HASH_KEY_STRING, stmt);
+    }
+    return APR_SUCCESS;
+}
+
+void prov_store_close(prov_store_t *s)
+{
+    if (s && s->owned) {
+        apr_pool_cleanup_run(s->pool, s, store_close_cleanup);
+    }
+}
+
+static apr_dbd_prepared_t *find_stmt(prov_store_t *s, const char *label)
+{
+    char full[96];
+    apr_dbd_prepared_t *stmt = NULL;
+    if (apr_snprintf(full, sizeof(full), PROV_STMT_PREFIX "%s", label) < (int)sizeof(full) - 1)
+        stmt = apr_hash_get(s->prepared, full, APR_HASH_KEY_STRING);
+    if (!stmt)
+        prov_log(PROV_LOG_ERR, APR_ENOENT, "PROV00014: statement %s is not prepared", label);
+    return stmt;
+}
+
+apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
+                             int nargs, const char *const *args, apr_pool_t *p)
+{
+    apr_dbd_prepared_t *stmt = find_stmt(s, label);
+    int n = 0, rc;
+    if (!stmt)
+        return APR_ENOENT;
+    rc = apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs, (const char **)args);
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00015: %s failed: %s", label,
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    if (nrows)
+        *nrows = n;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,
+                               int nargs, const char *const *args, apr_pool_t *p)
+{
+    apr_dbd_prepared_t *stmt = find_stmt(s, label);
+    apr_dbd_results_t *r = NULL;
+    int rc;
+    if (!stmt)
+        return APR_ENOENT;
+    rc = apr_dbd_pselect(s->driver, p, s->handle, &r, stmt, 1, nargs, (const char **)args);
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00016: %s failed: %s", label,
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    *res = r;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
+                            apr_pool_t *p)
+{
+    apr_dbd_row_t *r = NULL;
+    int rc = apr_dbd_get_row(s->driver, p, res, &r, -1);
+    if (rc == -1)
+        return APR_EOF;
+    if (rc)
+        return APR_EGENERAL;
+    *row = r;
+    return APR_SUCCESS;
+}
+
+const char *prov_store_get(prov_store_t *s, apr_dbd_row_t *row, int n)
+{
+    char *v = NULL;
+    if (apr_dbd_datum_get(s->driver, row, n, APR_DBD_TYPE_STRING, &v) != APR_SUCCESS)
+        return NULL;
+    return v;
+}
+
+apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_int64_t dflt)
+{
+    apr_int64_t v;
+    const char *t = prov_store_get(s, row, n);
+    if (!t || prov_parse_i64(&v, t) != APR_SUCCESS)
+        return dflt;
+    return v;
+}
+
+apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    int n = 0;
+    int rc = apr_dbd_query(s->driver, s->handle, &n, sql);
+    (void)p;
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00017: SQL failed: %s",
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p)
+{
+    return prov_store_raw(s, s->dialect == PROV_DIALECT_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN", p);
+}
+
+apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p)
+{
+    apr_status_t rv = prov_store_raw(s, "COMMIT", p);
+    if (rv != APR_SUCCESS)
+        prov_store_rollback(s, p);
+    return rv;
+}
+
+void prov_store_rollback(prov_store_t *s, apr_pool_t *p)
+{
+    int n = 0;
+    (void)p;
+    /* Fails harmlessly when no transaction is open. */
+    apr_dbd_query(s->driver, s->handle, &n, "ROLLBACK");
+}
+
+const char *prov_store_errmsg(prov_store_t *s, int rc)
+{
+    return apr_dbd_error(s->driver, s->handle, rc);
+}

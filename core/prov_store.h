@@ -1,0 +1,92 @@
+/* prov_store.h: the database seam. One statement table (label -> SQL with
+ * apr_dbd placeholders) shared by the module (registered with ap_dbd_prepare)
+ * and providerctl (prepared by prov_store_open); the SQLite / PostgreSQL
+ * dialect differences; small helpers for running labelled statements with
+ * string arguments and reading rows (NULL-aware). */
+#ifndef PROV_STORE_H
+#define PROV_STORE_H
+
+#include "prov_common.h"
+#include <apr_dbd.h>
+
+typedef enum {
+    PROV_DIALECT_SQLITE = 0,
+    PROV_DIALECT_PGSQL
+} prov_dialect_e;
+
+/* Prepared statements are registered as PROV_STMT_PREFIX + label, so that
+ * they cannot clash with other modules' labels on a shared mod_dbd pool. */
+#define PROV_STMT_PREFIX "prov_"
+
+typedef struct prov_stmt_def_t {
+    const char *label;
+    const char *sql;    /* apr_dbd placeholders: %s (every argument is a string) */
+} prov_stmt_def_t;
+
+typedef struct prov_store_t {
+    const apr_dbd_driver_t *driver;
+    apr_dbd_t *handle;
+    prov_dialect_e dialect;
+    apr_hash_t *prepared;     /* label -> apr_dbd_prepared_t* */
+    apr_pool_t *pool;         /* the pool the handle lives in */
+    int owned;                /* opened by prov_store_open: close it ourselves */
+    void *lease;              /* the caller's handle on a borrowed connection */
+} prov_store_t;
+
+/* The statement table, terminated by a row with label NULL. */
+const prov_stmt_def_t *prov_store_statements(void);
+/* The dialect of an apr_dbd driver name ("sqlite3", "pgsql"); APR_ENOTIMPL otherwise. */
+apr_status_t prov_store_dialect(prov_dialect_e *d, const char *driver_name);
+
+/* Wraps a connection that somebody else owns (mod_dbd). */
+prov_store_t *prov_store_wrap(const apr_dbd_driver_t *driver, apr_dbd_t *handle,
+                              apr_hash_t *prepared, apr_pool_t *p);
+/* Opens "DRIVER:PARAMS" (e.g. "sqlite3:/var/lib/provider/provider.db"); for
+ * SQLite sets WAL, a busy timeout and foreign keys. When prepare is set, also
+ * prepares the whole statement table (needs the schema to exist). */
+apr_status_t prov_store_open(prov_store_t **s, const char *spec, int prepare, apr_pool_t *p);
+/* Prepares the statement table on an open connection. */
+apr_status_t prov_store_prepare_all(prov_store_t *s);
+/* Closes a store opened by prov_store_open (no-op for wrapped ones). */
+void prov_store_close(prov_store_t *s);
+
+/* Runs a labelled statement; args are strings or NULL (SQL NULL). */
+apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
+                             int nargs, const char *const *args, apr_pool_t *p);
+/* Runs a labelled query; all rows are fetched (random access). */
+apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,
+                               int nargs, const char *const *args, apr_pool_t *p);
+/* Next row: APR_SUCCESS, APR_EOF when done, other on error. */
+apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
+                            apr_pool_t *p);
+/* Column n of a row as text, or NULL when SQL NULL. */
+const char *prov_store_get(prov_store_t *s, apr_dbd_row_t *row, int n);
+/* Column n as int64; dflt when NULL or not a number. */
+apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_int64_t dflt);
+/* Runs one raw SQL statement (no arguments): migrations and transactions. */
+apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p);
+
+/* Write transactions: SQLite takes the write lock at BEGIN (IMMEDIATE), so the
+ * checks inside cannot race another writer. */
+apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p);
+apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p);
+void prov_store_rollback(prov_store_t *s, apr_pool_t *p);
+
+/* The driver's last error text (for logs; never contains a secret). */
+const char *prov_store_errmsg(prov_store_t *s, int rc);
+
+/* Argument lists: PROV_ARGS("a", b, NULL) -> nargs, array. */
+#define PROV_ARGS(...) \
+    ((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *))), \
+    ((const char *const[]){__VA_ARGS__})
+#define PROV_NOARGS 0, NULL
+
+/* The schema version this build expects (the highest migration it carries). */
+int prov_schema_expected(void);
+/* The version the database has: 0 when it has no schema yet. */
+apr_status_t prov_schema_current(int *version, prov_store_t *s, apr_pool_t *p);
+/* Applies the missing migrations, each in its own transaction; *applied counts
+ * them. Idempotent. */
+apr_status_t prov_schema_migrate(int *applied, prov_store_t *s, apr_pool_t *p);
+
+#endif

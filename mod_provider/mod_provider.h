@@ -1,0 +1,89 @@
+/* mod_provider.h: what the glue files of mod_provider share: the server
+ * configuration (directives with unset markers, and the runtime objects built
+ * from them), the endpoints the module routes to, and the request plumbing
+ * helpers of mod_provider_http.c. Only mod_provider/ includes httpd headers. */
+#ifndef MOD_PROVIDER_H
+#define MOD_PROVIDER_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_dbd.h"
+#include "mod_dbd.h"
+
+#include "prov_common.h"
+#include "prov_error.h"
+#include "prov_store.h"
+#include "prov_gateway.h"
+#include "prov_catalog.h"
+
+extern module AP_MODULE_DECLARE_DATA provider_module;
+
+#define PROVIDER_HANDLER "provider-api"
+#define PROVIDER_UNSET (-1)
+
+typedef enum {
+    PROVIDER_EP_NONE = 0,
+    PROVIDER_EP_MODELS,
+    PROVIDER_EP_CHAT,
+    PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
+} provider_endpoint_e;
+
+/* The error family a transport answers in. */
+typedef enum {
+    PROVIDER_FAMILY_OPENAI = 0,
+    PROVIDER_FAMILY_ANTHROPIC
+} provider_family_e;
+
+typedef struct provider_srv_conf {
+    int engine;                     /* PROVIDER_UNSET, 0, 1 */
+    const char *gateway_url;
+    const char *token_file;
+    apr_int64_t gateway_timeout;    /* seconds */
+    apr_int64_t connect_timeout;    /* seconds */
+    apr_int64_t max_body;           /* bytes */
+    apr_int64_t models_ttl;         /* seconds */
+    const char *messages_family;
+    apr_int64_t default_max_tokens;
+
+    /* Built at post_config / child_init from the above. */
+    prov_gateway_t *gateway;
+    prov_catalog_cache_t *catalog;
+} provider_srv_conf;
+
+/* The effective configuration of r's server. */
+provider_srv_conf *provider_conf(request_rec *r);
+
+/* mod_provider_http.c */
+/* A request id for logs and the x-request-id header (set on err_headers_out). */
+const char *provider_request_id(request_rec *r);
+/* Writes body as JSON with status; returns OK for the handler to return. */
+int provider_send_json(request_rec *r, int status, const char *json);
+/* Writes e in the family's shape (with Retry-After when e has one). */
+int provider_send_error(request_rec *r, provider_family_e family, const prov_error_t *e);
+/* Shortcut: make and send an error. */
+int provider_fail(request_rec *r, provider_family_e family, prov_errcode_e code,
+                  const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The API key from "Authorization: Bearer" (and, when allow_x_api_key,
+ * "x-api-key"); NULL when none was sent. */
+const char *provider_api_key(request_rec *r, int allow_x_api_key);
+/* Reads the whole body up to max bytes. APR_EINVAL/413 handling is the
+ * caller's: returns APR_ENOSPC when the body is larger than max. */
+apr_status_t provider_read_body(request_rec *r, apr_int64_t max, const char **body,
+                                apr_size_t *len);
+/* A database connection for one phase of a request (released by
+ * provider_db_close, or at the latest when r ends). NULL when the database or
+ * its schema is not usable; the reason is logged. */
+prov_store_t *provider_db_open(request_rec *r, prov_error_t **err);
+void provider_db_close(request_rec *r, prov_store_t *store);
+/* Registers the statement table with mod_dbd for server s (config time). */
+const char *provider_db_prepare(server_rec *s);
+
+/* Handlers */
+int provider_models_handler(request_rec *r);
+int provider_chat_handler(request_rec *r);
+
+#endif

@@ -1,0 +1,234 @@
+/* mod_provider_http.c: request and response plumbing shared by the handlers:
+ * request ids, JSON and error answers in each transport's shape, the API key
+ * from the request headers, bounded body reading, and database connections
+ * from mod_dbd held for one phase of a request only (never across the
+ * gateway call), with the schema version checked per child. */
+#include <stdarg.h>
+#include <string.h>
+#include "apr_optional.h"
+#include "mod_provider.h"
+
+APLOG_USE_MODULE(provider);
+#include "prov_keys.h"
+
+static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open_fn;
+static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close_fn;
+static APR_OPTIONAL_FN_TYPE(ap_dbd_prepare) *dbd_prepare_fn;
+
+/* Schema state of this child: re-checked every few seconds until it is right,
+ * so that `providerctl db migrate` heals a running server. */
+static volatile int schema_ok;
+static volatile apr_int64_t schema_checked_at;
+#define SCHEMA_RECHECK 5
+
+const char *provider_request_id(request_rec *r)
+{
+    const char *id = apr_table_get(r->notes, "provider-request-id");
+    if (!id) {
+        const char *tok = NULL;
+        if (prov_random_token(&tok, 12, r->pool) != APR_SUCCESS)
+            tok = apr_psprintf(r->pool, "%" APR_TIME_T_FMT "%lx", r->request_time,
+                               (unsigned long)r->connection->id);
+        id = apr_pstrcat(r->pool, "req_", tok, NULL);
+        apr_table_setn(r->notes, "provider-request-id", id);
+        apr_table_setn(r->err_headers_out, "x-request-id", id);
+    }
+    return id;
+}
+
+int provider_send_json(request_rec *r, int status, const char *json)
+{
+    provider_request_id(r);
+    r->status = status;
+    ap_set_content_type(r, "application/json");
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    ap_set_content_length(r, (apr_off_t)strlen(json));
+    if (!r->header_only)
+        ap_rwrite(json, (int)strlen(json), r);
+    return OK;
+}
+
+int provider_send_error(request_rec *r, provider_family_e family, const prov_error_t *e)
+{
+    const prov_errinfo_t *info = prov_error_info(e->code);
+    const char *body = family == PROVIDER_FAMILY_ANTHROPIC
+                     ? prov_error_anthropic_json(e, r->pool)
+                     : prov_error_openai_json(e, r->pool);
+    if (e->retry_after > 0)
+        apr_table_setn(r->err_headers_out, "Retry-After", prov_i64(e->retry_after, r->pool));
+    apr_table_setn(r->notes, "provider-error", info->code);
+    return provider_send_json(r, info->status, body);
+}
+
+int provider_fail(request_rec *r, provider_family_e family, prov_errcode_e code,
+                  const char *param, const char *fmt, ...)
+{
+    prov_error_t *e = prov_error_make(r->pool, code, param, "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    e->message = apr_pvsprintf(r->pool, fmt, ap);
+    va_end(ap);
+    return provider_send_error(r, family, e);
+}
+
+const char *provider_api_key(request_rec *r, int allow_x_api_key)
+{
+    const char *auth = apr_table_get(r->headers_in, "Authorization");
+    if (auth) {
+        const char *c = auth;
+        if (!strncasecmp(c, "Bearer", 6) && (c[6] == ' ' || c[6] == '\t')) {
+            c += 6;
+            while (*c == ' ' || *c == '\t')
+                c++;
+            if (*c)
+                return c;
+        }
+    }
+    if (allow_x_api_key) {
+        const char *k = apr_table_get(r->headers_in, "x-api-key");
+        if (k && *k)
+            return k;
+    }
+    return NULL;
+}
+
+apr_status_t provider_read_body(request_rec *r, apr_int64_t max, const char **body,
+                                apr_size_t *len)
+{
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    apr_size_t cap = 8192, n = 0;
+    char *buf;
+    int rc;
+
+    if (cl) {
+        apr_int64_t declared;
+        if (prov_parse_i64(&declared, cl) == APR_SUCCESS && declared > max)
+            return APR_ENOSPC;
+        if (prov_parse_i64(&declared, cl) == APR_SUCCESS && declared >= 0
+            && declared < (apr_int64_t)cap * 64)
+            cap = (apr_size_t)declared + 1;
+    }
+    if ((rc = ap_setup_client_block(r, REQUEST_CHUNKED_DECHUNK)) != OK)
+        return APR_EGENERAL;
+    buf = apr_palloc(r->pool, cap);
+    if (ap_should_client_block(r)) {
+        for (;;) {
+            long got;
+            if (n + 1 >= cap) {
+                char *nb;
+                if ((apr_int64_t)cap > max + 1)
+                    return APR_ENOSPC;
+                nb = apr_palloc(r->pool, cap * 2);
+                memcpy(nb, buf, n);
+                buf = nb;
+                cap *= 2;
+            }
+            got = ap_get_client_block(r, buf + n, cap - n - 1);
+            if (got == 0)
+                break;
+            if (got < 0)
+                return APR_EGENERAL;
+            n += (apr_size_t)got;
+            if ((apr_int64_t)n > max)
+                return APR_ENOSPC;
+        }
+    }
+    buf[n] = '\0';
+    *body = buf;
+    *len = n;
+    return APR_SUCCESS;
+}
+
+static void resolve_dbd(void)
+{
+    if (!dbd_open_fn) {
+        dbd_open_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
+        dbd_close_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
+        dbd_prepare_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
+    }
+}
+
+const char *provider_db_prepare(server_rec *s)
+{
+    const prov_stmt_def_t *d;
+    resolve_dbd();
+    if (!dbd_prepare_fn)
+        return "mod_provider needs mod_dbd: load mod_dbd before mod_provider "
+               "(a2enmod dbd)";
+    for (d = prov_store_statements(); d->label; d++)
+        dbd_prepare_fn(s, d->sql, apr_pstrcat(s->process->pconf, PROV_STMT_PREFIX,
+                                              d->label, NULL));
+    return NULL;
+}
+
+typedef struct db_lease_t {
+    server_rec *s;
+    ap_dbd_t *dbd;
+} db_lease_t;
+
+static apr_status_t db_release(void *data)
+{
+    db_lease_t *l = data;
+    if (l->dbd) {
+        dbd_close_fn(l->s, l->dbd);
+        l->dbd = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+static int schema_usable(request_rec *r, prov_store_t *store)
+{
+    apr_int64_t now = prov_now();
+    int version = 0;
+    if (schema_ok)
+        return 1;
+    if (schema_checked_at && now - schema_checked_at < SCHEMA_RECHECK)
+        return 0;
+    schema_checked_at = now;
+    if (prov_schema_current(&version, store, r->pool) != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00101: cannot read the schema "
+                      "version of the database");
+        return 0;
+    }
+    if (version != prov_schema_expected()) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00102: the database has schema "
+                      "version %d, this module needs %d: run `providerctl db migrate`",
+                      version, prov_schema_expected());
+        return 0;
+    }
+    schema_ok = 1;
+    return 1;
+}
+
+prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
+{
+    db_lease_t *l;
+    prov_store_t *store;
+    resolve_dbd();
+    l = apr_pcalloc(r->pool, sizeof(*l));
+    l->s = r->server;
+    l->dbd = dbd_open_fn ? dbd_open_fn(r->pool, r->server) : NULL;
+    if (!l->dbd) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00100: no database connection "
+                      "from mod_dbd (check DBDriver / DBDParams)");
+        *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                               "The service's database is unavailable; try again later.");
+        return NULL;
+    }
+    apr_pool_cleanup_register(r->pool, l, db_release, apr_pool_cleanup_null);
+    store = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared, r->pool);
+    store->lease = l;
+    if (!schema_usable(r, store)) {
+        apr_pool_cleanup_run(r->pool, l, db_release);
+        *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                               "The service is being upgraded; try again later.");
+        return NULL;
+    }
+    return store;
+}
+
+void provider_db_close(request_rec *r, prov_store_t *store)
+{
+    if (store)
+        apr_pool_cleanup_run(r->pool, store->lease, db_release);
+}

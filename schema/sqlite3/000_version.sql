@@ -1,0 +1,6 @@
+-- 000_version.sql (SQLite): the table that records which migrations ran.
+-- providerctl creates it before anything else; it is not a numbered migration.
+CREATE TABLE IF NOT EXISTS schema_version (
+  version     INTEGER PRIMARY KEY,
+  applied_at  BIGINT NOT NULL
+);

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs, from Debian 12's packages, everything that builds, runs, tests and
+# benchmarks mod_provider. Idempotent; needs root. Used by the README quick start.
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+PKGS="build-essential autoconf automake libtool pkg-config
+ apache2 apache2-dev libapr1-dev libaprutil1-dev
+ libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3
+ libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev
+ curl wrk postgresql valgrind iproute2 util-linux"
+# Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing
+fi

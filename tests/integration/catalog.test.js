@@ -1,0 +1,147 @@
+// tests/integration/catalog.test.js: the public catalog, GET /v1/models
+// (DESIGN §4/§5, SPEC "Catalog"): its shape (publicId, display_name, pricing
+// in credits per 1M tokens as JSON numbers, null where not configured), that
+// it lists only enabled catalog models the gateway offers right now, that it
+// follows the gateway's list after the cache TTL, that it keeps the last
+// known list while the gateway is down, and that a gateway that was never
+// reachable gives an honest OpenAI-shaped error instead of an empty list.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack, seedCatalog, CATALOG, DEFAULT_UPSTREAMS, freePort, sleep } from './lib/server.js';
+import { assertOpenAIError, assertNoSecrets, unknownKey } from './lib/helpers.js';
+
+const PROVIDER_LOG = /\[provider:(warn|error)\]/;
+
+// Models the default mock gateway offers and that are enabled in the catalog.
+const VISIBLE = ['prov-fault-500', 'prov-fault-malformed', 'prov-main', 'prov-nullrates',
+  'prov-slow', 'prov-unpriced'];
+
+function ids(res) {
+  return res.json.data.map((m) => m.id).sort();
+}
+
+describe('GET /v1/models with the gateway up', { timeout: 120000 }, () => {
+  let stack;
+  before(async () => {
+    stack = await startStack({ seed: seedCatalog });
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+
+  it('is public and answers an OpenAI-style list', async () => {
+    const res = await stack.models();
+    assert.equal(res.status, 200, res.text);
+    assert.match(res.headers.get('content-type') || '', /^application\/json/);
+    assert.ok(res.headers.get('x-request-id'), 'x-request-id');
+    assert.equal(res.json.object, 'list');
+    assert.ok(Array.isArray(res.json.data), res.text);
+    assertNoSecrets(res, stack);
+  });
+
+  it('lists exactly the enabled catalog models the gateway offers', async () => {
+    const res = await stack.models();
+    assert.equal(res.status, 200, res.text);
+    // prov-disabled: disabled; prov-unlisted: its upstream is not on the
+    // gateway; mock-gateway-only: on the gateway but not in the catalog.
+    assert.deepEqual(ids(res), VISIBLE);
+    assert.ok(!res.text.includes('mock-gateway-only'), 'a gateway-only model leaked into the catalog');
+  });
+
+  it('gives each entry id = publicId, display_name and pricing as numbers', async () => {
+    const res = await stack.models();
+    for (const m of res.json.data) {
+      assert.equal(m.id, m.publicId, JSON.stringify(m));
+      assert.equal(m.display_name, CATALOG[m.id].name, JSON.stringify(m));
+    }
+    const main = res.json.data.find((m) => m.id === 'prov-main');
+    assert.deepEqual(main.pricing, { input: 1.234567, output: 2.345678, cache: 0.123457, reasoning: 3.456789 });
+    // numbers in the JSON text, not strings
+    assert.match(res.text, /"input"\s*:\s*1\.234567\b/);
+    assert.match(res.text, /"reasoning"\s*:\s*3\.456789\b/);
+  });
+
+  it('shows null for rates that are not configured', async () => {
+    const res = await stack.models();
+    const nul = res.json.data.find((m) => m.id === 'prov-nullrates');
+    assert.deepEqual(nul.pricing, { input: 2.5, output: 7.000001, cache: null, reasoning: null });
+    const unpriced = res.json.data.find((m) => m.id === 'prov-unpriced');
+    assert.ok(unpriced.pricing === null
+      || (unpriced.pricing.input === null && unpriced.pricing.output === null
+        && unpriced.pricing.cache === null && unpriced.pricing.reasoning === null),
+    `unpriced model: ${JSON.stringify(unpriced)}`);
+  });
+
+  it('ignores an Authorization header (even a key that does not exist)', async () => {
+    const res = await stack.models({ key: unknownKey() });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(ids(res), VISIBLE);
+  });
+
+  it('shows a model once it is enabled, hides it once disabled', async () => {
+    stack.ctl('model', 'enable', 'prov-disabled');
+    await sleep(1200);  // ProviderModelsCacheTTL 1 (the catalog rows may be cached too)
+    let res = await stack.models();
+    assert.deepEqual(ids(res), [...VISIBLE, 'prov-disabled'].sort());
+    stack.ctl('model', 'disable', 'prov-disabled');
+    await sleep(1200);
+    res = await stack.models();
+    assert.deepEqual(ids(res), VISIBLE);
+  });
+
+  it('follows the gateway list after the cache TTL', async () => {
+    await stack.mock.restart(DEFAULT_UPSTREAMS.filter((u) => u !== 'mock-null'));
+    await sleep(1500);
+    const res = await stack.models();
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(ids(res), VISIBLE.filter((id) => id !== 'prov-nullrates'));
+    await stack.mock.restart(DEFAULT_UPSTREAMS);
+    await sleep(1500);
+    assert.deepEqual(ids(await stack.models()), VISIBLE);
+  });
+
+  it('keeps the last known list while the gateway is down', async () => {
+    const first = await stack.models();
+    assert.deepEqual(ids(first), VISIBLE);
+    await stack.expectingLog(PROVIDER_LOG, async () => {
+      await stack.mock.stop();
+      await sleep(1500);  // past the TTL: the module has to ask again and fail
+      for (let i = 0; i < 3; i++) {
+        const res = await stack.models();
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(ids(res), VISIBLE);
+        assert.deepEqual(res.json.data.find((m) => m.id === 'prov-main').pricing,
+          first.json.data.find((m) => m.id === 'prov-main').pricing);
+        assertNoSecrets(res, stack);
+      }
+      await stack.mock.start(DEFAULT_UPSTREAMS);
+      await sleep(1500);
+    });
+    assert.deepEqual(ids(await stack.models()), VISIBLE);
+  });
+});
+
+describe('GET /v1/models with the gateway down from the start', { timeout: 60000 }, () => {
+  let stack;
+  before(async () => {
+    const closed = await freePort();
+    stack = await startStack({ seed: seedCatalog, mockgw: false,
+      gatewayURL: `http://127.0.0.1:${closed}` });
+    stack.closedPort = closed;
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+
+  it('answers an honest 502/503 error, not an empty list', async () => {
+    await stack.expectingLog(PROVIDER_LOG, async () => {
+      const res = await stack.models();
+      assert.ok(res.status === 502 || res.status === 503, `status ${res.status}: ${res.text}`);
+      const e = assertOpenAIError(res, res.status, res.json?.error?.code);
+      assert.match(String(e.code), /^[A-Z][A-Z_]+$/, `a wire code: ${res.text}`);
+      assert.ok(!('data' in res.json), `an error carries no list: ${res.text}`);
+      assertNoSecrets(res, stack, [`:${stack.closedPort}`]);
+    });
+  });
+});

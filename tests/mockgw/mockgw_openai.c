@@ -1,0 +1,285 @@
+/*
+ * mockgw_openai.c — POST /v1/chat/completions of the mock gateway (OpenAI
+ * Chat Completions).
+ *
+ * Owns the deterministic answer of the chat transport: which reply to give
+ * (echo of the last user message, a call of the first tool, or an echo of the
+ * last tool result), the usage arithmetic (prompt = 10 + content bytes / 4,
+ * completion = 20 capped by max_tokens / max_completion_tokens, overrides
+ * applied), and the two encodings: one chat.completion object, or the
+ * chat.completion.chunk SSE stream ending with "data: [DONE]".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mockgw.h"
+
+typedef struct {
+    const char *model;
+    unsigned long n;            /* id suffix */
+    int64_t created;
+    const char *tool_name;      /* a tool call when not NULL */
+    mgw_buf_t out;              /* the reply text, or the arguments JSON */
+    long prompt, completion, cached, reasoning;
+} chat_reply_t;
+
+/* Returns the name of the tool to call, or NULL for a text answer. */
+static const char *pick_tool(json_object *body)
+{
+    json_object *tools = mgw_json_get(body, "tools", json_type_array);
+    json_object *choice, *first;
+    const char *name;
+
+    if (!tools || json_object_array_length(tools) == 0)
+        return NULL;
+    if (json_object_object_get_ex(body, "tool_choice", &choice) && choice) {
+        if (json_object_is_type(choice, json_type_string)
+            && strcmp(json_object_get_string(choice), "none") == 0)
+            return NULL;
+        name = mgw_json_str(mgw_json_get(choice, "function", json_type_object),
+                            "name");
+        if (name)
+            return name;
+    }
+    first = json_object_array_get_idx(tools, 0);
+    name = mgw_json_str(mgw_json_get(first, "function", json_type_object), "name");
+    return name ? name : mgw_json_str(first, "name");
+}
+
+/* Returns the smallest non-negative integer among the members, or -1. */
+static long max_tokens(json_object *body)
+{
+    static const char *const keys[] = { "max_tokens", "max_completion_tokens" };
+    long cap = -1;
+
+    for (size_t i = 0; i < 2; i++) {
+        json_object *v = mgw_json_get(body, keys[i], json_type_int);
+        if (v && json_object_get_int64(v) >= 0
+            && (cap < 0 || json_object_get_int64(v) < cap))
+            cap = (long)json_object_get_int64(v);
+    }
+    return cap;
+}
+
+static void plan(chat_reply_t *p, json_object *body, json_object *messages,
+                 const mgw_usage_override_t *u)
+{
+    size_t bytes = 0, n = json_object_array_length(messages);
+    json_object *last = NULL, *last_user = NULL, *content;
+    const char *role = NULL;
+    long cap = max_tokens(body);
+
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(messages, i);
+        bytes += json_object_object_get_ex(m, "content", &content)
+            ? mgw_content_bytes(content) : 0;
+        role = mgw_json_str(m, "role");
+        if (role && strcmp(role, "user") == 0)
+            last_user = m;
+        last = m;
+    }
+    role = mgw_json_str(last, "role");
+    if (role && strcmp(role, "tool") == 0) {
+        mgw_buf_t t = { 0 };
+        if (json_object_object_get_ex(last, "content", &content))
+            mgw_content_text(content, &t);
+        mgw_reply_text(&p->out, "tool said: ", t.p ? t.p : "", t.len);
+        mgw_buf_free(&t);
+    } else {
+        mgw_buf_t t = { 0 };
+        if (last_user && json_object_object_get_ex(last_user, "content", &content))
+            mgw_content_text(content, &t);
+        p->tool_name = pick_tool(body);
+        if (p->tool_name) {
+            json_object *args = mgw_args_from_text(t.p ? t.p : "");
+            if (args)
+                mgw_buf_json(&p->out, args);
+            else
+                mgw_buf_puts(&p->out, "{}");
+            json_object_put(args);
+        } else {
+            mgw_reply_text(&p->out, "mock reply to: ", t.p ? t.p : "", t.len);
+        }
+        mgw_buf_free(&t);
+    }
+
+    p->prompt = 10 + (long)(bytes / 4);
+    p->completion = cap >= 0 && cap < 20 ? cap : 20;
+    p->cached = p->reasoning = 0;
+    if (u->prompt >= 0) p->prompt = u->prompt;
+    if (u->completion >= 0) p->completion = u->completion;
+    if (u->cached >= 0) p->cached = u->cached;
+    if (u->reasoning >= 0) p->reasoning = u->reasoning;
+}
+
+static json_object *usage_json(const chat_reply_t *p)
+{
+    json_object *u = json_object_new_object();
+    json_object *pd = json_object_new_object(), *cd = json_object_new_object();
+
+    mgw_jset(u, "prompt_tokens", json_object_new_int64(p->prompt));
+    mgw_jset(u, "completion_tokens", json_object_new_int64(p->completion));
+    mgw_jset(u, "total_tokens", json_object_new_int64(p->prompt + p->completion));
+    mgw_jset(pd, "cached_tokens", json_object_new_int64(p->cached));
+    mgw_jset(u, "prompt_tokens_details", pd);
+    mgw_jset(cd, "reasoning_tokens", json_object_new_int64(p->reasoning));
+    mgw_jset(u, "completion_tokens_details", cd);
+    return u;
+}
+
+static json_object *envelope(const chat_reply_t *p, const char *object)
+{
+    json_object *o = json_object_new_object();
+    char id[64];
+
+    snprintf(id, sizeof id, "chatcmpl-mock-%lu", p->n);
+    mgw_jset(o, "id", json_object_new_string(id));
+    mgw_jset(o, "object", json_object_new_string(object));
+    mgw_jset(o, "created", json_object_new_int64(p->created));
+    mgw_jset(o, "model", json_object_new_string(p->model));
+    return o;
+}
+
+/* Returns {["index":0,]"id","type":"function","function":{"name","arguments"}};
+ * a streamed tool call carries its index. */
+static json_object *tool_call(const chat_reply_t *p, const char *args, size_t len,
+                              bool indexed)
+{
+    json_object *tc = json_object_new_object(), *fn = json_object_new_object();
+    char id[64];
+
+    if (indexed)
+        mgw_jset(tc, "index", json_object_new_int(0));
+    snprintf(id, sizeof id, "call_mock_%lu", p->n);
+    mgw_jset(tc, "id", json_object_new_string(id));
+    mgw_jset(tc, "type", json_object_new_string("function"));
+    mgw_jset(fn, "name", json_object_new_string(p->tool_name));
+    mgw_jset(fn, "arguments", json_object_new_string_len(args, (int)len));
+    mgw_jset(tc, "function", fn);
+    return tc;
+}
+
+static json_object *completion(const chat_reply_t *p)
+{
+    json_object *o = envelope(p, "chat.completion");
+    json_object *choices = json_object_new_array(), *c = json_object_new_object();
+    json_object *msg = json_object_new_object();
+
+    mgw_jset(msg, "role", json_object_new_string("assistant"));
+    if (p->tool_name) {
+        json_object *calls = json_object_new_array();
+        json_object_array_add(calls, tool_call(p, p->out.p, p->out.len, false));
+        mgw_jset(msg, "content", NULL);
+        mgw_jset(msg, "tool_calls", calls);
+    } else {
+        mgw_jset(msg, "content", json_object_new_string_len(p->out.p,
+                                                            (int)p->out.len));
+    }
+    mgw_jset(c, "index", json_object_new_int(0));
+    mgw_jset(c, "message", msg);
+    mgw_jset(c, "finish_reason",
+             json_object_new_string(p->tool_name ? "tool_calls" : "stop"));
+    json_object_array_add(choices, c);
+    mgw_jset(o, "choices", choices);
+    mgw_jset(o, "usage", usage_json(p));
+    return o;
+}
+
+/* Returns a chat.completion.chunk with one choice; takes ownership of delta. */
+static json_object *chunk(const chat_reply_t *p, json_object *delta,
+                          const char *finish)
+{
+    json_object *o = envelope(p, "chat.completion.chunk");
+    json_object *choices = json_object_new_array(), *c = json_object_new_object();
+
+    mgw_jset(c, "index", json_object_new_int(0));
+    mgw_jset(c, "delta", delta);
+    mgw_jset(c, "finish_reason", finish ? json_object_new_string(finish) : NULL);
+    json_object_array_add(choices, c);
+    mgw_jset(o, "choices", choices);
+    return o;
+}
+
+static void stream_events(const chat_reply_t *p, bool include_usage,
+                          mgw_events_t *e)
+{
+    json_object *d = json_object_new_object();
+    const char *s = p->out.p;
+    size_t len = p->out.len, off = 0;
+
+    mgw_jset(d, "role", json_object_new_string("assistant"));
+    if (p->tool_name) {
+        json_object *calls = json_object_new_array();
+        json_object_array_add(calls, tool_call(p, "", 0, true));
+        mgw_jset(d, "content", NULL);
+        mgw_jset(d, "tool_calls", calls);
+    } else {
+        mgw_jset(d, "content", json_object_new_string(""));
+    }
+    mgw_events_add(e, NULL, chunk(p, d, NULL));
+
+    while (off < len) {
+        size_t n = mgw_utf8_piece(s + off, len - off, MGW_PIECE_BYTES);
+        json_object *piece = json_object_new_string_len(s + off, (int)n);
+        d = json_object_new_object();
+        if (p->tool_name) {
+            json_object *calls = json_object_new_array();
+            json_object *tc = json_object_new_object(), *fn = json_object_new_object();
+            mgw_jset(tc, "index", json_object_new_int(0));
+            mgw_jset(fn, "arguments", piece);
+            mgw_jset(tc, "function", fn);
+            json_object_array_add(calls, tc);
+            mgw_jset(d, "tool_calls", calls);
+        } else {
+            mgw_jset(d, "content", piece);
+        }
+        mgw_events_add(e, NULL, chunk(p, d, NULL));
+        off += n;
+    }
+
+    mgw_events_add(e, NULL, chunk(p, json_object_new_object(),
+                                  p->tool_name ? "tool_calls" : "stop"));
+    if (include_usage) {
+        json_object *o = envelope(p, "chat.completion.chunk");
+        mgw_jset(o, "choices", json_object_new_array());
+        mgw_jset(o, "usage", usage_json(p));
+        mgw_events_add(e, NULL, o);
+    }
+    mgw_events_add_raw(e, "data: [DONE]\n\n");
+}
+
+int mgw_openai_chat(mgw_ctx_t *x)
+{
+    json_object *messages = mgw_json_get(x->body, "messages", json_type_array);
+    json_object *stream = mgw_json_get(x->body, "stream", json_type_boolean);
+    json_object *so = mgw_json_get(x->body, "stream_options", json_type_object);
+    json_object *iu = mgw_json_get(so, "include_usage", json_type_boolean);
+    chat_reply_t p;
+    int ret;
+
+    memset(&p, 0, sizeof p);
+    p.model = mgw_json_str(x->body, "model");
+    if (!p.model)
+        return mgw_send_openai_error(x, 400, "invalid_request_error",
+                                     "invalid_request", "model is required", NULL);
+    if (!messages)
+        return mgw_send_openai_error(x, 400, "invalid_request_error",
+                                     "invalid_request",
+                                     "messages must be an array", NULL);
+    p.n = mgw_next_id();
+    p.created = (int64_t)time(NULL);
+    plan(&p, x->body, messages, &x->usage);
+
+    if (stream && json_object_get_boolean(stream)) {
+        mgw_events_t e = { 0 };
+        stream_events(&p, iu && json_object_get_boolean(iu), &e);
+        ret = mgw_http_stream(x->conn, &e, &x->fault);
+        mgw_events_free(&e);
+    } else {
+        ret = mgw_send_json(x, 200, completion(&p));
+    }
+    mgw_buf_free(&p.out);
+    return ret;
+}

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""selftest.py: checks the mock gateway's contract end to end (stdlib only).
+
+Starts the given mockgw binary on a free loopback port with a temporary token
+file, drives every endpoint, the usage formulas, the overrides, streaming, the
+faults and the HTTP edge cases (keep-alive, pipelining, chunked bodies,
+Expect: 100-continue, a 5 MB body), then stops it with SIGTERM and expects
+exit status 0. Usage: selftest.py [path/to/mockgw [extra mockgw args...]]
+Exit status: 0 if every check passed, 1 otherwise.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOKEN = "selftest-token"
+AUTH = {"Authorization": "Bearer " + TOKEN}
+ANTH = dict(AUTH, **{"anthropic-version": "2023-06-01"})
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+class Gw:
+    def __init__(self, argv):
+        self.tok = tempfile.NamedTemporaryFile("w", delete=False)
+        self.tok.write(TOKEN + "\n")
+        self.tok.close()
+        self.p = subprocess.Popen(argv + ["--listen", "127.0.0.1:0",
+                                          "--token-file", self.tok.name],
+                                  stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        check(line.startswith("mockgw listening on 127.0.0.1:"), "banner: %r" % line)
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
+
+    def req(self, method, path, body=None, headers=None, conn=None):
+        c = conn or self.conn()
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        if not conn:
+            c.close()
+        return r, data
+
+    def json(self, method, path, body=None, headers=None):
+        r, data = self.req(method, path, body, headers)
+        return r.status, json.loads(data), r
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        rc = self.p.wait(timeout=10)
+        os.unlink(self.tok.name)
+        return rc
+
+
+def raw(port, data, wait=1.0, shut=False):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(data)
+    if shut:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(wait)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return out, "eof"
+            out += d
+    except socket.timeout:
+        return out, "timeout"
+    except ConnectionResetError:
+        return out, "reset"
+    finally:
+        s.close()
+
+
+def sse(data):
+    """Returns the list of (event, data) of an SSE body."""
+    out = []
+    for block in data.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        ev, d = None, None
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                ev = line[7:]
+            elif line.startswith("data: "):
+                d = line[6:]
+        out.append((ev, d))
+    return out
+
+
+def chat_body(text, **kw):
+    b = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
+    b.update(kw)
+    return b
+
+
+def test_basics(g):
+    st, j, _ = g.json("GET", "/health")
+    check(st == 200 and j == {"ok": True}, "health")
+    st, j, _ = g.json("GET", "/v1/models")
+    check(st == 401 and j["error"]["code"] == "invalid_token"
+          and j["error"]["type"] == "authentication_error"
+          and j["error"]["message"] == "invalid service token", "401 shape")
+    st, j, _ = g.json("GET", "/v1/models", headers={"Authorization": "Bearer nope"})
+    check(st == 401, "wrong token")
+    st, j, _ = g.json("GET", "/v1/models", headers=AUTH)
+    ids = [m["id"] for m in j["data"]]
+    check(st == 200 and j["object"] == "list" and "slow-model" in ids
+          and j["data"][0]["owned_by"] == "mockgw"
+          and j["data"][0]["created"] == 1700000000, "models")
+    st, j, _ = g.json("GET", "/v1/nothing", headers=AUTH)
+    check(st == 404 and "error" in j, "404")
+    st, j, _ = g.json("POST", "/v1/chat/completions", "{nope", AUTH)
+    check(st == 400 and "error" in j, "malformed JSON chat")
+    st, j, _ = g.json("POST", "/v1/messages", "[1,2", ANTH)
+    check(st == 400 and j["type"] == "error", "malformed JSON messages")
+
+
+def test_chat(g):
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hello"},
+                                     {"type": "text", "text": "world!"}]}]}
+    st, j, _ = g.json("POST", "/v1/chat/completions", body, AUTH)
+    u = j["usage"]
+    check(st == 200 and j["object"] == "chat.completion"
+          and j["id"].startswith("chatcmpl-mock-") and j["model"] == "gpt-4o",
+          "chat envelope")
+    check(j["choices"][0]["message"]["content"] == "mock reply to: hello\nworld!"
+          and j["choices"][0]["finish_reason"] == "stop", "chat content")
+    check(u["prompt_tokens"] == 10 + (8 + 5 + 6) // 4 and u["completion_tokens"] == 20
+          and u["total_tokens"] == u["prompt_tokens"] + 20
+          and u["prompt_tokens_details"]["cached_tokens"] == 0
+          and u["completion_tokens_details"]["reasoning_tokens"] == 0, "chat usage")
+    st, j, _ = g.json("POST", "/v1/chat/completions",
+                      chat_body("x" * 100, max_completion_tokens=7), AUTH)
+    check(j["usage"]["completion_tokens"] == 7
+          and j["choices"][0]["message"]["content"] == "mock reply to: " + "x" * 64,
+          "cap and truncation")
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("é" * 40), AUTH)
+    check(j["choices"][0]["message"]["content"] == "mock reply to: " + "é" * 32,
+          "UTF-8 safe truncation")
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("hi"),
+                      dict(AUTH, **{"x-mock-usage": "prompt=100,completion=50,cached=40,reasoning=7"}))
+    u = j["usage"]
+    check((u["prompt_tokens"], u["completion_tokens"], u["total_tokens"],
+           u["prompt_tokens_details"]["cached_tokens"],
+           u["completion_tokens_details"]["reasoning_tokens"]) == (100, 50, 150, 40, 7),
+          "x-mock-usage")
+    st, j, _ = g.json("POST", "/v1/chat/completions",
+                      chat_body("hi", mock_usage={"cached": 3}), AUTH)
+    check(j["usage"]["prompt_tokens_details"]["cached_tokens"] == 3
+          and j["usage"]["prompt_tokens"] == 10, "mock_usage body")
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("hi"),
+                      dict(AUTH, **{"x-mock-usage": "bogus=1"}))
+    check(st == 400, "bad x-mock-usage")
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+             {"type": "function", "function": {"name": "other"}}]
+    st, j, _ = g.json("POST", "/v1/chat/completions",
+                      chat_body('where?\nARGS: {"city": "Paris", "n": [1, 2]}', tools=tools), AUTH)
+    m = j["choices"][0]["message"]
+    tc = m["tool_calls"][0]
+    check(m["content"] is None and j["choices"][0]["finish_reason"] == "tool_calls"
+          and tc["type"] == "function" and tc["id"].startswith("call_mock_")
+          and tc["function"]["name"] == "get_weather"
+          and tc["function"]["arguments"] == '{"city":"Paris","n":[1,2]}', "tool call")
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("no args", tools=tools), AUTH)
+    check(j["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{}",
+          "tool call default args")
+    body = chat_body("q", tools=tools)
+    body["messages"] += [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
+    st, j, _ = g.json("POST", "/v1/chat/completions", body, AUTH)
+    check(j["choices"][0]["message"]["content"] == "tool said: sunny"
+          and j["choices"][0]["finish_reason"] == "stop", "tool result echo")
+
+
+def test_chat_stream(g):
+    r, data = g.req("POST", "/v1/chat/completions",
+                    chat_body("hello there friend", stream=True,
+                              stream_options={"include_usage": True}), AUTH)
+    ev = sse(data)
+    check(r.getheader("Content-Type") == "text/event-stream", "chat stream type")
+    check(ev[-1] == (None, "[DONE]"), "chat stream [DONE]")
+    chunks = [json.loads(d) for _, d in ev[:-1]]
+    check(chunks[0]["choices"][0]["delta"].get("role") == "assistant", "first delta role")
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    check(text == "mock reply to: hello there friend", "streamed text %r" % text)
+    check(all(len(c["choices"][0]["delta"].get("content", "").encode()) <= 8
+              for c in chunks if c["choices"]), "pieces of <= 8 bytes")
+    check(chunks[-2]["choices"][0]["finish_reason"] == "stop", "stream finish")
+    check(chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens"] == 14,
+          "stream usage chunk")
+    r, data = g.req("POST", "/v1/chat/completions",
+                    chat_body('ARGS: {"a":"b"}', stream=True,
+                              tools=[{"type": "function", "function": {"name": "f"}}]), AUTH)
+    chunks = [json.loads(d) for _, d in sse(data)[:-1]]
+    first = chunks[0]["choices"][0]["delta"]["tool_calls"][0]
+    check(first["index"] == 0 and first["function"] == {"name": "f", "arguments": ""}
+          and first["id"].startswith("call_mock_"), "stream tool first delta")
+    args = "".join(c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                   for c in chunks[1:-1])
+    check(args == '{"a":"b"}' and chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+          and "usage" not in chunks[-1], "stream tool args")
+
+
+def test_messages(g):
+    body = {"model": "claude-sonnet-4", "max_tokens": 100,
+            "system": [{"type": "text", "text": "sys!", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hello claude"}]}]}
+    st, j, _ = g.json("POST", "/v1/messages", body, AUTH)
+    check(st == 400 and j["type"] == "error"
+          and j["error"]["type"] == "invalid_request_error", "anthropic-version required")
+    st, j, _ = g.json("POST", "/v1/messages?beta=true", body, ANTH)
+    check(st == 200 and j["type"] == "message" and j["id"].startswith("msg_mock_")
+          and j["content"] == [{"type": "text", "text": "mock reply to: hello claude"}]
+          and j["stop_reason"] == "end_turn" and j["stop_sequence"] is None
+          and j["usage"] == {"input_tokens": 10 + (4 + 12) // 4, "output_tokens": 20,
+                             "cache_read_input_tokens": 0,
+                             "cache_creation_input_tokens": 0}, "messages basic")
+    st, j, _ = g.json("POST", "/v1/messages/count_tokens", body, ANTH)
+    check(st == 200 and j == {"input_tokens": 14}, "count_tokens")
+    st, j, _ = g.json("POST", "/v1/messages", dict(body, mock_usage={
+        "prompt": 5, "cached": 900, "completion": 3}), ANTH)
+    check(j["usage"] == {"input_tokens": 5, "output_tokens": 3, "cache_read_input_tokens": 900,
+                         "cache_creation_input_tokens": 0}, "messages override")
+    tools = [{"name": "Bash", "input_schema": {"type": "object"}}]
+    b2 = dict(body, tools=tools, max_tokens=5,
+              messages=[{"role": "user", "content": 'run\nARGS: {"command": "ls"}'}])
+    st, j, _ = g.json("POST", "/v1/messages", b2, ANTH)
+    c = j["content"][0]
+    check(c["type"] == "tool_use" and c["name"] == "Bash" and c["input"] == {"command": "ls"}
+          and c["id"].startswith("toolu_mock_") and j["stop_reason"] == "tool_use"
+          and j["usage"]["output_tokens"] == 5, "tool_use")
+    b3 = dict(b2, messages=b2["messages"] + [
+        {"role": "assistant", "content": [dict(c)]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": c["id"],
+                                      "content": [{"type": "text", "text": "a.txt b.txt"}]}]}])
+    st, j, _ = g.json("POST", "/v1/messages", b3, ANTH)
+    check(j["content"] == [{"type": "text", "text": "tool said: a.txt b.txt"}],
+          "tool_result echo")
+
+    r, data = g.req("POST", "/v1/messages", dict(body, stream=True), ANTH)
+    ev = sse(data)
+    names = [e for e, _ in ev]
+    check(names[:3] == ["message_start", "content_block_start", "ping"]
+          and names[-3:] == ["content_block_stop", "message_delta", "message_stop"],
+          "anthropic event order %r" % names)
+    check(all(json.loads(d)["type"] == e for e, d in ev), "event type matches data")
+    start = json.loads(ev[0][1])["message"]
+    check(start["usage"]["input_tokens"] == 14 and start["usage"]["output_tokens"] == 1,
+          "message_start usage")
+    text = "".join(json.loads(d)["delta"]["text"] for e, d in ev if e == "content_block_delta")
+    check(text == "mock reply to: hello claude", "anthropic streamed text")
+    md = json.loads(ev[-2][1])
+    check(md["delta"]["stop_reason"] == "end_turn" and md["usage"]["output_tokens"] == 20,
+          "message_delta")
+    r, data = g.req("POST", "/v1/messages", dict(b2, stream=True), ANTH)
+    ev = sse(data)
+    cb = json.loads(ev[1][1])["content_block"]
+    pj = "".join(json.loads(d)["delta"]["partial_json"] for e, d in ev
+                 if e == "content_block_delta")
+    check(cb["type"] == "tool_use" and cb["input"] == {} and json.loads(pj) == {"command": "ls"},
+          "streamed tool_use")
+
+
+def test_faults(g):
+    b = chat_body("hello there friend")
+    for where in ("header", "model"):
+        def go(fault, path="/v1/chat/completions", body=b, headers=AUTH):
+            body = dict(body)
+            h = dict(headers)
+            if where == "header":
+                h["x-mock-fault"] = fault
+            else:
+                body["model"] = "gpt-x-fault-" + fault
+            return g.req("POST", path, body, h)
+        r, d = go("500")
+        check(r.status == 500 and "error" in json.loads(d), "500 " + where)
+        r, d = go("500", "/v1/messages", {"model": "c", "messages": []}, ANTH)
+        check(r.status == 500 and json.loads(d)["type"] == "error", "500 anthropic " + where)
+        r, d = go("429")
+        check(r.status == 429 and r.getheader("Retry-After") == "1", "429 " + where)
+        r, d = go("overflow")
+        check(r.status == 400 and "prompt is too long: 250000 tokens > 200000 maximum"
+              in json.loads(d)["error"]["message"], "overflow " + where)
+        r, d = go("overflow", "/v1/messages", {"model": "c", "messages": []}, ANTH)
+        j = json.loads(d)
+        check(r.status == 400 and j["error"]["type"] == "invalid_request_error"
+              and "prompt is too long" in j["error"]["message"], "overflow anthropic")
+        r, d = go("malformed")
+        check(r.status == 200 and d == b'{"id": "broken', "malformed " + where)
+        t = time.time()
+        r, d = go("delay-300")
+        check(r.status == 200 and time.time() - t >= 0.3, "delay " + where)
+        try:
+            go("reset")
+            check(False, "reset " + where)
+        except (ConnectionError, http.client.HTTPException):
+            pass
+        try:
+            go("cut")
+            check(False, "cut " + where)
+        except http.client.IncompleteRead:
+            pass
+        t = time.time()
+        r, d = go("trickle-100")
+        check(r.status == 200 and json.loads(d)["object"] == "chat.completion"
+              and time.time() - t >= 0.2, "trickle " + where)
+    r, d = g.req("POST", "/v1/chat/completions", b, dict(AUTH, **{"x-mock-fault": "nope"}))
+    check(r.status == 400, "unknown fault")
+    t = time.time()
+    r, d = g.req("POST", "/v1/chat/completions", dict(b, model="slow-model"), AUTH)
+    check(r.status == 200 and time.time() - t >= 3.0, "slow-model")
+
+    # a cut stream: headers and some events, then EOF without the end
+    req = json.dumps(chat_body("hello there friend", stream=True)).encode()
+    out, how = raw(g.port, b"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer "
+                   + TOKEN.encode() + b"\r\nx-mock-fault: cut\r\nContent-Length: %d\r\n\r\n"
+                   % len(req) + req)
+    check(how == "eof" and b"data: " in out and b"[DONE]" not in out
+          and not out.endswith(b"0\r\n\r\n"), "stream cut")
+    t = time.time()
+    r, d = g.req("POST", "/v1/messages",
+                 {"model": "c-fault-trickle-50", "stream": True,
+                  "messages": [{"role": "user", "content": "hi"}]}, ANTH)
+    check(sse(d)[-1][0] == "message_stop" and time.time() - t >= 0.3, "stream trickle")
+
+
+def test_http(g):
+    c = g.conn()
+    for i in range(5):
+        r, d = g.req("POST", "/v1/chat/completions", chat_body("ka %d" % i), AUTH, conn=c)
+        check(r.status == 200, "keep-alive %d" % i)
+    sock = c.sock
+    r, d = g.req("GET", "/v1/models", None, AUTH, conn=c)
+    check(c.sock is sock, "same connection reused")
+    c.close()
+
+    body = json.dumps(chat_body("chunked body")).encode()
+    c = g.conn()
+    c.putrequest("POST", "/v1/chat/completions")
+    c.putheader("Authorization", "Bearer " + TOKEN)
+    c.putheader("Transfer-Encoding", "chunked")
+    c.putheader("Expect", "100-continue")
+    c.endheaders()
+    for i in range(0, len(body), 7):
+        piece = body[i:i + 7]
+        c.send(b"%x\r\n%s\r\n" % (len(piece), piece))
+    c.send(b"0\r\n\r\n")
+    r = c.getresponse()
+    j = json.loads(r.read())
+    check(j["choices"][0]["message"]["content"] == "mock reply to: chunked body", "chunked")
+    c.close()
+
+    big = "y" * (5 * 1024 * 1024)
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body(big), AUTH)
+    check(st == 200 and j["usage"]["prompt_tokens"] == 10 + len(big) // 4, "5 MB body")
+
+    a = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+    p = json.dumps(chat_body("pipe")).encode()
+    out, how = raw(g.port, b"GET /health HTTP/1.1\r\n\r\nPOST /v1/chat/completions HTTP/1.1\r\n"
+                   + a + b"Content-Length: %d\r\n\r\n" % len(p) + p
+                   + b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+    check(out.count(b"HTTP/1.1 200 OK") == 3 and how == "eof", "pipelining + close")
+    out, how = raw(g.port, b"GET /health HTTP/1.0\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 200") and how == "eof", "HTTP/1.0 closes")
+    out, how = raw(g.port, b"BROKEN\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 400") and how == "eof", "bad request line")
+    out, how = raw(g.port, b"GET /health HTTP/1.1\r\nX: " + b"a" * 70000 + b"\r\n\r\n")
+    check(out.startswith(b"HTTP/1.1 431"), "huge head")
+
+    g.req("POST", "/v1/messages?beta=true", {"model": "m", "messages": [], "k": [1]},
+          dict(ANTH, **{"X-Trace": "t1"}))
+    st, j, _ = g.json("GET", "/v1/_last", headers=AUTH)
+    check(st == 200 and j["path"] == "/v1/messages" and j["query"] == "beta=true"
+          and j["headers"]["x-trace"] == "t1" and j["headers"]["anthropic-version"]
+          and j["body"] == {"model": "m", "messages": [], "k": [1]}, "_last")
+    st, j, _ = g.json("GET", "/v1/_last")
+    check(st == 401, "_last needs auth")
+
+
+def main():
+    argv = sys.argv[1:] or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "mockgw")]
+    g = Gw(argv)
+    try:
+        for t in (test_basics, test_chat, test_chat_stream, test_messages, test_faults,
+                  test_http):
+            try:
+                t(g)
+            except Exception as e:  # a crash of one group must not hide the others
+                check(False, "%s raised %r" % (t.__name__, e))
+    finally:
+        rc = g.stop()
+    check(rc == 0, "exit status after SIGTERM: %s" % rc)
+    print("mockgw selftest: %s" % ("ok" if failures == 0 else "%d failure(s)" % failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

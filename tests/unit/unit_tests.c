@@ -1,0 +1,66 @@
+/* unit_tests.c: the CUnit runner for libprovider's unit tests: sets up APR,
+ * registers every suite, runs them (or the one named on the command line) and
+ * exits non-zero on any failure; also the shared fixtures. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <CUnit/Basic.h>
+#include <apr_general.h>
+#include "unit_tests.h"
+#include "prov_gateway.h"
+
+static apr_pool_t *root_pool;
+
+apr_pool_t *prov_test_pool(void)
+{
+    return root_pool;
+}
+
+prov_store_t *prov_test_store(apr_pool_t *p)
+{
+    prov_store_t *s = NULL;
+    int applied = 0;
+    if (prov_store_open(&s, "sqlite3::memory:", 0, p) != APR_SUCCESS
+        || prov_schema_migrate(&applied, s, p) != APR_SUCCESS
+        || prov_store_prepare_all(s) != APR_SUCCESS) {
+        fprintf(stderr, "unit: cannot make the test database\n");
+        abort();
+    }
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned failures;
+    apr_app_initialize(&argc, (const char *const **)&argv, NULL);
+    apr_pool_create(&root_pool, NULL);
+    prov_gateway_global_init();
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    prov_test_suite_money();
+    prov_test_suite_keys();
+    prov_test_suite_error();
+    prov_test_suite_store();
+    prov_test_suite_account();
+    prov_test_suite_models();
+    prov_test_suite_billing();
+    prov_test_suite_chat();
+    prov_test_suite_catalog();
+    CU_basic_set_mode(CU_BRM_NORMAL);
+    if (argc > 1) {
+        CU_pSuite s = CU_get_suite(argv[1]);
+        if (!s) {
+            fprintf(stderr, "unit: no suite named %s\n", argv[1]);
+            return 2;
+        }
+        CU_basic_run_suite(s);
+    }
+    else {
+        CU_basic_run_tests();
+    }
+    failures = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    apr_pool_destroy(root_pool);
+    apr_terminate();
+    return failures ? 1 : 0;
+}

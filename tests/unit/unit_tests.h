@@ -1,0 +1,36 @@
+/* unit_tests.h: what the CUnit suites of tests/unit share: each test_prov_<area>.c
+ * registers its suite with a prov_test_suite_<area>() function, and the
+ * fixtures (a pool per test, an in-memory SQLite store with the schema). */
+#ifndef UNIT_TESTS_H
+#define UNIT_TESTS_H
+
+#include <CUnit/CUnit.h>
+#include "prov_common.h"
+#include "prov_store.h"
+
+/* A pool that lives for the whole run (children per test are advised). */
+apr_pool_t *prov_test_pool(void);
+/* A fresh in-memory SQLite database with every migration applied, prepared. */
+prov_store_t *prov_test_store(apr_pool_t *p);
+
+void prov_test_suite_money(void);
+void prov_test_suite_keys(void);
+void prov_test_suite_error(void);
+void prov_test_suite_store(void);
+void prov_test_suite_account(void);
+void prov_test_suite_models(void);
+void prov_test_suite_billing(void);
+void prov_test_suite_chat(void);
+void prov_test_suite_catalog(void);
+
+/* Adds a suite and its tests or aborts the run. */
+#define PROV_SUITE(name, ...) do { \
+        CU_pSuite s_ = CU_add_suite(name, NULL, NULL); \
+        struct { const char *n; CU_TestFunc f; } t_[] = { __VA_ARGS__ }; \
+        if (!s_) abort(); \
+        for (size_t i_ = 0; i_ < sizeof(t_) / sizeof(t_[0]); i_++) \
+            if (!CU_add_test(s_, t_[i_].n, t_[i_].f)) abort(); \
+    } while (0)
+#define PROV_TEST(f) { #f, f }
+
+#endif
