@@ -103,7 +103,9 @@ build() {
     old_san=$(sed -n 's/^SAN_CFLAGS = //p' Makefile 2>/dev/null || true)
     say "building (autoreconf -fi && ./configure && make -j2)"
     autoreconf -fi
-    ./configure >"$SRC/config.demo.log" 2>&1 || { tail -n 30 "$SRC/config.demo.log" >&2; die "./configure failed (full output: config.demo.log)"; }
+    mkdir -p "$STATE"
+    ./configure >"$STATE/configure.log" 2>&1 ||
+        { tail -n 30 "$STATE/configure.log" >&2; die "./configure failed (full output: $STATE/configure.log)"; }
     new_san=$(sed -n 's/^SAN_CFLAGS = //p' Makefile)
     if [ "$old_san" != "$new_san" ]; then
         say "build flags changed (sanitizers): make clean"
@@ -271,7 +273,7 @@ Try it:
     -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}],"max_tokens":64}'
 
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
-The ledger:          sqlite3 $DB 'SELECT request_id, status, credits FROM ledger'
+The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
 Stop the demo:       sh scripts/demo.sh stop
 EOF
 }

@@ -165,12 +165,26 @@ static int family_error(mgw_ctx_t *x, mgw_family_t fam, int status,
 
 /* ---- faults and overrides ---- */
 
+/* Returns the fault spec in a model name: what follows "fault-" where that
+ * starts the name or follows a non-alphanumeric character (so that a model
+ * called "default-model" has none), or NULL. */
+static const char *model_fault(const char *model)
+{
+    for (const char *m = model; m && (m = strstr(m, "fault-")) != NULL; m++) {
+        char before = m == model ? '-' : m[-1];
+        if (!((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z')
+              || (before >= '0' && before <= '9')))
+            return m;
+    }
+    return NULL;
+}
+
 /* Reads the faults of the request into x->fault. Returns 0, or -1 if one is
  * unknown. */
 static int read_faults(mgw_ctx_t *x, const char *model)
 {
     const char *h = mgw_request_header(x->req, "x-mock-fault");
-    const char *m = model ? strstr(model, "fault-") : NULL;
+    const char *m = model_fault(model);
 
     mgw_fault_init(&x->fault);
     if (m && mgw_fault_parse(&x->fault, m + 6))

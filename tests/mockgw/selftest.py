@@ -328,6 +328,8 @@ def test_faults(g):
               and time.time() - t >= 0.2, "trickle " + where)
     r, d = g.req("POST", "/v1/chat/completions", b, dict(AUTH, **{"x-mock-fault": "nope"}))
     check(r.status == 400, "unknown fault")
+    r, d = g.req("POST", "/v1/chat/completions", dict(b, model="default-model"), AUTH)
+    check(r.status == 200, "'default-model' is not a fault")
     t = time.time()
     r, d = g.req("POST", "/v1/chat/completions", dict(b, model="slow-model"), AUTH)
     check(r.status == 200 and time.time() - t >= 3.0, "slow-model")

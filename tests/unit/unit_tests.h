@@ -4,6 +4,8 @@
 #ifndef UNIT_TESTS_H
 #define UNIT_TESTS_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <CUnit/CUnit.h>
 #include "prov_common.h"
 #include "prov_store.h"

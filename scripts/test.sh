@@ -1,0 +1,60 @@
+#!/bin/sh
+# scripts/test.sh: the whole test run (the README's test command, and CI's):
+# installs the Debian packages, builds with warnings as errors and with
+# AddressSanitizer/UBSan, and runs `make check` (the CUnit unit tests, the
+# integration suite against a real apache2, the client compatibility suite).
+# Prints the logs of whatever failed and a closing "N passed, N failed" line
+# counted over the individual test cases; exits non-zero on any failure.
+set -eu
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+if [ "$(id -u)" = 0 ]; then
+  sh scripts/install-deps.sh
+else
+  echo "scripts/test.sh: not root: skipping scripts/install-deps.sh (packages must be installed)" >&2
+fi
+
+autoreconf -fi
+./configure --enable-werror --enable-sanitizers
+make -j2
+
+status=0
+make -j1 check || status=$?
+
+# The automake logs of each suite; failures get printed in full.
+logs="tests/unit/unit_tests.log tests/integration/run.sh.log tests/clients/run.sh.log"
+if [ "$status" -ne 0 ]; then
+  echo "==================== test-suite.log ===================="
+  cat test-suite.log 2>/dev/null || true
+  for l in $logs; do
+    if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
+      echo "==================== $l ===================="
+      cat "$l"
+    fi
+  done
+fi
+
+# Count test cases: node's runner ("# pass N" / "ℹ pass N"), CUnit's run summary.
+passed=0
+failed=0
+for l in $logs; do
+  [ -f "$l" ] || continue
+  case "$l" in
+    *unit_tests.log)
+      # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
+      set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
+      passed=$((passed + $1)); failed=$((failed + $2)) ;;
+    *)
+      p=$(sed -n -E 's/^(#|ℹ) pass ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')
+      f=$(sed -n -E 's/^(#|ℹ) fail ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')
+      passed=$((passed + p)); failed=$((failed + f)) ;;
+  esac
+done
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  failed=1   # a suite failed without a countable test case (build, crash, setup)
+fi
+echo "scripts/test.sh: $passed passed, $failed failed"
+cd "$root"
+exit "$status"

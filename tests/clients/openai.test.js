@@ -1,0 +1,115 @@
+// tests/clients/openai.test.js: client compatibility with the official
+// `openai` npm SDK (pinned in tests/package.json): against the integration
+// harness's real apache2 + mod_provider + mock gateway it lists the catalog,
+// creates a chat completion (and reads the service's credit figures through
+// the SDK), and sees the service's refusals as the SDK's own error classes
+// (a bad key is an AuthenticationError with status 401 and our wire code).
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startStack, seedCatalog, CATALOG } from '../integration/lib/server.js';
+import { expectedCharge, kinds, toMicro, unknownKey } from '../integration/lib/helpers.js';
+
+describe('the official OpenAI SDK', { timeout: 120000 }, () => {
+  let stack;
+  let user;
+  let client;
+
+  before(async () => {
+    stack = await startStack({
+      seed: (s) => {
+        seedCatalog(s);
+        user = { id: s.addUser('sdk@example.test', 100) };
+        user.key = s.createKey('sdk@example.test');
+        s.addUser('sdk-broke@example.test');
+        user.brokeKey = s.createKey('sdk-broke@example.test');
+      },
+    });
+    // maxRetries 0: the SDK retries 429 and 5xx; we want the first answer.
+    client = new OpenAI({ apiKey: user.key.secret, baseURL: `${stack.baseURL}/v1`, maxRetries: 0 });
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+
+  it('lists the catalog with models.list()', async () => {
+    const ids = [];
+    for await (const m of client.models.list()) ids.push(m.id);
+    assert.ok(ids.includes('prov-main'), ids.join(','));
+    assert.ok(ids.includes('prov-nullrates'), ids.join(','));
+    assert.ok(!ids.includes('prov-disabled'), ids.join(','));
+    assert.ok(!ids.includes('prov-unlisted'), ids.join(','));
+  });
+
+  it('creates a chat completion and exposes the charge', async () => {
+    const before = stack.balance(user.id);
+    const { data, response } = await client.chat.completions.create({
+      model: 'prov-main',
+      messages: [{ role: 'user', content: 'hello world' }],
+      max_tokens: 7,
+    }).withResponse();
+    assert.equal(data.model, 'prov-main');
+    assert.equal(data.choices[0].message.role, 'assistant');
+    assert.equal(data.choices[0].message.content, 'mock reply to: hello world');
+    assert.equal(data.usage.prompt_tokens, 12);
+    assert.equal(data.usage.completion_tokens, 7);
+    const expected = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 12, completion: 7 }));
+    assert.equal(toMicro(response.headers.get('x-provider-credits')), expected);
+    assert.equal(toMicro(data.usage.credits), expected);
+    assert.ok(response.headers.get('x-request-id'));
+    assert.equal(stack.balance(user.id), before - expected);
+  });
+
+  it('surfaces a bad key as AuthenticationError (401)', async () => {
+    const bad = new OpenAI({ apiKey: unknownKey(), baseURL: `${stack.baseURL}/v1`, maxRetries: 0 });
+    await assert.rejects(
+      bad.chat.completions.create({ model: 'prov-main', messages: [{ role: 'user', content: 'hi' }] }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.AuthenticationError, `${err?.constructor?.name}: ${err}`);
+        assert.equal(err.status, 401);
+        assert.equal(err.code, 'INVALID_API_KEY');
+        assert.equal(typeof err.message, 'string');
+        return true;
+      },
+    );
+  });
+
+  it('surfaces an unknown model as NotFoundError (404)', async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.NotFoundError, `${err?.constructor?.name}: ${err}`);
+        assert.equal(err.code, 'MODEL_NOT_FOUND');
+        return true;
+      },
+    );
+  });
+
+  it('surfaces streaming as BadRequestError (400)', async () => {
+    await assert.rejects(
+      client.chat.completions.create({
+        model: 'prov-main', messages: [{ role: 'user', content: 'hi' }], stream: true,
+      }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.BadRequestError, `${err?.constructor?.name}: ${err}`);
+        assert.equal(err.status, 400);
+        assert.equal(err.code, 'INVALID_REQUEST');
+        return true;
+      },
+    );
+  });
+
+  it('surfaces a zero balance as an APIError with status 402', async () => {
+    const broke = new OpenAI({ apiKey: user.brokeKey.secret, baseURL: `${stack.baseURL}/v1`, maxRetries: 0 });
+    await assert.rejects(
+      broke.chat.completions.create({ model: 'prov-main', messages: [{ role: 'user', content: 'hi' }] }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.APIError, `${err?.constructor?.name}: ${err}`);
+        assert.equal(err.status, 402);
+        assert.equal(err.code, 'INSUFFICIENT_CREDITS');
+        return true;
+      },
+    );
+  });
+});

@@ -1,0 +1,42 @@
+#!/bin/sh
+# tests/clients/run.sh: the automake test driver entry for the client
+# compatibility suite: makes sure the pinned SDKs of tests/package.json are
+# installed (npm ci from the committed lock file when tests/node_modules is
+# missing or stale), then runs tests/clients/*.test.js with node's test runner
+# against the integration harness's servers. Exit 0 when all pass, 1
+# otherwise; never 77 (a missing prerequisite is a failure).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${PROV_SRCDIR:-$(cd "$here/../.." && pwd)}
+builddir=${PROV_BUILDDIR:-$srcdir}
+export PROV_SRCDIR="$srcdir" PROV_BUILDDIR="$builddir"
+tests="$srcdir/tests"
+
+fail() { echo "tests/clients/run.sh: $*" >&2; exit 1; }
+
+command -v node >/dev/null 2>&1 || fail "node is not installed (sh scripts/install-deps.sh)"
+command -v npm >/dev/null 2>&1 || fail "npm is not installed (sh scripts/install-deps.sh)"
+for f in mod_provider/.libs/mod_provider.so cli/providerctl tests/mockgw/mockgw; do
+  [ -e "$builddir/$f" ] || fail "$builddir/$f is missing: build first (make)"
+done
+
+# npm ci when the installed tree does not match the lock file.
+if [ ! -f "$tests/node_modules/.package-lock.json" ] \
+   || ! cmp -s "$tests/node_modules/.prov-lock" "$tests/package-lock.json"; then
+  npm ci --prefix "$tests" --no-audit --no-fund --loglevel=error || fail "npm ci failed"
+  cp "$tests/package-lock.json" "$tests/node_modules/.prov-lock"
+fi
+
+flags=""
+if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
+  flags="$flags --test-reporter=spec"
+fi
+if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
+  exec node --test $flags --test-concurrency=1 "$here"/*.test.js
+fi
+status=0
+for f in "$here"/*.test.js; do
+  node --test $flags "$f" || status=1
+done
+exit $status

@@ -1,0 +1,91 @@
+/* test_prov_catalog.c: unit tests of the catalog: parsing the gateway's model
+ * list, the available-only and enabled-only rules, pricing in credits per 1M
+ * tokens with null where unset, and the gateway-down behaviour of the cache
+ * (last known list, or an error when there never was one). */
+#include <string.h>
+#include "unit_tests.h"
+#include "prov_catalog.h"
+#include "prov_json.h"
+#include "prov_models.h"
+
+static prov_model_t *model(apr_pool_t *p, const char *id, const char *up, int enabled,
+                           prov_micro_t in, prov_micro_t cache)
+{
+    prov_model_t *m = apr_pcalloc(p, sizeof(*m));
+    m->public_id = id;
+    m->display_name = apr_pstrcat(p, "Name of ", id, NULL);
+    m->upstream_id = up;
+    m->family = "";
+    m->enabled = enabled;
+    m->rates.input = in;
+    m->rates.output = 4000000;
+    m->rates.cache = cache;
+    m->rates.reasoning = PROV_RATE_UNSET;
+    return m;
+}
+
+static void test_parse_list(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    apr_hash_t *ids = NULL;
+    const char *body = "{\"object\":\"list\",\"data\":[{\"id\":\"a\"},{\"id\":\"b\"},{}]}";
+    CU_ASSERT_EQUAL(prov_catalog_parse_list(&ids, body, strlen(body), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(apr_hash_count(ids), 2);
+    CU_ASSERT_PTR_NOT_NULL(apr_hash_get(ids, "a", APR_HASH_KEY_STRING));
+    CU_ASSERT_EQUAL(prov_catalog_parse_list(&ids, "{}", 2, p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_catalog_parse_list(&ids, "nope", 4, p), APR_EINVAL);
+}
+
+static void test_render(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    apr_array_header_t *models = apr_array_make(p, 3, sizeof(prov_model_t *));
+    apr_hash_t *avail = apr_hash_make(p);
+    const char *out, *perr = NULL;
+    json_object *root, *data, *item, *pricing;
+    APR_ARRAY_PUSH(models, prov_model_t *) = model(p, "pub-a", "up-a", 1, 2500000, PROV_RATE_UNSET);
+    APR_ARRAY_PUSH(models, prov_model_t *) = model(p, "pub-b", "up-b", 0, 1, 1);
+    APR_ARRAY_PUSH(models, prov_model_t *) = model(p, "pub-c", "up-missing", 1, 1, 1);
+    apr_hash_set(avail, "up-a", APR_HASH_KEY_STRING, "up-a");
+    apr_hash_set(avail, "up-b", APR_HASH_KEY_STRING, "up-b");
+    out = prov_catalog_render(models, avail, p);
+    root = prov_json_parse(out, strlen(out), &perr, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(root, "object"), "list");
+    data = prov_json_get(root, "data", json_type_array);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(data), 1);
+    item = json_object_array_get_idx(data, 0);
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(item, "id"), "pub-a");
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(item, "publicId"), "pub-a");
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(item, "display_name"), "Name of pub-a");
+    pricing = prov_json_get(item, "pricing", json_type_object);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pricing);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"input\":2.5"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"output\":4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"cache\":null"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"reasoning\":null"));
+}
+
+static void test_cache_gateway_down(void)
+{
+    apr_pool_t *p = NULL;
+    prov_catalog_cache_t *c = NULL;
+    prov_gateway_t *gw = NULL;
+    apr_hash_t *ids = NULL;
+    int stale = 0;
+    apr_pool_create(&p, prov_test_pool());
+    /* Port 9 on loopback: nothing listens there. */
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_create(&gw, "http://127.0.0.1:9/", "t", 500, 1000, p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_catalog_cache_create(&c, 1, p), APR_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(prov_catalog_available(&ids, &stale, c, gw, p), APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(ids);
+    apr_pool_destroy(p);
+}
+
+void prov_test_suite_catalog(void)
+{
+    PROV_SUITE("catalog", PROV_TEST(test_parse_list), PROV_TEST(test_render),
+               PROV_TEST(test_cache_gateway_down));
+}
