@@ -21,11 +21,11 @@
 #define DEFAULT_CONF "/etc/mod_provider/providerctl.conf"
 
 static const ctl_group_t groups[] = {
-    { "db",      "the database schema",                   ctl_db_cmds },
-    { "user",    "users: add, list, show, block",         ctl_user_cmds },
-    { "key",     "API keys: create, list, reissue, delete, budgets", ctl_key_cmds },
-    { "balance", "prepaid credit balances",               ctl_balance_cmds },
-    { "model",   "the model catalog and its rate card",   ctl_model_cmds },
+    { "db",      "The database schema",                   ctl_db_cmds },
+    { "user",    "Users, by id or email",                 ctl_user_cmds },
+    { "key",     "API keys, by key id (secrets are shown only when made)", ctl_key_cmds },
+    { "balance", "Prepaid credit balances",               ctl_balance_cmds },
+    { "model",   "The model catalog and its rate card",   ctl_model_cmds },
     { NULL, NULL, NULL }
 };
 
@@ -72,7 +72,7 @@ static void help_program(FILE *f, apr_pool_t *p)
 static void help_group(FILE *f, const ctl_group_t *g, apr_pool_t *p)
 {
     const ctl_cmd_t *c;
-    fprintf(f, "usage: " PROG " %s VERB [ARGS] [--json]\n\n%s. Commands:\n", g->name,
+    fprintf(f, "usage: " PROG " %s VERB [ARGS] [--json]\n\n%s.\n\nCommands:\n", g->name,
             g->summary);
     for (c = g->cmds; c->verb; c++)
         fprintf(f, "  " PROG " %s\n      %s\n", synopsis(g, c, p), c->summary);
@@ -120,10 +120,11 @@ static int conf_read(ctl_t *ctl, const char **spec)
 
     *spec = NULL;
     if (!f) {
-        if (env && *env)
-            return ctl_usage(ctl, "cannot read the config file %s (named by PROVIDERCTL_CONF)",
-                             path);
-        return CTL_OK;
+        if (!env || !*env)
+            return CTL_OK;
+        fprintf(stderr, PROG ": cannot read the config file %s (named by PROVIDERCTL_CONF)\n",
+                path);
+        return CTL_USAGE;
     }
     while (fgets(line, sizeof(line), f)) {
         char *l = trim(line), *eq;
@@ -133,7 +134,8 @@ static int conf_read(ctl_t *ctl, const char **spec)
         eq = strchr(l, '=');
         if (!eq) {
             fclose(f);
-            return ctl_usage(ctl, "%s:%d: expected 'db = DRIVER:PARAMS'", path, lineno);
+            fprintf(stderr, PROG ": %s:%d: expected 'db = DRIVER:PARAMS'\n", path, lineno);
+            return CTL_USAGE;
         }
         *eq = '\0';
         if (!strcmp(trim(l), "db"))
@@ -219,7 +221,8 @@ static void log_stderr(void *baton, prov_log_level_e level, apr_status_t rv, con
     static const char *const names[] = { "error", "warning", "info", "debug" };
     char eb[128];
     (void)baton;
-    if (rv != APR_SUCCESS)
+    /* APR_EGENERAL says nothing the message does not. */
+    if (rv != APR_SUCCESS && rv != APR_EGENERAL)
         fprintf(stderr, PROG ": [%s] %s (%s)\n", names[level], msg,
                 apr_strerror(rv, eb, sizeof(eb)));
     else
@@ -241,6 +244,15 @@ static const ctl_opt_t *opt_find(const ctl_opt_t *opts, const char *name, apr_si
 static int is_option(const char *a)
 {
     return a[0] == '-' && a[1] && !apr_isdigit(a[1]) && a[1] != '.';
+}
+
+/* The n-th word of a positional synopsis ("USER CREDITS", 1 -> "CREDITS"). */
+static const char *arg_name(const char *args, int n, apr_pool_t *p)
+{
+    char *last, *w = apr_strtok(apr_pstrdup(p, args), " ", &last);
+    while (w && n-- > 0)
+        w = apr_strtok(NULL, " ", &last);
+    return w ? w : "argument";
 }
 
 /* Says why GROUP [VERB] names no command; CTL_USAGE. */
@@ -353,8 +365,7 @@ static int dispatch(ctl_t *ctl, int argc, const char *const *argv)
             if (verb && !help)
                 return resolve_error(ctl, gname, verb);
             if (!help) {
-                fprintf(stderr, PROG ": unknown option '%s' (options of a command come "
-                        "after GROUP VERB)\n", a);
+                fprintf(stderr, PROG ": unknown option '%s' (see '" PROG " --help')\n", a);
                 return CTL_USAGE;
             }
             continue;
@@ -387,7 +398,7 @@ static int dispatch(ctl_t *ctl, int argc, const char *const *argv)
     ctl->argc = pos->nelts;
     ctl->argv = (const char **)pos->elts;
     if (ctl->argc < ctl->cmd->min_args)
-        return ctl_usage(ctl, "missing argument (%s %s %s)", gname, verb, ctl->cmd->args);
+        return ctl_usage(ctl, "missing %s", arg_name(ctl->cmd->args, ctl->argc, ctl->pool));
     if (ctl->argc > ctl->cmd->max_args)
         return ctl_usage(ctl, "unexpected argument '%s'", ctl->argv[ctl->cmd->max_args]);
     for (o = ctl->cmd->opts; o && o->name; o++) {
@@ -537,7 +548,7 @@ const char *ctl_credits(prov_micro_t v, apr_pool_t *p)
 
 void ctl_json_print(json_object *obj)
 {
-    puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY
+    puts(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                         | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(obj);
 }

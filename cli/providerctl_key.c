@@ -41,7 +41,8 @@ static void print_secret(ctl_t *ctl, const prov_apikey_t *k, const char *email,
     printf("key %" APR_INT64_T_FMT " %s for %s (prefix %s, weekly budget %s):\n", k->id, what,
            email, k->display, budget_text(k, ctl->pool));
     printf("%s\n", secret);
-    printf("This secret will not be shown again: store it now.\n");
+    printf("This secret will not be shown again: store it now.%s\n",
+           strcmp(what, "reissued") ? "" : " The old secret no longer works.");
 }
 
 /* Finds a key by its id argument; with live set, a deleted key is a failure. */
@@ -183,8 +184,7 @@ static int key_reissue(ctl_t *ctl)
     /* Read back: the display prefix and reissue time have changed. */
     if (prov_apikey_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
         return ctl_fail(ctl, "key %s was reissued but cannot be read back", ctl->argv[0]);
-    print_secret(ctl, k, owner_email(ctl, k->user_id), secret,
-                 "reissued (the old secret no longer works)");
+    print_secret(ctl, k, owner_email(ctl, k->user_id), secret, "reissued");
     return CTL_OK;
 }
 

@@ -2,6 +2,7 @@
  * the SQLite / PostgreSQL differences at run time (connection set-up pragmas,
  * how a write transaction starts). Statements are run by label from the
  * statement table (prov_sql.c) with string arguments; rows are read NULL-aware. */
+#include <pthread.h>
 #include <string.h>
 #include "prov_store.h"
 #include "prov_log.h"
@@ -216,17 +217,40 @@ apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
+static pthread_mutex_t sqlite_writer = PTHREAD_MUTEX_INITIALIZER;
+
+static void txn_end(prov_store_t *s)
+{
+    if (s->in_txn) {
+        s->in_txn = 0;
+        if (s->dialect == PROV_DIALECT_SQLITE)
+            pthread_mutex_unlock(&sqlite_writer);
+    }
+}
+
 apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p)
 {
-    return prov_store_raw(s, s->dialect == PROV_DIALECT_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN", p);
+    apr_status_t rv;
+    if (s->in_txn)
+        return APR_EINVAL;
+    if (s->dialect == PROV_DIALECT_SQLITE)
+        pthread_mutex_lock(&sqlite_writer);
+    s->in_txn = 1;
+    rv = prov_store_raw(s, s->dialect == PROV_DIALECT_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN", p);
+    if (rv != APR_SUCCESS)
+        txn_end(s);
+    return rv;
 }
 
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p)
 {
     apr_status_t rv = prov_store_raw(s, "COMMIT", p);
-    if (rv != APR_SUCCESS)
+    if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
-    return rv;
+        return rv;
+    }
+    txn_end(s);
+    return APR_SUCCESS;
 }
 
 void prov_store_rollback(prov_store_t *s, apr_pool_t *p)
@@ -235,6 +259,7 @@ void prov_store_rollback(prov_store_t *s, apr_pool_t *p)
     (void)p;
     /* Fails harmlessly when no transaction is open. */
     apr_dbd_query(s->driver, s->handle, &n, "ROLLBACK");
+    txn_end(s);
 }
 
 const char *prov_store_errmsg(prov_store_t *s, int rc)

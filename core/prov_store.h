@@ -31,6 +31,7 @@ typedef struct prov_store_t {
     apr_pool_t *pool;         /* the pool the handle lives in */
     int owned;                /* opened by prov_store_open: close it ourselves */
     void *lease;              /* the caller's handle on a borrowed connection */
+    int in_txn;               /* between prov_store_begin and commit/rollback */
 } prov_store_t;
 
 /* The statement table, terminated by a row with label NULL. */
@@ -67,7 +68,9 @@ apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_i
 apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 /* Write transactions: SQLite takes the write lock at BEGIN (IMMEDIATE), so the
- * checks inside cannot race another writer. */
+ * checks inside cannot race another writer; a process runs one SQLite write
+ * transaction at a time. Every begin is ended by exactly one commit or
+ * rollback (a failed commit rolls back itself). */
 apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p);
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p);
 void prov_store_rollback(prov_store_t *s, apr_pool_t *p);

@@ -55,6 +55,11 @@ export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Resolves null after ms without keeping the process alive (for races). */
+function deadline(ms) {
+  return new Promise((resolve) => setTimeout(() => resolve(null), ms).unref());
+}
+
 /** Returns a TCP port that was free on 127.0.0.1 a moment ago. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -172,7 +177,7 @@ class MockGateway {
     if (!proc) return;
     this.proc = null;
     if (!proc.exitInfo) proc.kill('SIGTERM');
-    const info = await Promise.race([proc.exited, sleep(10000).then(() => null)]);
+    const info = await Promise.race([proc.exited, deadline(10000)]);
     if (!info) {
       try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
       this.reports.push('mockgw did not exit within 10 s of SIGTERM');
@@ -375,7 +380,7 @@ export class Stack {
       return problems;
     }
     proc.kill('SIGTERM');
-    const info = await Promise.race([proc.exited, sleep(15000).then(() => null)]);
+    const info = await Promise.race([proc.exited, deadline(15000)]);
     if (!info) {
       problems.push('apache2 did not stop within 15 s of SIGTERM');
       try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* gone */ }
