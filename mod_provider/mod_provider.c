@@ -65,7 +65,7 @@ static provider_srv_conf *cmd_conf(cmd_parms *cmd)
 static const char *set_engine(cmd_parms *cmd, void *dc, int on)
 {
     cmd_conf(cmd)->engine = on;
-    return on ? provider_db_prepare(cmd->server) : NULL;
+    return NULL;
 }
 
 static const char *set_string(cmd_parms *cmd, void *dc, const char *v)
@@ -173,6 +173,11 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
         if (c->engine != 1)
             continue;
         apply_defaults(c);
+        if (!provider_db_available()) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00006: ProviderEngine needs "
+                         "mod_dbd: load it (a2enmod dbd) and set DBDriver / DBDParams");
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
         if (!c->gateway_url) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00002: ProviderEngine is On "
                          "but ProviderGatewayURL is not set");

@@ -79,8 +79,8 @@ apr_status_t provider_read_body(request_rec *r, apr_int64_t max, const char **bo
  * its schema is not usable; the reason is logged. */
 prov_store_t *provider_db_open(request_rec *r, prov_error_t **err);
 void provider_db_close(request_rec *r, prov_store_t *store);
-/* Registers the statement table with mod_dbd for server s (config time). */
-const char *provider_db_prepare(server_rec *s);
+/* Non-zero when mod_dbd is loaded (its connection functions are there). */
+int provider_db_available(void);
 
 /* Handlers */
 int provider_models_handler(request_rec *r);

@@ -2,7 +2,13 @@
  * request ids, JSON and error answers in each transport's shape, the API key
  * from the request headers, bounded body reading, and database connections
  * from mod_dbd held for one phase of a request only (never across the
- * gateway call), with the schema version checked per child. */
+ * gateway call), with the schema version checked per child.
+ *
+ * The statement table is prepared on each pooled connection the first time
+ * this module uses it, after the schema check, rather than with
+ * ap_dbd_prepare at start-up: a database whose schema is missing or old then
+ * still yields a connection, so the module can say why it answers 503 instead
+ * of mod_dbd failing every connection on a statement it cannot prepare. */
 #include <stdarg.h>
 #include <string.h>
 #include "apr_optional.h"
@@ -13,13 +19,14 @@ APLOG_USE_MODULE(provider);
 
 static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open_fn;
 static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close_fn;
-static APR_OPTIONAL_FN_TYPE(ap_dbd_prepare) *dbd_prepare_fn;
 
 /* Schema state of this child: re-checked every few seconds until it is right,
  * so that `providerctl db migrate` heals a running server. */
 static volatile int schema_ok;
 static volatile apr_int64_t schema_checked_at;
 #define SCHEMA_RECHECK 5
+/* Set in a connection's prepared-statement hash once ours are prepared. */
+#define PREPARED_MARK PROV_STMT_PREFIX "_ready"
 
 const char *provider_request_id(request_rec *r)
 {
@@ -144,21 +151,13 @@ static void resolve_dbd(void)
     if (!dbd_open_fn) {
         dbd_open_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_open);
         dbd_close_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_close);
-        dbd_prepare_fn = APR_RETRIEVE_OPTIONAL_FN(ap_dbd_prepare);
     }
 }
 
-const char *provider_db_prepare(server_rec *s)
+int provider_db_available(void)
 {
-    const prov_stmt_def_t *d;
     resolve_dbd();
-    if (!dbd_prepare_fn)
-        return "mod_provider needs mod_dbd: load mod_dbd before mod_provider "
-               "(a2enmod dbd)";
-    for (d = prov_store_statements(); d->label; d++)
-        dbd_prepare_fn(s, d->sql, apr_pstrcat(s->process->pconf, PROV_STMT_PREFIX,
-                                              d->label, NULL));
-    return NULL;
+    return dbd_open_fn && dbd_close_fn;
 }
 
 typedef struct db_lease_t {
@@ -185,7 +184,10 @@ static int schema_usable(request_rec *r, prov_store_t *store)
     if (schema_checked_at && now - schema_checked_at < SCHEMA_RECHECK)
         return 0;
     schema_checked_at = now;
-    if (prov_schema_current(&version, store, r->pool) != APR_SUCCESS) {
+    /* A connection opened before a migration reports SQLITE_SCHEMA once:
+     * apr_dbd's sqlite3 driver does not re-prepare by itself. */
+    if (prov_schema_current(&version, store, r->pool) != APR_SUCCESS
+        && prov_schema_current(&version, store, r->pool) != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00101: cannot read the schema "
                       "version of the database");
         return 0;
@@ -223,6 +225,20 @@ prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
         *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                "The service is being upgraded; try again later.");
         return NULL;
+    }
+    if (!apr_hash_get(l->dbd->prepared, PREPARED_MARK, APR_HASH_KEY_STRING)) {
+        /* Statements live as long as the pooled connection: its own pool. */
+        prov_store_t *cs = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared,
+                                           l->dbd->pool);
+        if (prov_store_prepare_all(cs) != APR_SUCCESS) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00103: cannot prepare the "
+                          "statements on a database connection");
+            apr_pool_cleanup_run(r->pool, l, db_release);
+            *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                                   "The service's database is unavailable; try again later.");
+            return NULL;
+        }
+        apr_hash_set(l->dbd->prepared, PREPARED_MARK, APR_HASH_KEY_STRING, PREPARED_MARK);
     }
     return store;
 }

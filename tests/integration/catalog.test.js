@@ -9,7 +9,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, seedCatalog, CATALOG, DEFAULT_UPSTREAMS, freePort, sleep } from './lib/server.js';
-import { assertOpenAIError, assertNoSecrets, unknownKey } from './lib/helpers.js';
+import { assertOpenAIError, assertNoSecrets, eventually, unknownKey } from './lib/helpers.js';
 
 const PROVIDER_LOG = /\[provider:(warn|error)\]/;
 
@@ -80,25 +80,28 @@ describe('GET /v1/models with the gateway up', { timeout: 120000 }, () => {
   });
 
   it('shows a model once it is enabled, hides it once disabled', async () => {
+    // ProviderModelsCacheTTL 1: give any cache a few TTLs to catch up
     stack.ctl('model', 'enable', 'prov-disabled');
-    await sleep(1200);  // ProviderModelsCacheTTL 1 (the catalog rows may be cached too)
-    let res = await stack.models();
-    assert.deepEqual(ids(res), [...VISIBLE, 'prov-disabled'].sort());
+    await eventually(async () => {
+      assert.deepEqual(ids(await stack.models()), [...VISIBLE, 'prov-disabled'].sort());
+    });
     stack.ctl('model', 'disable', 'prov-disabled');
-    await sleep(1200);
-    res = await stack.models();
-    assert.deepEqual(ids(res), VISIBLE);
+    await eventually(async () => {
+      assert.deepEqual(ids(await stack.models()), VISIBLE);
+    });
   });
 
   it('follows the gateway list after the cache TTL', async () => {
     await stack.mock.restart(DEFAULT_UPSTREAMS.filter((u) => u !== 'mock-null'));
-    await sleep(1500);
-    const res = await stack.models();
-    assert.equal(res.status, 200, res.text);
-    assert.deepEqual(ids(res), VISIBLE.filter((id) => id !== 'prov-nullrates'));
+    await eventually(async () => {
+      const res = await stack.models();
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(ids(res), VISIBLE.filter((id) => id !== 'prov-nullrates'));
+    });
     await stack.mock.restart(DEFAULT_UPSTREAMS);
-    await sleep(1500);
-    assert.deepEqual(ids(await stack.models()), VISIBLE);
+    await eventually(async () => {
+      assert.deepEqual(ids(await stack.models()), VISIBLE);
+    });
   });
 
   it('keeps the last known list while the gateway is down', async () => {
@@ -106,7 +109,7 @@ describe('GET /v1/models with the gateway up', { timeout: 120000 }, () => {
     assert.deepEqual(ids(first), VISIBLE);
     await stack.expectingLog(PROVIDER_LOG, async () => {
       await stack.mock.stop();
-      await sleep(1500);  // past the TTL: the module has to ask again and fail
+      await sleep(2500);  // past the TTL (1 s, whole seconds): the module asks again and fails
       for (let i = 0; i < 3; i++) {
         const res = await stack.models();
         assert.equal(res.status, 200, res.text);
@@ -116,7 +119,7 @@ describe('GET /v1/models with the gateway up', { timeout: 120000 }, () => {
         assertNoSecrets(res, stack);
       }
       await stack.mock.start(DEFAULT_UPSTREAMS);
-      await sleep(1500);
+      await sleep(2500);
     });
     assert.deepEqual(ids(await stack.models()), VISIBLE);
   });

@@ -142,3 +142,19 @@ export function unknownKey() {
 export function chatBody(model, extra = {}) {
   return { model, messages: [{ role: 'user', content: 'hello world' }], max_tokens: 16, ...extra };
 }
+
+/**
+ * Retries fn (which asserts) until it passes or timeoutMs has gone by; then
+ * fails with fn's last error. For state that follows a cache TTL.
+ */
+export async function eventually(fn, timeoutMs = 5000, stepMs = 200) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (Date.now() >= end) throw e;
+      await new Promise((resolve) => setTimeout(resolve, stepMs));
+    }
+  }
+}
