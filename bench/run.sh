@@ -90,12 +90,13 @@ umask 077
 od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
 umask 022
 TOKEN=$(cat "$W/gateway.token")
-"$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >"$W/logs/mockgw.log" 2>&1 </dev/null &
+: >"$W/logs/mockgw.log"
+"$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >>"$W/logs/mockgw.log" 2>&1 </dev/null &
 MOCKGW_PID=$!
 GW=""
 i=0
 while [ -z "$GW" ]; do
-    GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log")
+    GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log" 2>/dev/null || true)
     if [ -z "$GW" ]; then
         i=$((i + 1))
         [ "$i" -lt 100 ] && kill -0 "$MOCKGW_PID" 2>/dev/null ||
@@ -165,6 +166,10 @@ DBDriver sqlite3
 DBDParams "$DB"
 DBDInitSQL "PRAGMA synchronous=NORMAL"
 DBDInitSQL "PRAGMA busy_timeout=5000"
+# one connection per process: see httpd-conf/provider.conf
+DBDMin 1
+DBDKeep 1
+DBDMax 1
 EOF
 } >"$W/provider.conf"
 
@@ -209,12 +214,16 @@ wait_ok "$PROXY_PORT"
 
 export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL"
 
-# run_wrk NAME PORT: warm-up, then the measured run; leaves the BENCH line in $W/NAME.wrk.
-run_wrk() {
+# warm_up PORT: a discarded wrk run, then a pause for the last answers.
+warm_up() {
     if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
-        wrk -t"$T" -c"$C" -d"$WARMUP" -s "$LUA" "http://127.0.0.1:$2" >/dev/null 2>&1 || true
+        wrk -t"$T" -c"$C" -d"$WARMUP" -s "$LUA" "http://127.0.0.1:$1" >/dev/null 2>&1 || true
         sleep 1
     fi
+}
+
+# run_wrk NAME PORT: the measured run; leaves the BENCH line in $W/NAME.wrk.
+run_wrk() {
     wrk -t"$T" -c"$C" -d"$D" --latency -s "$LUA" "http://127.0.0.1:$2" >"$W/$1.wrk" 2>&1 ||
         { cat "$W/$1.wrk" >&2; die "wrk failed against the $1 server"; }
     grep -q '^BENCH ' "$W/$1.wrk" || { cat "$W/$1.wrk" >&2; die "no BENCH line from wrk ($1)"; }
@@ -227,9 +236,10 @@ ledger_rows() { sqlite3 -cmd '.timeout 5000' "$DB" "SELECT COUNT(*) FROM ledger 
 
 echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
 
+warm_up "$PROXY_PORT"
 run_wrk proxy "$PROXY_PORT"
+warm_up "$PROVIDER_PORT"
 # The warm-up and readiness requests are in the ledger already: count from here.
-sleep 1
 ROWS_BEFORE=$(ledger_rows)
 run_wrk provider "$PROVIDER_PORT"
 # Requests still in flight when wrk stops are finished (and written) by the server.
@@ -269,11 +279,13 @@ echo
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
 echo "ledger rows by status (whole run, including warm-up):"
 sqlite3 -cmd '.timeout 5000' "$DB" "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
+UNSETTLED=$(sqlite3 -cmd '.timeout 5000' "$DB" "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
 # wrk stops counting at the deadline; up to one request per connection may
 # still be answered (and charged) after it, so the ledger may lead by <= C.
-if [ "$ROWS" -ge "$OK2XX" ] && [ "$ROWS" -le $((OK2XX + C)) ]; then
-    echo "ledger check: OK (rows - 2xx = $((ROWS - OK2XX)), at most $C requests were in flight at the deadline)"
+if [ "$OK2XX" -gt 0 ] && [ "$UNSETTLED" = 0 ] &&
+   [ "$ROWS" -ge "$OK2XX" ] && [ "$ROWS" -le $((OK2XX + C)) ]; then
+    echo "ledger check: OK (rows - 2xx = $((ROWS - OK2XX)); at most $C requests were in flight at the deadline; no reservation left unsettled)"
 else
-    echo "ledger check: MISMATCH (rows - 2xx = $((ROWS - OK2XX)))"
+    echo "ledger check: FAILED (2xx = $OK2XX, rows - 2xx = $((ROWS - OK2XX)), reservations never settled = $UNSETTLED)"
     exit 1
 fi

@@ -177,22 +177,20 @@ apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const c
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
                             apr_pool_t *p)
 {
-    apr_dbd_row_t *r = NULL;
-    int rc = apr_dbd_get_row(s->driver, p, res, &r, -1);
+    /* *row is the cursor: the pgsql driver counts rows in the row object. */
+    int rc = apr_dbd_get_row(s->driver, p, res, row, -1);
     if (rc == -1)
         return APR_EOF;
-    if (rc)
-        return APR_EGENERAL;
-    *row = r;
-    return APR_SUCCESS;
+    return rc ? APR_EGENERAL : APR_SUCCESS;
 }
 
 const char *prov_store_get(prov_store_t *s, apr_dbd_row_t *row, int n)
 {
     char *v = NULL;
-    if (apr_dbd_datum_get(s->driver, row, n, APR_DBD_TYPE_STRING, &v) != APR_SUCCESS)
+    if (apr_dbd_datum_get(s->driver, row, n, APR_DBD_TYPE_STRING, &v) != APR_SUCCESS || !v)
         return NULL;
-    return v;
+    /* The pgsql driver frees a result once its rows have all been read. */
+    return apr_pstrdup(s->pool, v);
 }
 
 apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_int64_t dflt)

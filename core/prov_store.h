@@ -57,10 +57,12 @@ apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
 /* Runs a labelled query; all rows are fetched (random access). */
 apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,
                                int nargs, const char *const *args, apr_pool_t *p);
-/* Next row: APR_SUCCESS, APR_EOF when done, other on error. */
+/* Next row: APR_SUCCESS, APR_EOF when done, other on error. *row is the
+ * cursor: set it to NULL before the first call on each result set. */
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
                             apr_pool_t *p);
-/* Column n of a row as text, or NULL when SQL NULL. */
+/* Column n of a row as text (a copy in the store's pool: the pgsql driver
+ * frees a result when its last row has been read), or NULL when SQL NULL. */
 const char *prov_store_get(prov_store_t *s, apr_dbd_row_t *row, int n);
 /* Column n as int64; dflt when NULL or not a number. */
 apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_int64_t dflt);

@@ -153,13 +153,14 @@ do_start() {
     # The mock gateway, on a port the kernel picks.
     # (a background job of a script ignores SIGINT; nohup adds SIGHUP, so
     # closing the terminal leaves it running; apache2 daemonizes itself)
+    : >"$STATE/logs/mockgw.log"
     nohup "$MOCKGW" --listen 127.0.0.1:0 --token-file "$STATE/gateway.token" \
-        >"$STATE/logs/mockgw.log" 2>&1 </dev/null &
+        >>"$STATE/logs/mockgw.log" 2>&1 </dev/null &
     echo $! >"$MOCKGW_PIDFILE"
     gw=""
     i=0
     while [ -z "$gw" ]; do
-        gw=$(sed -n 's/^mockgw listening on //p' "$STATE/logs/mockgw.log")
+        gw=$(sed -n 's/^mockgw listening on //p' "$STATE/logs/mockgw.log" 2>/dev/null || true)
         i=$((i + 1))
         if [ -z "$gw" ]; then
             [ "$i" -lt 100 ] && kill -0 "$(cat "$MOCKGW_PIDFILE")" 2>/dev/null ||
@@ -229,6 +230,10 @@ DBDriver sqlite3
 DBDParams "$DB"
 DBDInitSQL "PRAGMA synchronous=NORMAL"
 DBDInitSQL "PRAGMA busy_timeout=5000"
+# one connection per process: see httpd-conf/provider.conf
+DBDMin 1
+DBDKeep 1
+DBDMax 1
 EOF
 
     "$HTTPD" -t -f "$CONF" >"$STATE/logs/configtest.log" 2>&1 ||

@@ -24,7 +24,7 @@ status=0
 make -j1 check || status=$?
 
 # The automake logs of each suite; failures get printed in full.
-logs="tests/unit/unit_tests.log tests/integration/run.sh.log tests/clients/run.sh.log"
+logs="tests/unit/unit_tests.log tests/integration/run.log tests/clients/run.log"
 if [ "$status" -ne 0 ]; then
   echo "==================== test-suite.log ===================="
   cat test-suite.log 2>/dev/null || true

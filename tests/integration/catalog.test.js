@@ -14,8 +14,9 @@ import { assertOpenAIError, assertNoSecrets, eventually, unknownKey } from './li
 const PROVIDER_LOG = /\[provider:(warn|error)\]/;
 
 // Models the default mock gateway offers and that are enabled in the catalog.
-const VISIBLE = ['prov-fault-500', 'prov-fault-malformed', 'prov-main', 'prov-nullrates',
-  'prov-slow', 'prov-unpriced'];
+const VISIBLE = ['prov-delay', 'prov-fault-500', 'prov-fault-cut', 'prov-fault-malformed',
+  'prov-fault-overflow', 'prov-fault-reset', 'prov-main', 'prov-nullrates', 'prov-slow',
+  'prov-trickle', 'prov-unpriced'];
 
 function ids(res) {
   return res.json.data.map((m) => m.id).sort();

@@ -213,6 +213,25 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
     });
   });
 
+  describe('methods and paths', () => {
+    it('405 METHOD_NOT_ALLOWED with an Allow header for GET /v1/chat/completions', async () => {
+      const res = await stack.request('GET', '/v1/chat/completions', { key: u.rich.key.secret });
+      await refused(res, 405, 'METHOD_NOT_ALLOWED');
+      assert.match(res.headers.get('allow') || '', /\bPOST\b/, 'a 405 names the allowed methods');
+    });
+
+    it('405 METHOD_NOT_ALLOWED with an Allow header for POST /v1/models', async () => {
+      const res = await stack.request('POST', '/v1/models', { body: {} });
+      await refused(res, 405, 'METHOD_NOT_ALLOWED');
+      assert.match(res.headers.get('allow') || '', /\bGET\b/, 'a 405 names the allowed methods');
+    });
+
+    it('404 NOT_FOUND in the OpenAI shape for an unknown /v1 path', async () => {
+      const res = await stack.request('POST', '/v1/no-such-endpoint', { key: u.rich.key.secret, body: ok });
+      await refused(res, 404, 'NOT_FOUND');
+    });
+  });
+
   it('charges nothing for any refusal', async () => {
     for (const [name, x] of Object.entries(u)) {
       assert.equal(stack.balance(x.id), x.balance0, `balance of ${name}`);

@@ -1,15 +1,19 @@
 // tests/integration/gateway.test.js: what the client sees when the internal
 // gateway fails (DESIGN §4 step 8, §5, §7): 502 GATEWAY_ERROR for a gateway
 // that answers 500, answers malformed JSON or cannot be reached, 504
-// GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout; in every case
+// GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout, 400 for a
+// prompt the gateway refuses as too long; in every case
 // nothing is charged (balance unchanged, the ledger row released with 0
 // credits), no secret (gateway address, service token, API key) is in the
-// answer, and service resumes when the gateway is back.
+// answer, and service resumes when the gateway is back. A gateway that is
+// slow but within the timeout, or answers in pieces, is waited for.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, seedCatalog, freePort } from './lib/server.js';
-import { assertOpenAIError, assertNoSecrets, chatBody, toMicro } from './lib/helpers.js';
+import { startStack, seedCatalog, freePort, CATALOG } from './lib/server.js';
+import {
+  assertOpenAIError, assertNoSecrets, chatBody, expectedCharge, kinds, toMicro,
+} from './lib/helpers.js';
 
 // The module may log a gateway failure that a test provokes; it must still
 // never log a secret (checked at teardown).
@@ -60,6 +64,45 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
     await failsUncharged(chatBody('prov-slow'), 504, 'GATEWAY_TIMEOUT');
     // ProviderGatewayTimeout 5; the gateway would answer after 8 s
     assert.ok(Date.now() - t0 >= 4000, 'the answer came before the timeout: not a timeout');
+  });
+
+  it('502 GATEWAY_ERROR when the gateway cuts its answer short', async () => {
+    await failsUncharged(chatBody('prov-fault-cut'), 502, 'GATEWAY_ERROR');
+  });
+
+  it('502 GATEWAY_ERROR when the gateway resets the connection', async () => {
+    await failsUncharged(chatBody('prov-fault-reset'), 502, 'GATEWAY_ERROR');
+  });
+
+  it("400 INVALID_REQUEST, uncharged, when the gateway refuses the prompt as too long", async () => {
+    const res = await failsUncharged(chatBody('prov-fault-overflow'), 400, 'INVALID_REQUEST');
+    assert.match(res.json.error.message, /too long/, 'the client learns why');
+  });
+
+  it('waits for a slow gateway within the timeout and for an answer sent in pieces', async () => {
+    for (const model of ['prov-delay', 'prov-trickle']) {
+      const before = stack.balance(user.id);
+      const res = await stack.chat(user.key.secret, chatBody(model));
+      assert.equal(res.status, 200, `${model}: ${res.text}`);
+      // "hello world", max_tokens 16: prompt 12 at 3, completion 16 at 4 credits per 1M
+      const expected = expectedCharge(CATALOG[model].rates, kinds({ prompt: 12, completion: 16 }));
+      assert.equal(expected, 36n + 64n);
+      assert.equal(toMicro(res.headers.get('x-provider-credits')), expected, model);
+      assert.equal(stack.balance(user.id), before - expected, model);
+      assert.equal(res.json.choices[0].message.content, 'mock reply to: hello world');
+    }
+  });
+
+  it('serves and charges normally after the failures (every worker thread)', async () => {
+    const expected = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 12, completion: 16 }));
+    const before = stack.balance(user.id);
+    const results = await Promise.all(Array.from({ length: 16 },
+      () => stack.chat(user.key.secret, chatBody('prov-main'))));
+    for (const res of results) {
+      assert.equal(res.status, 200, res.text);
+      assert.equal(toMicro(res.headers.get('x-provider-credits')), expected);
+    }
+    assert.equal(stack.balance(user.id), before - 16n * expected);
   });
 
   it('502 GATEWAY_ERROR when the gateway is down, and recovery after it returns', async () => {

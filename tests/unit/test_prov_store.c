@@ -39,6 +39,7 @@ static void test_statements(void)
     CU_ASSERT_EQUAL(prov_store_get_i64(s, row, 0, -1), 1);
     CU_ASSERT_EQUAL(prov_store_row(s, res, &row, p), APR_EOF);
     CU_ASSERT_EQUAL(prov_store_select(s, &res, "user_by_id", PROV_ARGS("1"), p), APR_SUCCESS);
+    row = NULL;
     CU_ASSERT_EQUAL_FATAL(prov_store_row(s, res, &row, p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(prov_store_get(s, row, 1), "a@b.example");
     CU_ASSERT_PTR_NULL(prov_store_get(s, row, 2));          /* name is NULL */
@@ -73,6 +74,7 @@ static void test_rollback(void)
     prov_store_rollback(s, p);
     CU_ASSERT_EQUAL(prov_store_select(s, &res, "user_by_email", PROV_ARGS("x@y.example"), p),
                     APR_SUCCESS);
+    row = NULL;
     while (prov_store_row(s, res, &row, p) == APR_SUCCESS)
         found++;
     CU_ASSERT_EQUAL(found, 0);

@@ -14,7 +14,8 @@
 // PROV_SRCDIR (source tree, default: the repo root), PROV_HTTPD (default
 // /usr/sbin/apache2), PROV_HTTPD_MODULES (default /usr/lib/apache2/modules),
 // PROV_SANITIZERS (non-empty: the build used -fsanitize; preload the
-// runtimes into apache2), PROV_KEEP_TMP=1 keeps the temp dir for debugging.
+// runtimes into apache2; detected from the module's libraries otherwise),
+// PROV_KEEP_TMP=1 keeps the temp dir for debugging.
 
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -30,11 +31,16 @@ export const SRCDIR = process.env.PROV_SRCDIR || REPO_ROOT;
 export const BUILDDIR = process.env.PROV_BUILDDIR || REPO_ROOT;
 export const HTTPD = process.env.PROV_HTTPD || '/usr/sbin/apache2';
 export const HTTPD_MODULES = process.env.PROV_HTTPD_MODULES || '/usr/lib/apache2/modules';
-export const SANITIZERS = (process.env.PROV_SANITIZERS || '').trim() !== '';
 
 export const MODULE_SO = path.join(BUILDDIR, 'mod_provider', '.libs', 'mod_provider.so');
 export const PROVIDERCTL = path.join(BUILDDIR, 'cli', 'providerctl');
 export const MOCKGW = path.join(BUILDDIR, 'tests', 'mockgw', 'mockgw');
+
+// PROV_SANITIZERS (make check passes the build's -fsanitize flags) or, when
+// run by hand, a module that links the ASan runtime: apache2 then needs the
+// runtimes preloaded.
+export const SANITIZERS = (process.env.PROV_SANITIZERS || '').trim() !== ''
+  || /libasan/.test(spawnSync('ldd', [MODULE_SO], { encoding: 'utf8' }).stdout || '');
 
 const IS_ROOT = typeof process.getuid === 'function' && process.getuid() === 0;
 const RUN_USER = 'www-data';
@@ -613,7 +619,8 @@ export class Stack {
 // Upstream ids that the mock gateway lists by default.
 export const DEFAULT_UPSTREAMS = [
   'mock-main', 'mock-null', 'mock-disabled', 'mock-unpriced', 'mock-gateway-only',
-  'mock-fault-500', 'mock-fault-malformed', 'mock-fault-delay-8000',
+  'mock-fault-500', 'mock-fault-malformed', 'mock-fault-delay-8000', 'mock-fault-cut',
+  'mock-fault-reset', 'mock-fault-overflow', 'mock-fault-trickle-300', 'mock-fault-delay-1500',
 ];
 
 // Public models: rates in credits per 1M tokens (null = not configured).
@@ -633,6 +640,16 @@ export const CATALOG = {
     rates: { input: '1', output: '1' } },
   'prov-slow': { upstream: 'mock-fault-delay-8000', name: 'Slow',
     rates: { input: '1', output: '1' } },
+  'prov-fault-cut': { upstream: 'mock-fault-cut', name: 'Fault Cut',
+    rates: { input: '1', output: '1' } },
+  'prov-fault-reset': { upstream: 'mock-fault-reset', name: 'Fault Reset',
+    rates: { input: '1', output: '1' } },
+  'prov-fault-overflow': { upstream: 'mock-fault-overflow', name: 'Fault Overflow',
+    rates: { input: '1', output: '1' } },
+  'prov-trickle': { upstream: 'mock-fault-trickle-300', name: 'Trickle',
+    rates: { input: '3', output: '4' } },
+  'prov-delay': { upstream: 'mock-fault-delay-1500', name: 'Delay',
+    rates: { input: '3', output: '4' } },
 };
 
 /** Seeds CATALOG through providerctl (the disabled model ends up disabled). */
