@@ -20,7 +20,8 @@
 #
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
-# BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory).
+# BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
+# BENCH_DBDMAX (1: mod_provider's DBDMax; more shows why 1 is the setting).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,7 @@ C=${WRK_CONNECTIONS:-32}
 D=${WRK_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 MODEL=${BENCH_MODEL:-gpt-4o-mini}
+DBDMAX=${BENCH_DBDMAX:-1}
 
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 
@@ -62,7 +64,7 @@ cleanup() {
             pid=$(cat "$pf")
             kill -TERM "$pid" 2>/dev/null || true
             i=0
-            while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+            while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
         fi
     done
     if [ -n "$MOCKGW_PID" ]; then
@@ -76,7 +78,7 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 
 # free_port: a loopback TCP port nobody listens on.
 free_port() {
@@ -99,8 +101,9 @@ while [ -z "$GW" ]; do
     GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log" 2>/dev/null || true)
     if [ -z "$GW" ]; then
         i=$((i + 1))
-        [ "$i" -lt 100 ] && kill -0 "$MOCKGW_PID" 2>/dev/null ||
-            { cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"; }
+        if [ "$i" -ge 100 ] || ! kill -0 "$MOCKGW_PID" 2>/dev/null; then
+            cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"
+        fi
         sleep 0.1
     fi
 done
@@ -169,7 +172,7 @@ DBDInitSQL "PRAGMA busy_timeout=5000"
 # one connection per process: see httpd-conf/provider.conf
 DBDMin 1
 DBDKeep 1
-DBDMax 1
+DBDMax $DBDMAX
 EOF
 } >"$W/provider.conf"
 
@@ -247,7 +250,7 @@ sleep 2
 ROWS_AFTER=$(ledger_rows)
 
 # ---- the table ---------------------------------------------------------------
-awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" \
+awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
     -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
@@ -262,7 +265,8 @@ function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
     printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
-    printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n\n", httpd, cpus
+    printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
+    printf "mod_provider: SQLite (WAL, synchronous=NORMAL, busy_timeout 5000), DBDMax %s\n\n", dbdmax
     printf "%-22s %14s %14s %10s\n", "", "mod_provider", "mod_proxy", "ratio"
     printf "%-22s %14.1f %14.1f %10s\n", "requests/s", pr_rps, px_rps, ratio(pr_rps, px_rps)
     printf "%-22s %14.2f %14.2f %10s\n", "latency p50 (ms)", pr_p50 / 1000, px_p50 / 1000, ratio(pr_p50, px_p50)

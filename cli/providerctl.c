@@ -1,24 +1,20 @@
 /* providerctl.c: the administrator's command line. Owns main(): the global
  * options (--db, --json, --verbose, --help) wherever they appear, the table of
  * command groups, finding the command and checking its arguments and options
- * against its table entry (usage errors exit 2), locating the database (--db,
- * else $PROVIDER_DB, else the config file), opening it and checking the schema,
- * the logging sink (stderr), the help texts, and the helpers that every
- * command uses for parsing, errors and output. Commands themselves live in
- * cli/providerctl_<group>.c. */
+ * against its table entry (usage errors exit 2), the logging sink (stderr),
+ * the help texts, and the helpers that every command uses for parsing, errors
+ * and output. Opening the database is in providerctl_db.c; the commands live
+ * in cli/providerctl_<group>.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <apr_general.h>
 #include <apr_lib.h>
 #include <apr_time.h>
 #include "providerctl.h"
 #include "prov_log.h"
 
-#define PROG "providerctl"
-#define DEFAULT_CONF "/etc/mod_provider/providerctl.conf"
 
 static const ctl_group_t groups[] = {
     { "db",      "The database schema",                   ctl_db_cmds },
@@ -53,7 +49,7 @@ static void help_program(FILE *f, apr_pool_t *p)
         "Global options (allowed anywhere on the line):\n"
         "  --db DRIVER:PARAMS  the database, e.g. sqlite3:/var/lib/provider/provider.db or\n"
         "                      pgsql:'host=... dbname=...'; else $PROVIDER_DB, else a line\n"
-        "                      'db = DRIVER:PARAMS' in " DEFAULT_CONF "\n"
+        "                      'db = DRIVER:PARAMS' in " CTL_DEFAULT_CONF "\n"
         "                      ($PROVIDERCTL_CONF names another file)\n"
         "  --json              machine-readable output\n"
         "  -v, --verbose       also print what the core logs\n"
@@ -94,126 +90,6 @@ static void help_command(FILE *f, const ctl_group_t *g, const ctl_cmd_t *c, apr_
     }
 }
 
-/* ---- the database -------------------------------------------------------- */
-
-static char *trim(char *s)
-{
-    char *e;
-    while (apr_isspace(*s))
-        s++;
-    e = s + strlen(s);
-    while (e > s && apr_isspace(e[-1]))
-        *--e = '\0';
-    return s;
-}
-
-/* Reads "db = DRIVER:PARAMS" from the config file. CTL_OK with *spec NULL when
- * the default file does not exist; CTL_USAGE when an explicitly named one
- * cannot be read or a line is malformed. */
-static int conf_read(ctl_t *ctl, const char **spec)
-{
-    const char *env = getenv("PROVIDERCTL_CONF");
-    const char *path = (env && *env) ? env : DEFAULT_CONF;
-    char line[4096];
-    int lineno = 0;
-    FILE *f = fopen(path, "r");
-
-    *spec = NULL;
-    if (!f) {
-        if (!env || !*env)
-            return CTL_OK;
-        fprintf(stderr, PROG ": cannot read the config file %s (named by PROVIDERCTL_CONF)\n",
-                path);
-        return CTL_USAGE;
-    }
-    while (fgets(line, sizeof(line), f)) {
-        char *l = trim(line), *eq;
-        lineno++;
-        if (!*l || *l == '#')
-            continue;
-        eq = strchr(l, '=');
-        if (!eq) {
-            fclose(f);
-            fprintf(stderr, PROG ": %s:%d: expected 'db = DRIVER:PARAMS'\n", path, lineno);
-            return CTL_USAGE;
-        }
-        *eq = '\0';
-        if (!strcmp(trim(l), "db"))
-            *spec = apr_pstrdup(ctl->pool, trim(eq + 1));
-        else
-            fprintf(stderr, PROG ": %s:%d: unknown setting '%s' ignored\n", path, lineno,
-                    trim(l));
-    }
-    fclose(f);
-    return CTL_OK;
-}
-
-static int db_locate(ctl_t *ctl)
-{
-    const char *env = getenv("PROVIDER_DB");
-    int rc;
-    if (ctl->db_spec)
-        return CTL_OK;
-    if (env && *env) {
-        ctl->db_spec = env;
-        return CTL_OK;
-    }
-    if ((rc = conf_read(ctl, &ctl->db_spec)) != CTL_OK)
-        return rc;
-    if (!ctl->db_spec || !*ctl->db_spec) {
-        fprintf(stderr, PROG ": no database given: use --db DRIVER:PARAMS (e.g. "
-                "--db sqlite3:/var/lib/provider/provider.db), set PROVIDER_DB, or put "
-                "'db = DRIVER:PARAMS' in " DEFAULT_CONF " (or the file named by "
-                "PROVIDERCTL_CONF)\n");
-        return CTL_USAGE;
-    }
-    return CTL_OK;
-}
-
-static int db_open(ctl_t *ctl)
-{
-    const char *spec, *colon;
-    int rc, version = 0, expected = prov_schema_expected();
-    apr_status_t rv;
-
-    if ((rc = db_locate(ctl)) != CTL_OK)
-        return rc;
-    spec = ctl->db_spec;
-    colon = strchr(spec, ':');
-    if (!colon || colon == spec || !colon[1]) {
-        fprintf(stderr, PROG ": '%s' is not a database (use DRIVER:PARAMS, e.g. "
-                "sqlite3:/var/lib/provider/provider.db)\n", spec);
-        return CTL_USAGE;
-    }
-    /* Only `db migrate` may create a SQLite file: anything else on a wrong
-     * path would silently make an empty database there. */
-    if (!strncmp(spec, "sqlite3:", 8) && strcmp(colon + 1, ":memory:")
-        && strcmp(ctl->cmd->verb, "migrate") && access(colon + 1, F_OK) != 0)
-        return ctl_fail(ctl, "the database file %s does not exist (create it with '"
-                        PROG " db migrate')", colon + 1);
-    rv = prov_store_open(&ctl->store, spec, 0, ctl->pool);
-    if (rv == APR_ENOTIMPL) {
-        fprintf(stderr, PROG ": unsupported database driver '%.*s' (use sqlite3 or pgsql)\n",
-                (int)(colon - spec), spec);
-        return CTL_USAGE;
-    }
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "open the database");
-    if (ctl->cmd->db == CTL_DB_RAW)
-        return CTL_OK;
-    if ((rv = prov_schema_current(&version, ctl->store, ctl->pool)) != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "read the schema version");
-    if (version < expected)
-        return ctl_fail(ctl, "the database schema is at version %d but this providerctl "
-                        "needs %d: run '" PROG " db migrate'", version, expected);
-    if (version > expected)
-        return ctl_fail(ctl, "the database schema (version %d) is newer than this "
-                        "providerctl (%d): use a newer providerctl", version, expected);
-    if ((rv = prov_store_prepare_all(ctl->store)) != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "prepare the statements");
-    return CTL_OK;
-}
-
 /* ---- logging ------------------------------------------------------------- */
 
 static void log_stderr(void *baton, prov_log_level_e level, apr_status_t rv, const char *msg)
@@ -246,6 +122,26 @@ static int is_option(const char *a)
     return a[0] == '-' && a[1] && !apr_isdigit(a[1]) && a[1] != '.';
 }
 
+static const ctl_group_t *find_group(const char *name)
+{
+    const ctl_group_t *g;
+    for (g = groups; g->name; g++) {
+        if (!strcmp(g->name, name))
+            return g;
+    }
+    return NULL;
+}
+
+static const ctl_cmd_t *find_cmd(const ctl_group_t *g, const char *verb)
+{
+    const ctl_cmd_t *c;
+    for (c = g->cmds; c->verb; c++) {
+        if (!strcmp(c->verb, verb))
+            return c;
+    }
+    return NULL;
+}
+
 /* The n-th word of a positional synopsis ("USER CREDITS", 1 -> "CREDITS"). */
 static const char *arg_name(const char *args, int n, apr_pool_t *p)
 {
@@ -258,10 +154,8 @@ static const char *arg_name(const char *args, int n, apr_pool_t *p)
 /* Says why GROUP [VERB] names no command; CTL_USAGE. */
 static int resolve_error(ctl_t *ctl, const char *gname, const char *verb)
 {
-    const ctl_group_t *g;
-    for (g = groups; g->name && strcmp(g->name, gname); g++)
-        ;
-    if (!g->name) {
+    const ctl_group_t *g = find_group(gname);
+    if (!g) {
         fprintf(stderr, PROG ": unknown command group '%s' (see '" PROG " --help')\n", gname);
     }
     else if (!verb) {
@@ -277,7 +171,7 @@ static int resolve_error(ctl_t *ctl, const char *gname, const char *verb)
 
 static int run_help(ctl_t *ctl, const char *gname, const char *verb)
 {
-    const ctl_group_t *g;
+    const ctl_group_t *g = gname ? find_group(gname) : NULL;
     if (!gname) {
         help_program(stdout, ctl->pool);
         return CTL_OK;
@@ -286,9 +180,7 @@ static int run_help(ctl_t *ctl, const char *gname, const char *verb)
         help_command(stdout, ctl->group, ctl->cmd, ctl->pool);
         return CTL_OK;
     }
-    for (g = groups; g->name && strcmp(g->name, gname); g++)
-        ;
-    if (g->name && !verb) {
+    if (g && !verb) {
         help_group(stdout, g, ctl->pool);
         return CTL_OK;
     }
@@ -315,18 +207,8 @@ static int dispatch(ctl_t *ctl, int argc, const char *const *argv)
                 verb = a;
             else
                 APR_ARRAY_PUSH(pos, const char *) = a;
-            if (gname && verb && !ctl->cmd) {
-                for (ctl->group = groups; ctl->group->name
-                     && strcmp(ctl->group->name, gname); ctl->group++)
-                    ;
-                if (ctl->group->name) {
-                    for (ctl->cmd = ctl->group->cmds; ctl->cmd->verb
-                         && strcmp(ctl->cmd->verb, verb); ctl->cmd++)
-                        ;
-                    if (!ctl->cmd->verb)
-                        ctl->cmd = NULL;
-                }
-            }
+            if (gname && verb && !ctl->cmd && (ctl->group = find_group(gname)))
+                ctl->cmd = find_cmd(ctl->group, verb);
             continue;
         }
         if (!strcmp(a, "--")) {
@@ -406,7 +288,7 @@ static int dispatch(ctl_t *ctl, int argc, const char *const *argv)
             return ctl_usage(ctl, "missing --%s %s", o->name, o->arg ? o->arg : "");
     }
     prov_log_set(log_stderr, NULL, ctl->verbose ? PROV_LOG_DEBUG : PROV_LOG_WARN);
-    if (ctl->cmd->db != CTL_DB_NONE && (rc = db_open(ctl)) != CTL_OK)
+    if (ctl->cmd->db != CTL_DB_NONE && (rc = ctl_db_open(ctl)) != CTL_OK)
         return rc;
     rc = ctl->cmd->run(ctl);
     fflush(stdout);
@@ -506,39 +388,28 @@ int ctl_parse_id(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what)
     return CTL_OK;
 }
 
-int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref)
-{
-    apr_status_t rv = prov_user_find(u, ctl->store, ref, ctl->pool);
-    if (rv == APR_NOTFOUND)
-        return ctl_fail(ctl, "unknown user '%s'", ref);
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "look up the user");
-    return CTL_OK;
-}
-
-int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id)
-{
-    apr_status_t rv = prov_model_find(m, ctl->store, public_id, ctl->pool);
-    if (rv == APR_NOTFOUND)
-        return ctl_fail(ctl, "unknown model '%s'", public_id);
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "look up the model");
-    return CTL_OK;
-}
-
 /* ---- output -------------------------------------------------------------- */
+
+/* Writes t as "2025-01-02 03:04" or, with iso, "2025-01-02T03:04:05Z". */
+static const char *fmt_time(char *buf, apr_size_t n, apr_int64_t t, int iso)
+{
+    apr_time_exp_t e;
+    apr_time_exp_gmt(&e, apr_time_from_sec(t));
+    if (iso)
+        apr_snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", e.tm_year + 1900, e.tm_mon + 1,
+                     e.tm_mday, e.tm_hour, e.tm_min, e.tm_sec);
+    else
+        apr_snprintf(buf, n, "%04d-%02d-%02d %02d:%02d", e.tm_year + 1900, e.tm_mon + 1,
+                     e.tm_mday, e.tm_hour, e.tm_min);
+    return buf;
+}
 
 const char *ctl_time(apr_int64_t t, int iso, apr_pool_t *p)
 {
-    apr_time_exp_t e;
+    char buf[32];
     if (t <= 0)
         return iso ? NULL : "-";
-    apr_time_exp_gmt(&e, apr_time_from_sec(t));
-    if (iso)
-        return apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ", e.tm_year + 1900,
-                            e.tm_mon + 1, e.tm_mday, e.tm_hour, e.tm_min, e.tm_sec);
-    return apr_psprintf(p, "%04d-%02d-%02d %02d:%02d", e.tm_year + 1900, e.tm_mon + 1,
-                        e.tm_mday, e.tm_hour, e.tm_min);
+    return apr_pstrdup(p, fmt_time(buf, sizeof(buf), t, iso));
 }
 
 const char *ctl_credits(prov_micro_t v, apr_pool_t *p)
@@ -561,13 +432,7 @@ json_object *ctl_json_str(const char *s)
 json_object *ctl_json_time(apr_int64_t t)
 {
     char buf[32];
-    apr_time_exp_t e;
-    if (t <= 0)
-        return NULL;
-    apr_time_exp_gmt(&e, apr_time_from_sec(t));
-    apr_snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", e.tm_year + 1900,
-                 e.tm_mon + 1, e.tm_mday, e.tm_hour, e.tm_min, e.tm_sec);
-    return json_object_new_string(buf);
+    return t > 0 ? json_object_new_string(fmt_time(buf, sizeof(buf), t, 1)) : NULL;
 }
 
 void ctl_kv(const char *label, const char *value)

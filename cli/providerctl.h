@@ -16,6 +16,11 @@
 #include "prov_account.h"
 #include "prov_models.h"
 
+#define PROG "providerctl"
+/* The config file read when neither --db nor PROVIDER_DB is given;
+ * $PROVIDERCTL_CONF names another. */
+#define CTL_DEFAULT_CONF "/etc/mod_provider/providerctl.conf"
+
 /* Exit codes (CONVENTIONS: 0 ok, 1 failure, 2 usage). */
 #define CTL_OK    0
 #define CTL_FAIL  1
@@ -73,6 +78,11 @@ extern const ctl_cmd_t ctl_user_cmds[];
 extern const ctl_cmd_t ctl_key_cmds[];
 extern const ctl_cmd_t ctl_balance_cmds[];
 extern const ctl_cmd_t ctl_model_cmds[];
+
+/* Finds the database (--db, $PROVIDER_DB, the config file), opens it into
+ * ctl->store and, for CTL_DB_READY commands, checks the schema version and
+ * prepares the statements. CTL_OK, or the exit code after saying why not. */
+int ctl_db_open(ctl_t *ctl);
 
 /* ---- arguments ---- */
 /* The value of a command option, or NULL when it was not given. */

@@ -11,6 +11,16 @@
                     "up to 200 without control characters; the family up to 64 of " \
                     "a-z 0-9 . _ -"
 
+int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id)
+{
+    apr_status_t rv = prov_model_find(m, ctl->store, public_id, ctl->pool);
+    if (rv == APR_NOTFOUND)
+        return ctl_fail(ctl, "unknown model '%s'", public_id);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "look up the model");
+    return CTL_OK;
+}
+
 static json_object *rate_json(prov_micro_t r)
 {
     return r == PROV_RATE_UNSET ? NULL : prov_json_credits(r);

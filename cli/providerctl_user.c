@@ -18,6 +18,16 @@ json_object *ctl_user_json(const prov_user_t *u)
     return o;
 }
 
+int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref)
+{
+    apr_status_t rv = prov_user_find(u, ctl->store, ref, ctl->pool);
+    if (rv == APR_NOTFOUND)
+        return ctl_fail(ctl, "unknown user '%s'", ref);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "look up the user");
+    return CTL_OK;
+}
+
 /* The name rules of prov_account.c, checked here so that an invalid email can
  * be told apart from an invalid name. */
 static int name_ok(const char *n)

@@ -13,7 +13,7 @@
 #include "prov_money.h"
 
 #define EMAIL_MAX   254
-#define NAME_MAX_   200
+#define LABEL_MAX   200
 
 /* ---- validation ---------------------------------------------------------- */
 
@@ -75,7 +75,7 @@ static char *email_fold(const char *e, apr_pool_t *p)
     return f;
 }
 
-/* A free-text label (user or key name): at most NAME_MAX_ bytes, no control
+/* A free-text label (user or key name): at most LABEL_MAX bytes, no control
  * characters. Empty means none. */
 static apr_status_t name_check(const char **out, const char *name)
 {
@@ -84,7 +84,7 @@ static apr_status_t name_check(const char **out, const char *name)
         *out = NULL;
         return APR_SUCCESS;
     }
-    if (strlen(name) > NAME_MAX_)
+    if (strlen(name) > LABEL_MAX)
         return APR_EINVAL;
     for (c = (const unsigned char *)name; *c; c++) {
         if (*c < 0x20 || *c == 0x7f)
@@ -190,8 +190,14 @@ apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
     rv = select_one(&row, s, "user_add", PROV_ARGS(folded, nm, prov_i64(now, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
-    if (rv != APR_SUCCESS)
-        goto fail;
+    if (rv != APR_SUCCESS) {
+        /* A concurrent add on PostgreSQL (whose BEGIN takes no write lock)
+         * can win between the check and the insert: then it is a duplicate. */
+        prov_store_rollback(s, p);
+        if (select_one(&row, s, "user_by_email", PROV_ARGS(folded), p) == APR_SUCCESS)
+            rv = APR_EEXIST;
+        return rv;
+    }
     {
         apr_int64_t id = prov_store_get_i64(s, row, 0, 0);
         rv = prov_store_commit(s, p);

@@ -172,8 +172,14 @@ apr_status_t prov_model_add(prov_model_t **m, prov_store_t *s, const char *publi
     rv = prov_store_select(s, &res, "model_add",
                            PROV_ARGS(public_id, display_name, upstream_id, family, "0",
                                      now, now), p);
-    if (rv != APR_SUCCESS)
-        goto fail;
+    if (rv != APR_SUCCESS) {
+        /* A concurrent add on PostgreSQL (whose BEGIN takes no write lock)
+         * can win between the check and the insert: then it is a duplicate. */
+        prov_store_rollback(s, p);
+        if (prov_model_find(&old, s, public_id, p) == APR_SUCCESS)
+            rv = APR_EEXIST;
+        return rv;
+    }
     rv = prov_store_row(s, res, &row, p);
     if (rv == APR_EOF)
         rv = APR_EGENERAL;

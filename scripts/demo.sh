@@ -163,8 +163,9 @@ do_start() {
         gw=$(sed -n 's/^mockgw listening on //p' "$STATE/logs/mockgw.log" 2>/dev/null || true)
         i=$((i + 1))
         if [ -z "$gw" ]; then
-            [ "$i" -lt 100 ] && kill -0 "$(cat "$MOCKGW_PIDFILE")" 2>/dev/null ||
-                { cat "$STATE/logs/mockgw.log" >&2; do_stop; die "mockgw did not start"; }
+            if [ "$i" -ge 100 ] || ! kill -0 "$(cat "$MOCKGW_PIDFILE")" 2>/dev/null; then
+                cat "$STATE/logs/mockgw.log" >&2; do_stop; die "mockgw did not start"
+            fi
             sleep 0.1
         fi
     done
@@ -279,7 +280,7 @@ Try it:
 
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
 The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
-Stop the demo:       sh scripts/demo.sh stop
+Stop the demo:       sh $SRC/scripts/demo.sh stop
 EOF
 }
 

@@ -113,6 +113,20 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
     }
   });
 
+  it("does not pass the client's own headers on to the gateway", async () => {
+    // gateway-steering headers (here mockgw's) must not reach it from outside
+    const expected = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 12, completion: 4 }));
+    const res = await stack.chat(alice.key.secret, {
+      model: 'prov-main', messages: [{ role: 'user', content: 'hello world' }], max_tokens: 4,
+    }, { headers: { 'x-mock-usage': 'prompt=1,completion=1', 'x-mock-fault': '500', cookie: 'c=1' } });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(toMicro(res.headers.get('x-provider-credits')), expected);
+    const last = await stack.mock.last();
+    for (const h of ['x-mock-usage', 'x-mock-fault', 'cookie']) {
+      assert.ok(!(h in last.headers), `${h} reached the gateway`);
+    }
+  });
+
   it('charges the deterministic usage of the gateway (max_tokens caps the output)', async () => {
     // mockgw: prompt = 10 + bytes/4 = 12 for "hello world", completion = min(20, max_tokens)
     const expected = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 12, completion: 7 }));

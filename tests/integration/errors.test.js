@@ -2,8 +2,8 @@
 // in the specification's order (DESIGN §4: key 401, blocked 403, request
 // 413/400/404, key budget 429, balance 402), each with the OpenAI error shape
 // and the service's wire code, the order itself (an earlier check wins even
-// when a later one would also refuse), and that a refusal charges nothing and
-// reveals no secret.
+// when a later one would also refuse), and that a refusal charges nothing,
+// never reaches the gateway and reveals no secret.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -46,9 +46,17 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
 
   const ok = chatBody('prov-main');
 
+  // POSTs the gateway has seen: a refusal never reaches it.
+  let gwSeq = 0;
+  async function gatewayCalled() {
+    gwSeq = (await stack.mock.last()).seq;
+  }
+
   async function refused(res, status, code, opts) {
     const e = assertOpenAIError(res, status, code, opts);
     assertNoSecrets(res, stack);
+    assert.equal(res.headers.get('x-provider-credits') ?? '0', '0', 'a refusal shows no charge');
+    assert.equal((await stack.mock.last()).seq, gwSeq, `the gateway was called for a ${status}`);
     return e;
   }
 
@@ -107,6 +115,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
       const charge = expectedCharge(CATALOG['prov-main'].rates, kinds(usage));
       const first = await stack.chat(u.spender.key.secret, { ...ok, mock_usage: usage });
       assert.equal(first.status, 200, first.text);
+      await gatewayCalled();
       assert.equal(toMicro(first.headers.get('x-provider-credits')), charge);
       // the budget becomes exactly what was spent: nothing is left for the next request
       stack.ctl('key', 'budget', String(u.spender.key.id), microToText(charge));
@@ -116,6 +125,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
       stack.ctl('key', 'budget', String(u.spender.key.id), 'none');
       const third = await stack.chat(u.spender.key.secret, { ...ok, mock_usage: usage });
       assert.equal(third.status, 200, `without a budget the key works again: ${third.text}`);
+      await gatewayCalled();
       u.spender.balance0 -= 2n * charge;
     });
 
@@ -176,6 +186,26 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
       await refused(await stack.chat(k, { model: 'prov-main' }), 400, 'INVALID_REQUEST', { param: 'messages' });
       await refused(await stack.chat(k, { model: 'prov-main', messages: 'hi' }), 400, 'INVALID_REQUEST', { param: 'messages' });
     });
+
+    it('for fields of the wrong type (max_tokens, temperature, a message)', async () => {
+      const k = u.rich.key.secret;
+      let e = await refused(await stack.chat(k, { ...ok, max_tokens: 'lots' }), 400, 'INVALID_REQUEST');
+      assert.equal(e.param, 'max_tokens');
+      e = await refused(await stack.chat(k, { ...ok, max_tokens: -5 }), 400, 'INVALID_REQUEST');
+      assert.equal(e.param, 'max_tokens');
+      e = await refused(await stack.chat(k, { ...ok, temperature: 'hot' }), 400, 'INVALID_REQUEST');
+      assert.equal(e.param, 'temperature');
+      e = await refused(await stack.chat(k, { model: 'prov-main', messages: [42] }), 400, 'INVALID_REQUEST');
+      assert.match(String(e.param), /^messages/);
+    });
+  });
+
+  describe('the worst-case reservation', () => {
+    it('402 when max_tokens could cost more than the balance, before calling the gateway', async () => {
+      // 10^9 output tokens at 2.345678 credits per 1M: ~2346 credits > 1000
+      const res = await stack.chat(u.rich.key.secret, { ...ok, max_tokens: 1000000000 });
+      await refused(res, 402, 'INSUFFICIENT_CREDITS');
+    });
   });
 
   describe('413 REQUEST_TOO_LARGE', () => {
@@ -203,6 +233,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
       body.messages[0].content = 'z'.repeat(65536 - JSON.stringify(body).length - 10);
       const res = await stack.chat(u.rich.key.secret, body);
       assert.equal(res.status, 200, res.text);
+      await gatewayCalled();
       u.rich.balance0 -= toMicro(res.headers.get('x-provider-credits'));
     });
   });
