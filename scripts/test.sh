@@ -16,6 +16,9 @@ else
   echo "scripts/test.sh: not root: skipping scripts/install-deps.sh (packages must be installed)" >&2
 fi
 
+# A clean tree: objects of an earlier build (say the demo's, without
+# sanitizers) are not rebuilt when only the flags change.
+if [ -f Makefile ]; then make distclean >/dev/null 2>&1 || true; fi
 autoreconf -fi
 ./configure --enable-werror --enable-sanitizers
 make -j2
@@ -24,7 +27,7 @@ status=0
 make -j1 check || status=$?
 
 # The automake logs of each suite; failures get printed in full.
-logs="tests/unit/unit_tests.log tests/integration/run.log tests/clients/run.log"
+logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/integration/run.log tests/clients/run.log"
 if [ "$status" -ne 0 ]; then
   echo "==================== test-suite.log ===================="
   cat test-suite.log 2>/dev/null || true
@@ -46,6 +49,9 @@ for l in $logs; do
       # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
       set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
+    *providerctl.log)
+      # TAP: "ok N - ..." / "not ok N - ..."
+      passed=$((passed + $(grep -c '^ok ' "$l"))); failed=$((failed + $(grep -c '^not ok ' "$l"))) ;;
     *)
       p=$(sed -n -E 's/^(#|ℹ) pass ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')
       f=$(sed -n -E 's/^(#|ℹ) fail ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')
@@ -56,5 +62,18 @@ if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1   # a suite failed without a countable test case (build, crash, setup)
 fi
 echo "scripts/test.sh: $passed passed, $failed failed"
+
+# The same unit and providerctl tests under valgrind, in a build without
+# sanitizers (the two cannot share a process).
+if [ "$status" -eq 0 ]; then
+  echo "==================== valgrind ===================="
+  make distclean >/dev/null 2>&1 || true
+  ./configure --enable-werror >/dev/null
+  make -j2 >/dev/null
+  make check-valgrind || status=$?
+fi
+if [ "$status" -ne 0 ]; then
+  echo "scripts/test.sh: FAILED" >&2
+fi
 cd "$root"
 exit "$status"

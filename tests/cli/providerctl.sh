@@ -12,6 +12,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 B=${PROV_BUILDDIR:-$(cd "$here/../.." && pwd)}
 PCTL="$B/cli/providerctl"
+# A command to run providerctl under (check-valgrind sets valgrind here).
+PROV_WRAP=${PROV_WRAP:-}
 if [ ! -x "$PCTL" ]; then
     echo "providerctl.sh: $PCTL is not built" >&2
     exit 1
@@ -35,7 +37,7 @@ rc=0
 
 # run ARGS...: runs providerctl; $rc, $tmp/out, $tmp/err hold the outcome.
 run() {
-    "$PCTL" "$@" >"$tmp/out" 2>"$tmp/err"
+    $PROV_WRAP "$PCTL" "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
 }
 pass() { n=$((n + 1)); echo "ok $n - $1"; }
