@@ -18,6 +18,9 @@
 #include "prov_store.h"
 #include "prov_gateway.h"
 #include "prov_catalog.h"
+#include "prov_account.h"
+#include "prov_billing.h"
+#include "prov_models.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -82,8 +85,62 @@ void provider_db_close(request_rec *r, prov_store_t *store);
 /* Non-zero when mod_dbd is loaded (its connection functions are there). */
 int provider_db_available(void);
 
+/* mod_provider_infer.c: the inference path shared by the transports. A step
+ * returns PROVIDER_GO to go on; anything else means it has answered (in the
+ * transport's error shape) and the handler returns that value. */
+#define PROVIDER_GO (-2)
+
+typedef struct provider_infer_t {
+    request_rec *r;
+    provider_srv_conf *conf;
+    provider_family_e family;
+    const char *transport;        /* "chat", "messages", "responses" */
+    const char *request_id;
+    prov_store_t *store;          /* open from begin until reserve */
+    prov_auth_t *auth;
+    const char *body;             /* the request body (NUL-terminated) */
+    apr_size_t len;
+    prov_model_t *model;
+    prov_rates_t eff;             /* the model's effective rates */
+    prov_micro_t hold;
+    prov_reservation_t *res;
+    prov_micro_t charge;          /* after provider_infer_settle */
+} provider_infer_t;
+
+/* Method (POST), key (Bearer; also x-api-key when allowed), blocked user,
+ * body (size limit). */
+int provider_infer_begin(provider_infer_t **in, request_rec *r, provider_family_e family,
+                         const char *transport, int allow_x_api_key);
+/* The catalog model: known, enabled, priced; with messages_only also of the
+ * messages family and enabled for it. */
+int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only);
+/* Holds the worst case (input_estimate tokens + max_output, or
+ * ProviderDefaultMaxTokens when <= 0) and releases the database connection. */
+int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
+                           apr_int64_t max_output);
+/* Releases the phase-one database connection early (idempotent). */
+void provider_infer_close(provider_infer_t *in);
+/* Charges t at the model's rates (t NULL: the hold, when the gateway reported
+ * no usage), completes the ledger row, sets x-provider-credits while headers
+ * are unsent; returns the charge. */
+prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
+                                   const char *status);
+/* Returns the hold without a charge; the ledger row records status. */
+void provider_infer_release(provider_infer_t *in, const char *status);
+/* A gateway transport failure (prov_gateway_* result): release, 504/502. */
+int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
+
+/* A non-200 gateway answer in the family's shape: the gateway's own message
+ * for request errors (4xx), 429 with Retry-After when it is busy, 502
+ * otherwise; never the gateway's URL. */
+int provider_gateway_refusal(request_rec *r, provider_family_e family,
+                             const prov_gw_response_t *resp);
+
 /* Handlers */
 int provider_models_handler(request_rec *r);
 int provider_chat_handler(request_rec *r);
+int provider_messages_handler(request_rec *r);
+int provider_count_tokens_handler(request_rec *r);
+int provider_responses_handler(request_rec *r);
 
 #endif

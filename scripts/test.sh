@@ -51,7 +51,8 @@ for l in $logs; do
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
     *providerctl.log)
       # TAP: "ok N - ..." / "not ok N - ..."
-      passed=$((passed + $(grep -c '^ok ' "$l"))); failed=$((failed + $(grep -c '^not ok ' "$l"))) ;;
+      p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
+      passed=$((passed + p)); failed=$((failed + f)) ;;
     *)
       p=$(sed -n -E 's/^(#|ℹ) pass ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')
       f=$(sed -n -E 's/^(#|ℹ) fail ([0-9]+)$/\2/p' "$l" | awk '{ s += $1 } END { print s + 0 }')

@@ -24,6 +24,7 @@ void prov_test_suite_models(void);
 void prov_test_suite_billing(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_catalog(void);
+void prov_test_suite_sse(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \

@@ -1,0 +1,190 @@
+/* mod_provider_infer.c: the inference path of DESIGN §4 that every transport
+ * shares, in the order the specification fixes: the key first (so that an
+ * unauthenticated caller learns nothing), the blocked user, the body, the
+ * model, then the reservation (key budget and account remainder, held
+ * atomically), and after the gateway the settlement or release. A transport
+ * handler calls these steps and does only its own parsing and answering;
+ * each step either lets it go on (PROVIDER_GO) or has already answered in
+ * the transport's error shape and returns what the handler must return. */
+#include <string.h>
+#include "mod_provider.h"
+
+APLOG_USE_MODULE(provider);
+
+#include "prov_keys.h"
+#include "prov_money.h"
+
+static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
+                const char *msg)
+{
+    return provider_fail(in->r, in->family, code, param, "%s", msg);
+}
+
+int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family_e family,
+                         const char *transport, int allow_x_api_key)
+{
+    provider_infer_t *in = apr_pcalloc(r->pool, sizeof(*in));
+    prov_error_t *err = NULL;
+    const char *secret;
+    apr_status_t rv;
+
+    in->r = r;
+    in->conf = provider_conf(r);
+    in->family = family;
+    in->transport = transport;
+    in->request_id = provider_request_id(r);
+    *pin = in;
+
+    if (r->method_number != M_POST) {
+        apr_table_setn(r->err_headers_out, "Allow", "POST");
+        return provider_fail(r, family, PROV_E_METHOD_NOT_ALLOWED, NULL,
+                             "Use POST on %s", ap_escape_html(r->pool, r->uri));
+    }
+    secret = provider_api_key(r, allow_x_api_key);
+    if (!secret)
+        return fail(in, PROV_E_INVALID_API_KEY, NULL, allow_x_api_key
+                    ? "Missing API key: send 'Authorization: Bearer <API_KEY>' or 'x-api-key'."
+                    : "Missing API key: send 'Authorization: Bearer <API_KEY>'.");
+    if (!prov_key_wellformed(secret))
+        return fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.");
+    if (!(in->store = provider_db_open(r, &err)))
+        return provider_send_error(r, family, err);
+    rv = prov_auth_lookup(&in->auth, in->store, secret, r->pool);
+    if (rv != APR_SUCCESS) {
+        provider_infer_close(in);
+        return rv == APR_NOTFOUND
+            ? fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.")
+            : fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                   "The service's database is unavailable; try again later.");
+    }
+    apr_table_setn(r->notes, "provider-key", in->auth->key_display);
+    if (in->auth->user_blocked) {
+        provider_infer_close(in);
+        return fail(in, PROV_E_USER_BLOCKED, NULL,
+                    "This account is blocked. Contact the service's administrator.");
+    }
+
+    rv = provider_read_body(r, in->conf->max_body, &in->body, &in->len);
+    if (rv == APR_ENOSPC) {
+        provider_infer_close(in);
+        r->connection->keepalive = AP_CONN_CLOSE;
+        return provider_fail(r, family, PROV_E_REQUEST_TOO_LARGE, NULL,
+                             "The request body is larger than this service accepts "
+                             "(%" APR_INT64_T_FMT " bytes).", in->conf->max_body);
+    }
+    if (rv != APR_SUCCESS) {
+        provider_infer_close(in);
+        return fail(in, PROV_E_INVALID_REQUEST, NULL, "The request body could not be read.");
+    }
+    return PROVIDER_GO;
+}
+
+int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
+{
+    request_rec *r = in->r;
+    apr_status_t rv = prov_model_find(&in->model, in->store, public_id, r->pool);
+    int usable = rv == APR_SUCCESS && in->model->enabled;
+
+    if (usable && messages_only)
+        usable = in->model->messages_enabled
+              && !strcmp(in->model->family, in->conf->messages_family);
+    if (!usable) {
+        provider_infer_close(in);
+        if (rv != APR_SUCCESS && rv != APR_NOTFOUND)
+            return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                        "The model catalog is unavailable; try again later.");
+        return provider_fail(r, in->family, PROV_E_MODEL_NOT_FOUND, "model",
+                             messages_only
+                             ? "The model '%s' does not exist or is not available on "
+                               "/v1/messages; GET /v1/models lists the models you can use."
+                             : "The model '%s' does not exist or is not available; "
+                               "GET /v1/models lists the models you can use.",
+                             ap_escape_html(r->pool, public_id));
+    }
+    if (prov_rates_effective(&in->eff, &in->model->rates) != APR_SUCCESS) {
+        provider_infer_close(in);
+        return provider_fail(r, in->family, PROV_E_MODEL_NOT_PRICED, "model",
+                             "The model '%s' has no price yet and cannot be used.",
+                             ap_escape_html(r->pool, in->model->public_id));
+    }
+    return PROVIDER_GO;
+}
+
+int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
+                           apr_int64_t max_output)
+{
+    prov_error_t *err = NULL;
+    apr_status_t rv;
+
+    if (max_output <= 0)
+        max_output = in->conf->default_max_tokens;
+    in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
+    rv = prov_billing_reserve(&in->res, &err, in->store, in->auth, in->model->id, in->transport,
+                              in->request_id, in->hold, prov_now(), in->r->pool);
+    provider_infer_close(in);
+    if (rv != APR_SUCCESS)
+        return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                    "The service's database is busy; try again later.");
+    if (!in->res)
+        return provider_send_error(in->r, in->family, err);
+    return PROVIDER_GO;
+}
+
+void provider_infer_close(provider_infer_t *in)
+{
+    if (in->store) {
+        provider_db_close(in->r, in->store);
+        in->store = NULL;
+    }
+}
+
+/* The second database phase: short, after the gateway has answered. */
+static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
+                   const char *status)
+{
+    request_rec *r = in->r;
+    prov_error_t *err = NULL;
+    prov_store_t *store;
+    apr_status_t rv = APR_EGENERAL;
+
+    if (!in->res || in->res->settled)
+        return;
+    store = provider_db_open(r, &err);
+    if (store) {
+        rv = t ? prov_billing_settle(store, in->res, t, charge, status, prov_now(), r->pool)
+               : prov_billing_release(store, in->res, status, prov_now(), r->pool);
+        provider_db_close(r, store);
+    }
+    if (rv != APR_SUCCESS && rv != APR_EINCOMPLETE)
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
+                      "%s; its hold of %s credits stays reserved", in->request_id,
+                      t ? "settled" : "released", prov_money_format(in->res->hold, r->pool));
+}
+
+prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
+                                   const char *status)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    prov_micro_t charge = t ? prov_money_charge(&in->eff, t) : in->hold;
+    in->charge = charge;
+    finish(in, t ? t : &none, charge, status);
+    if (!in->r->sent_bodyct)
+        apr_table_setn(in->r->headers_out, "x-provider-credits",
+                       prov_money_format(charge, in->r->pool));
+    return charge;
+}
+
+void provider_infer_release(provider_infer_t *in, const char *status)
+{
+    finish(in, NULL, 0, status);
+}
+
+int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
+{
+    provider_infer_release(in, rv == APR_TIMEUP ? "timeout" : "failed");
+    if (rv == APR_TIMEUP)
+        return fail(in, PROV_E_GATEWAY_TIMEOUT, NULL,
+                    "The model did not answer in time. Nothing was charged.");
+    return fail(in, PROV_E_GATEWAY_ERROR, NULL,
+                "The model gateway is unreachable. Nothing was charged.");
+}
