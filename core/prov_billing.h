@@ -17,6 +17,18 @@
 #define PROV_BUCKET_SECONDS 300
 #define PROV_WINDOW_KEY_WEEK (7 * 24 * 3600)
 
+/* The account's plan windows as seen by a reservation (for clients that show
+ * quota, e.g. Codex's rate-limit headers). Amounts in micro-credits; reset_*
+ * = seconds until enough of the window's usage leaves it for its use to drop
+ * (0 when nothing is used). */
+typedef struct prov_plan_windows_t {
+    int has_plan;
+    prov_micro_t quota_5h, used_5h;
+    apr_int64_t reset_5h;
+    prov_micro_t quota_7d, used_7d;
+    apr_int64_t reset_7d;
+} prov_plan_windows_t;
+
 typedef struct prov_reservation_t {
     const char *request_id;
     apr_int64_t user_id;
@@ -26,6 +38,7 @@ typedef struct prov_reservation_t {
     prov_micro_t hold;
     apr_int64_t created_at;
     int settled;              /* settled or released: nothing more to do */
+    prov_plan_windows_t windows;  /* filled when the account has a plan */
 } prov_reservation_t;
 
 /* The worst-case cost: input_tokens_est input tokens plus max_output output

@@ -220,6 +220,12 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_MODELS;
     if (!strcmp(uri, "/v1/chat/completions"))
         return PROVIDER_EP_CHAT;
+    if (!strcmp(uri, "/v1/messages"))
+        return PROVIDER_EP_MESSAGES;
+    if (!strcmp(uri, "/v1/messages/count_tokens"))
+        return PROVIDER_EP_COUNT_TOKENS;
+    if (!strcmp(uri, "/v1/responses"))
+        return PROVIDER_EP_RESPONSES;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -262,6 +268,12 @@ static int handler(request_rec *r)
         return provider_models_handler(r);
     case PROVIDER_EP_CHAT:
         return provider_chat_handler(r);
+    case PROVIDER_EP_MESSAGES:
+        return provider_messages_handler(r);
+    case PROVIDER_EP_COUNT_TOKENS:
+        return provider_count_tokens_handler(r);
+    case PROVIDER_EP_RESPONSES:
+        return provider_responses_handler(r);
     default:
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
                              "No such endpoint: %s %s", r->method,

@@ -31,6 +31,9 @@ typedef enum {
     PROVIDER_EP_NONE = 0,
     PROVIDER_EP_MODELS,
     PROVIDER_EP_CHAT,
+    PROVIDER_EP_MESSAGES,
+    PROVIDER_EP_COUNT_TOKENS,
+    PROVIDER_EP_RESPONSES,
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 

@@ -3,8 +3,10 @@
 # compatibility suite: makes sure the pinned SDKs of tests/package.json are
 # installed (npm ci from the committed lock file when tests/node_modules is
 # missing or stale), then runs tests/clients/*.test.js with node's test runner
-# against the integration harness's servers. Exit 0 when all pass, 1
-# otherwise; never 77 (a missing prerequisite is a failure).
+# against the integration harness's servers, and then each client family's
+# own suite (tests/clients/*/run.sh: the coding agents and their SDKs, with
+# their own package.json). Exit 0 when all pass, 1 otherwise; never 77 (a
+# missing prerequisite is a failure).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,11 +34,17 @@ flags=""
 if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="$flags --test-reporter=spec"
 fi
-if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
-  exec node --test $flags --test-concurrency=1 "$here"/*.test.js
-fi
 status=0
-for f in "$here"/*.test.js; do
-  node --test $flags "$f" || status=1
+if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
+  node --test $flags --test-concurrency=1 "$here"/*.test.js || status=1
+else
+  for f in "$here"/*.test.js; do
+    node --test $flags "$f" || status=1
+  done
+fi
+for sub in "$here"/*/run.sh; do
+  [ -f "$sub" ] || continue
+  echo "== $sub"
+  sh "$sub" || status=1
 done
 exit $status

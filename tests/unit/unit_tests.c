@@ -59,6 +59,8 @@ int main(int argc, char **argv)
     prov_test_suite_chat();
     prov_test_suite_catalog();
     prov_test_suite_sse();
+    prov_test_suite_messages();
+    prov_test_suite_responses();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);

@@ -25,6 +25,8 @@ void prov_test_suite_billing(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_catalog(void);
 void prov_test_suite_sse(void);
+void prov_test_suite_messages(void);
+void prov_test_suite_responses(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \
