@@ -66,4 +66,20 @@ apr_status_t prov_billing_settle(prov_store_t *s, prov_reservation_t *r, const p
 apr_status_t prov_billing_release(prov_store_t *s, prov_reservation_t *r, const char *status,
                                   apr_int64_t now, apr_pool_t *p);
 
+/* What an account has and has used, for `balance show`, `subscription show`
+ * and the cabinet: the balance, and the plan windows when a subscription is
+ * active at now (windows.has_plan). */
+typedef struct prov_account_status_t {
+    prov_micro_t balance;
+    prov_micro_t held;            /* reserved by requests in flight */
+    prov_plan_windows_t windows;
+} prov_account_status_t;
+
+apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t *s,
+                                         apr_int64_t user_id, apr_int64_t now, apr_pool_t *p);
+/* A key's spend in its rolling week and, when it has a budget, the seconds
+ * until enough of it leaves the window for the spend to drop (0 if none). */
+apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset, prov_store_t *s,
+                                     apr_int64_t key_id, apr_int64_t now, apr_pool_t *p);
+
 #endif

@@ -1,8 +1,101 @@
-/* prov_messages.h: the Messages transport's rules without httpd (being written; see
- * the issue for the messages transport). */
+/* prov_messages.h: the Messages transport's rules, without httpd: the
+ * anthropic-version header, validating and normalising a request so that the
+ * gateway's native /v1/messages accepts what coding-agent clients send
+ * (cache_control stripped, thinking dropped, image and document blocks refused
+ * in a message and replaced by a note inside a tool_result, mid-conversation
+ * system messages folded into the system text), token kinds from Anthropic
+ * usage, the non-streamed answer the client gets, and the relay of a streamed
+ * answer event by event (usage read on the way, the public model id and the
+ * credits written into it). */
 #ifndef PROV_MESSAGES_H
 #define PROV_MESSAGES_H
 
 #include "prov_common.h"
+#include "prov_error.h"
+#include "prov_json.h"
+#include "prov_models.h"
+
+/* The version the gateway is always called with: later date versions that
+ * clients send are served with its semantics. */
+#define PROV_MESSAGES_VERSION "2023-06-01"
+
+/* What replaces an image or document block inside a tool_result. */
+#define PROV_MESSAGES_NOTE_FMT \
+    "[%s content is not supported by this service and was removed]"
+
+typedef struct prov_messages_req_t {
+    json_object *body;          /* the normalised request; owned by p */
+    const char *model;          /* public model id */
+    apr_int64_t max_tokens;     /* -1 when absent (count_tokens) */
+    int stream;
+    apr_size_t prompt_bytes;    /* text, tool inputs and tool definitions */
+    int n_messages;             /* after folding and dropping */
+    int n_dropped;              /* thinking blocks dropped from the history */
+    int n_replaced;             /* image/document blocks replaced in tool results */
+} prov_messages_req_t;
+
+/* APR_SUCCESS when v is an anthropic-version this service serves: a date
+ * YYYY-MM-DD not before 2023-06-01. APR_EINVAL when malformed, APR_ENOTIMPL
+ * when it is an earlier date. */
+apr_status_t prov_messages_version_check(const char *v);
+
+/* Parses, validates and normalises a request body. count_tokens: the body of
+ * /v1/messages/count_tokens (max_tokens not required; fields that endpoint
+ * does not take are dropped). APR_SUCCESS with *req, or APR_EINVAL with *err
+ * (400 INVALID_REQUEST naming the field). */
+apr_status_t prov_messages_parse(prov_messages_req_t **req, prov_error_t **err,
+                                 const char *body, apr_size_t len, int count_tokens,
+                                 apr_pool_t *p);
+/* The JSON sent to the gateway: the normalised request with model = upstream_id. */
+const char *prov_messages_upstream_body(const prov_messages_req_t *req,
+                                        const char *upstream_id, apr_pool_t *p);
+/* A local input-token estimate (for count_tokens when the gateway lacks it). */
+apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req);
+
+/* Token kinds from an Anthropic usage object (DESIGN §3): cache =
+ * cache_read_input_tokens, input = input_tokens + cache_creation_input_tokens,
+ * output = output_tokens, reasoning = 0. Missing fields count 0; APR_EINVAL
+ * when usage is not an object. */
+apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage);
+/* Reads a successful non-streamed gateway answer: APR_EINVAL when it is not a
+ * message object, APR_ENOENT when it has no usage (*answer is set). */
+apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
+                                       const char *body, apr_size_t len, apr_pool_t *p);
+/* The client's answer: model = public_id, usage.credits = charge (decimal). */
+const char *prov_messages_render(json_object *answer, const char *public_id,
+                                 prov_micro_t charge, apr_pool_t *p);
+
+/* ---- streaming relay ---- */
+
+/* Receives one encoded SSE event for the client; a non-success return stops
+ * the relay (the client went away) and is returned by the feed. The bytes are
+ * valid only during the call. */
+typedef apr_status_t prov_messages_emit_cb(void *baton, const char *event, apr_size_t len);
+
+typedef struct prov_messages_stream_t prov_messages_stream_t;
+
+/* A relay for one streamed answer: events are passed on in order, message_start
+ * gets model = public_id, message_delta gets usage.credits (the charge of the
+ * usage reported so far at the effective rates). */
+prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
+                                                    const prov_rates_t *effective,
+                                                    prov_messages_emit_cb *emit, void *baton,
+                                                    apr_pool_t *p);
+/* Feeds gateway bytes (pieces of any size). */
+apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *buf,
+                                       apr_size_t len);
+/* Number of events relayed so far. */
+int prov_messages_stream_events(const prov_messages_stream_t *s);
+/* Non-zero once message_stop was relayed. */
+int prov_messages_stream_complete(const prov_messages_stream_t *s);
+/* Non-zero when the gateway sent an error event. */
+int prov_messages_stream_failed(const prov_messages_stream_t *s);
+/* The usage reported so far into *t; returns 0 when none was reported. */
+int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t);
+
+/* The ping event ("event: ping" with {"type":"ping"}). */
+const char *prov_messages_ping_event(void);
+/* An error event in the stream (for a stream that cannot be completed). */
+const char *prov_messages_error_event(const prov_error_t *e, apr_pool_t *p);
 
 #endif

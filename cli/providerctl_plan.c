@@ -1,0 +1,2 @@
+/* providerctl_plan.c: the plan and subscription commands (being written). */
+#include "providerctl.h"

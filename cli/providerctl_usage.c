@@ -1,0 +1,2 @@
+/* providerctl_usage.c: the usage commands (being written). */
+#include "providerctl.h"

@@ -1,0 +1,2 @@
+/* prov_plans.c: being written (see prov_plans.h). */
+#include "prov_plans.h"

@@ -1,0 +1,2 @@
+/* prov_usage.c: being written (see prov_usage.h). */
+#include "prov_usage.h"

@@ -1,0 +1,48 @@
+/* prov_usage.h: usage reports from the ledger (the truth): requests, the four
+ * token kinds and credits, filtered by user, key, model and time, grouped by
+ * day, key or model; and the per-key summary (today and the last seven days)
+ * that providerctl and the cabinet show. */
+#ifndef PROV_USAGE_H
+#define PROV_USAGE_H
+
+#include "prov_common.h"
+#include "prov_store.h"
+
+typedef enum {
+    PROV_USAGE_BY_NONE = 0,   /* one total row */
+    PROV_USAGE_BY_DAY,        /* UTC days */
+    PROV_USAGE_BY_KEY,
+    PROV_USAGE_BY_MODEL
+} prov_usage_by_e;
+
+typedef struct prov_usage_filter_t {
+    apr_int64_t user_id;      /* 0 = any */
+    apr_int64_t key_id;       /* 0 = any */
+    apr_int64_t model_id;     /* 0 = any */
+    apr_int64_t since;        /* inclusive, 0 = from the start */
+    apr_int64_t until;        /* exclusive, 0 = up to now */
+    prov_usage_by_e by;
+} prov_usage_filter_t;
+
+typedef struct prov_usage_row_t {
+    const char *group;        /* "2026-11-22", a key id, a model public id, or "total" */
+    apr_int64_t requests;
+    prov_tokens_t tokens;
+    prov_micro_t credits;
+} prov_usage_row_t;
+
+/* Rows (prov_usage_row_t*) in group order, counting settled ledger rows
+ * (every status except "reserved"; released ones count as requests with 0
+ * credits). */
+apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
+                               const prov_usage_filter_t *f, apr_pool_t *p);
+
+typedef struct prov_key_usage_t {
+    prov_usage_row_t today;   /* since 00:00 UTC of now's day */
+    prov_usage_row_t week;    /* the last seven days (now - 7 * 86400) */
+} prov_key_usage_t;
+
+apr_status_t prov_usage_key_summary(prov_key_usage_t *out, prov_store_t *s, apr_int64_t key_id,
+                                    apr_int64_t now, apr_pool_t *p);
+
+#endif
