@@ -3,8 +3,9 @@
  * context a run function gets (parsed arguments, the open store, --json), and
  * the helpers every command uses to parse credits and ids, find users, report
  * errors with the right exit code, and print tables, key/value lines and JSON.
- * Each group (db, user, key, balance, model) lives in cli/providerctl_<group>.c
- * and exports its table of commands. */
+ * Each group (db, user, key, balance, model, plan, subscription, usage) lives
+ * in cli/providerctl_<group>.c (subscription with plan) and exports its table
+ * of commands. */
 #ifndef PROVIDERCTL_H
 #define PROVIDERCTL_H
 
@@ -15,6 +16,7 @@
 #include "prov_json.h"
 #include "prov_account.h"
 #include "prov_models.h"
+#include "prov_usage.h"
 
 #define PROG "providerctl"
 /* The config file read when neither --db nor PROVIDER_DB is given;
@@ -78,6 +80,9 @@ extern const ctl_cmd_t ctl_user_cmds[];
 extern const ctl_cmd_t ctl_key_cmds[];
 extern const ctl_cmd_t ctl_balance_cmds[];
 extern const ctl_cmd_t ctl_model_cmds[];
+extern const ctl_cmd_t ctl_plan_cmds[];
+extern const ctl_cmd_t ctl_subscription_cmds[];
+extern const ctl_cmd_t ctl_usage_cmds[];
 
 /* Finds the database (--db, $PROVIDER_DB, the config file), opens it into
  * ctl->store and, for CTL_DB_READY commands, checks the schema version and
@@ -95,6 +100,9 @@ int ctl_parse_credits(ctl_t *ctl, prov_micro_t *out, const char *s, int allow_ne
                       const char *what);
 /* Parses a positive numeric id (what: "key id"); CTL_OK or CTL_USAGE. */
 int ctl_parse_id(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
+/* Parses a DATE/T argument: YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or
+ * epoch seconds; CTL_OK or CTL_USAGE after naming what ("--until date"). */
+int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
 /* Finds USER (id or email); CTL_OK, or CTL_FAIL after "unknown user 'x'". */
 int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
 /* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
@@ -115,6 +123,8 @@ const char *ctl_credits(prov_micro_t v, apr_pool_t *p);
 void ctl_json_print(json_object *obj);
 json_object *ctl_json_str(const char *s);       /* null for NULL */
 json_object *ctl_json_time(apr_int64_t t);      /* ISO string, null for 0 */
+/* Seconds as "1d 2h 3m 4s" (zero units left out; "0s" for none). */
+const char *ctl_duration(apr_int64_t secs, apr_pool_t *p);
 /* A "label: value" line of the show commands. */
 void ctl_kv(const char *label, const char *value);
 
@@ -129,5 +139,13 @@ void ctl_table_print(ctl_table_t *t, const char *empty_note);
 json_object *ctl_user_json(const prov_user_t *u);
 json_object *ctl_key_json(const prov_apikey_t *k, const char *email);
 json_object *ctl_model_json(const prov_model_t *m);
+/* requests, input/output/cache/reasoning_tokens, credits (decimal) */
+json_object *ctl_usage_json(const prov_usage_row_t *r);
+
+/* ---- the account's balance, plan and windows (balance/subscription show) ---- */
+/* Prints (or, with --json, prints as one object) the balance, the held
+ * amount, the active plan and both windows' use and when capacity returns;
+ * CTL_OK or CTL_FAIL. */
+int ctl_account_print(ctl_t *ctl, const prov_user_t *u);
 
 #endif

@@ -1,2 +1,302 @@
-/* providerctl_usage.c: the usage commands (being written). */
+/* providerctl_usage.c: the `usage` group (`usage report`: requests, the four
+ * token kinds and credits from the ledger, filtered by user, key, model and a
+ * time range, grouped by day, key or model, as an aligned table, CSV or JSON,
+ * with a total), and the time helpers the billing commands share: reading a
+ * DATE argument (YYYY-MM-DD at 00:00 UTC, YYYY-MM-DDTHH:MM[:SS]Z, or epoch
+ * seconds) and printing a number of seconds as a duration. */
+#include <stdio.h>
+#include <string.h>
+#include <apr_lib.h>
 #include "providerctl.h"
+#include "prov_usage.h"
+
+/* ---- time helpers -------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+ * days_from_civil), so that no libc time zone is involved. */
+static apr_int64_t days_from_civil(apr_int64_t y, unsigned m, unsigned d)
+{
+    apr_int64_t era;
+    unsigned yoe, doy, doe;
+    y -= m <= 2;
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = (unsigned)(y - era * 400);
+    doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (apr_int64_t)doe - 719468;
+}
+
+static int month_days(int y, int m)
+{
+    static const int n[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return n[m - 1] + (m == 2 && leap);
+}
+
+/* n digits at s into *v; 0 when they are not all digits. */
+static int digits(int *v, const char *s, int n)
+{
+    int i, x = 0;
+    for (i = 0; i < n; i++) {
+        if (!apr_isdigit(s[i]))
+            return 0;
+        x = x * 10 + (s[i] - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what)
+{
+    int y, mo, d, h = 0, mi = 0, se = 0;
+    apr_size_t len = strlen(s);
+    apr_int64_t v;
+
+    if (len > 0 && len <= 12 && strspn(s, "0123456789") == len) {
+        if (prov_parse_i64(&v, s) != APR_SUCCESS || v <= 0)
+            goto bad;
+        *out = v;
+        return CTL_OK;
+    }
+    if (len < 10 || !digits(&y, s, 4) || s[4] != '-' || !digits(&mo, s + 5, 2) || s[7] != '-'
+        || !digits(&d, s + 8, 2))
+        goto bad;
+    if (len > 10) {
+        /* THH:MMZ or THH:MM:SSZ */
+        if ((len != 17 && len != 20) || s[10] != 'T' || !digits(&h, s + 11, 2) || s[13] != ':'
+            || !digits(&mi, s + 14, 2) || s[len - 1] != 'Z')
+            goto bad;
+        if (len == 20 && (s[16] != ':' || !digits(&se, s + 17, 2)))
+            goto bad;
+    }
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 || mi > 59
+        || se > 59)
+        goto bad;
+    v = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se;
+    if (v <= 0)
+        goto bad;
+    *out = v;
+    return CTL_OK;
+
+bad:
+    return ctl_usage(ctl, "'%s' is not a valid %s (use YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z "
+                     "in UTC, or seconds since the epoch)", s, what);
+}
+
+const char *ctl_duration(apr_int64_t secs, apr_pool_t *p)
+{
+    apr_int64_t d = secs / 86400, h = secs % 86400 / 3600, m = secs % 3600 / 60, s = secs % 60;
+    char *out = "";
+    if (secs <= 0)
+        return "0s";
+    if (d)
+        out = apr_psprintf(p, "%" APR_INT64_T_FMT "d", d);
+    if (h)
+        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "h", out, *out ? " " : "", h);
+    if (m)
+        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "m", out, *out ? " " : "", m);
+    if (s)
+        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "s", out, *out ? " " : "", s);
+    return out;
+}
+
+json_object *ctl_usage_json(const prov_usage_row_t *r)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "requests", json_object_new_int64(r->requests));
+    json_object_object_add(o, "input_tokens", json_object_new_int64(r->tokens.input));
+    json_object_object_add(o, "output_tokens", json_object_new_int64(r->tokens.output));
+    json_object_object_add(o, "cache_tokens", json_object_new_int64(r->tokens.cache));
+    json_object_object_add(o, "reasoning_tokens", json_object_new_int64(r->tokens.reasoning));
+    json_object_object_add(o, "credits", prov_json_credits(r->credits));
+    return o;
+}
+
+/* ---- usage report -------------------------------------------------------- */
+
+static const char *const by_names[] = { "none", "day", "key", "model" };
+static const char *const table_heads[] = { "", "DAY (UTC)", "KEY", "MODEL" };
+
+static void add_row(prov_usage_row_t *total, const prov_usage_row_t *r)
+{
+    total->requests += r->requests;
+    total->tokens.input += r->tokens.input;
+    total->tokens.output += r->tokens.output;
+    total->tokens.cache += r->tokens.cache;
+    total->tokens.reasoning += r->tokens.reasoning;
+    total->credits += r->credits;
+}
+
+static const char *const *cells(const prov_usage_row_t *r, apr_pool_t *p)
+{
+    const char **c = apr_palloc(p, 7 * sizeof(*c));
+    c[0] = r->group;
+    c[1] = prov_i64(r->requests, p);
+    c[2] = prov_i64(r->tokens.input, p);
+    c[3] = prov_i64(r->tokens.output, p);
+    c[4] = prov_i64(r->tokens.cache, p);
+    c[5] = prov_i64(r->tokens.reasoning, p);
+    c[6] = prov_money_format(r->credits, p);
+    return c;
+}
+
+static void print_csv(const char *head, apr_array_header_t *rows, const prov_usage_row_t *total,
+                      apr_pool_t *p)
+{
+    int i, j;
+    printf("%s,requests,input_tokens,output_tokens,cache_tokens,reasoning_tokens,credits\n",
+           head);
+    for (i = 0; i <= rows->nelts; i++) {
+        const prov_usage_row_t *r = i < rows->nelts ? APR_ARRAY_IDX(rows, i, prov_usage_row_t *)
+                                                    : total;
+        const char *const *c = cells(r, p);
+        /* Groups are dates, key ids or model ids ([A-Za-z0-9._:/-]): no quoting. */
+        for (j = 0; j < 7; j++)
+            printf("%s%s", c[j], j < 6 ? "," : "\n");
+    }
+}
+
+static void print_table(const char *head, apr_array_header_t *rows,
+                        const prov_usage_row_t *total, apr_pool_t *p)
+{
+    ctl_table_t *t = ctl_table_make(p, 7, head, "REQUESTS", "INPUT", "OUTPUT", "CACHE",
+                                    "REASONING", "CREDITS");
+    int i;
+    for (i = 0; i <= rows->nelts; i++) {
+        const prov_usage_row_t *r = i < rows->nelts ? APR_ARRAY_IDX(rows, i, prov_usage_row_t *)
+                                                    : total;
+        const char *const *c = cells(r, p);
+        ctl_table_row(t, c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+    }
+    ctl_table_print(t, "no usage");
+}
+
+static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
+                       apr_array_header_t *rows, const prov_usage_row_t *total)
+{
+    json_object *o = json_object_new_object(), *flt = json_object_new_object();
+    json_object *arr = json_object_new_array();
+    int i;
+
+    json_object_object_add(flt, "user_id", f->user_id ? json_object_new_int64(f->user_id) : NULL);
+    json_object_object_add(flt, "key_id", f->key_id ? json_object_new_int64(f->key_id) : NULL);
+    json_object_object_add(flt, "model", ctl_json_str(model));
+    json_object_object_add(flt, "since", ctl_json_time(f->since));
+    json_object_object_add(flt, "until", ctl_json_time(f->until));
+    json_object_object_add(o, "filter", flt);
+    json_object_object_add(o, "by", json_object_new_string(by_names[f->by]));
+    for (i = 0; f->by != PROV_USAGE_BY_NONE && i < rows->nelts; i++) {
+        const prov_usage_row_t *r = APR_ARRAY_IDX(rows, i, prov_usage_row_t *);
+        json_object *x = ctl_usage_json(r);
+        apr_int64_t id = 0;
+        if (f->by == PROV_USAGE_BY_KEY && prov_parse_i64(&id, r->group) == APR_SUCCESS)
+            json_object_object_add(x, "key_id", json_object_new_int64(id));
+        else
+            json_object_object_add(x, by_names[f->by], json_object_new_string(r->group));
+        json_object_array_add(arr, x);
+    }
+    json_object_object_add(o, "rows", arr);
+    json_object_object_add(o, "total", ctl_usage_json(total));
+    (void)ctl;
+    ctl_json_print(o);
+}
+
+static int usage_report(ctl_t *ctl)
+{
+    const char *uref = ctl_opt(ctl, "user"), *kref = ctl_opt(ctl, "key");
+    const char *mref = ctl_opt(ctl, "model"), *since = ctl_opt(ctl, "since");
+    const char *until = ctl_opt(ctl, "until"), *by = ctl_opt(ctl, "by");
+    const char *format = ctl_opt(ctl, "format");
+    prov_usage_filter_t f;
+    prov_usage_row_t total;
+    apr_array_header_t *rows = NULL;
+    prov_user_t *u = NULL;
+    prov_model_t *m = NULL;
+    prov_apikey_t *k = NULL;
+    apr_status_t rv;
+    int i, rc;
+
+    memset(&f, 0, sizeof(f));
+    memset(&total, 0, sizeof(total));
+    total.group = "total";
+    if (by) {
+        for (i = 1; i < 4 && strcmp(by, by_names[i]); i++)
+            ;
+        if (i == 4)
+            return ctl_usage(ctl, "--by must be day, key or model (not '%s')", by);
+        f.by = (prov_usage_by_e)i;
+    }
+    if (!format)
+        format = ctl->json ? "json" : "table";
+    if (strcmp(format, "table") && strcmp(format, "csv") && strcmp(format, "json"))
+        return ctl_usage(ctl, "--format must be table, csv or json (not '%s')", format);
+    if (ctl->json && strcmp(format, "json"))
+        return ctl_usage(ctl, "--json and --format %s contradict each other", format);
+    if (since && (rc = ctl_parse_time(ctl, &f.since, since, "--since time")) != CTL_OK)
+        return rc;
+    if (until && (rc = ctl_parse_time(ctl, &f.until, until, "--until time")) != CTL_OK)
+        return rc;
+    if (f.since && f.until && f.until <= f.since)
+        return ctl_usage(ctl, "--until (%s) must be after --since (%s)", until, since);
+    if (kref && (rc = ctl_parse_id(ctl, &f.key_id, kref, "key id")) != CTL_OK)
+        return rc;
+    if (uref) {
+        if ((rc = ctl_find_user(ctl, &u, uref)) != CTL_OK)
+            return rc;
+        f.user_id = u->id;
+    }
+    if (mref) {
+        if ((rc = ctl_find_model(ctl, &m, mref)) != CTL_OK)
+            return rc;
+        f.model_id = m->id;
+    }
+    if (f.key_id) {
+        rv = prov_apikey_get(&k, ctl->store, f.key_id, ctl->pool);
+        if (rv == APR_NOTFOUND)
+            return ctl_fail(ctl, "unknown key %s", kref);
+        if (rv != APR_SUCCESS)
+            return ctl_db_fail(ctl, rv, "look up the key");
+    }
+    rv = prov_usage_report(&rows, ctl->store, &f, ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "read the usage");
+    if (f.by == PROV_USAGE_BY_NONE) {
+        total = *APR_ARRAY_IDX(rows, 0, prov_usage_row_t *);
+        rows->nelts = 0;
+    }
+    else {
+        for (i = 0; i < rows->nelts; i++)
+            add_row(&total, APR_ARRAY_IDX(rows, i, prov_usage_row_t *));
+    }
+    total.group = "total";
+    if (!strcmp(format, "json"))
+        print_json(ctl, &f, m ? m->public_id : NULL, rows, &total);
+    else if (!strcmp(format, "csv"))
+        print_csv(f.by ? by_names[f.by] : "group", rows, &total, ctl->pool);
+    else
+        print_table(table_heads[f.by], rows, &total, ctl->pool);
+    return CTL_OK;
+}
+
+static const ctl_opt_t report_opts[] = {
+    { "user", "USER", 0, "only this user's requests (id or email)" },
+    { "key", "KEY", 0, "only this key's requests (key id)" },
+    { "model", "MODEL", 0, "only requests to this model (public id)" },
+    { "since", "T", 0, "from T on (inclusive)" },
+    { "until", "T", 0, "before T (exclusive)" },
+    { "by", "day|key|model", 0, "one row per UTC day, key or model, then the total" },
+    { "format", "table|csv|json", 0, "the output format (default table; --json = json)" },
+    { NULL, NULL, 0, NULL }
+};
+
+const ctl_cmd_t ctl_usage_cmds[] = {
+    { "report", "", 0, 0, report_opts, CTL_DB_READY, usage_report,
+      "requests, tokens and credits from the ledger, filtered and grouped",
+      "Counts every settled request in the ledger (requests still in flight are\n"
+      "left out; failed ones count as requests with 0 credits): the requests, the\n"
+      "input, output, cache and reasoning tokens and the credits charged, with a\n"
+      "total row. T is YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or seconds\n"
+      "since the epoch. CSV has a header line and the total as its last line;\n"
+      "JSON has the filter, the rows and the total, credits as decimals." },
+    { NULL }
+};

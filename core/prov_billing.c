@@ -1,12 +1,30 @@
-/* prov_billing.c: reserve and settle (DESIGN §4 steps 4-8). A reservation is
- * one write transaction that re-reads the key's rolling 7-day spend from the
- * usage buckets, takes the hold from the prepaid balance only if it is there,
- * adds the hold to the key's and the account's buckets, and writes the
- * request's ledger row as "reserved". Settlement is one transaction that
- * completes that row (only if still reserved: never twice) and moves balance
- * and buckets by the difference between the charge and the hold. */
-#include "prov_billing.h"
+/* prov_billing.c: the spend engine's entry points. The estimate; the queue
+ * that groups the reservations and settlements of one process into batches
+ * (a thread that finds no batch running leads the next one; the others wait
+ * for their result); the hold timeout and the occasional sweep of expired
+ * holds; the window arithmetic over usage buckets; and the account and key
+ * status shown by providerctl. The batch itself is in prov_billing_batch.c. */
+#include <pthread.h>
+#include <string.h>
+#include "prov_billing_int.h"
 #include "prov_log.h"
+
+/* How often (in engine time) a batch also sweeps expired holds. */
+#define SWEEP_EVERY 30
+
+static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static prov_op_t *q_head, *q_tail;
+static int q_leader;
+static apr_int64_t q_hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
+static apr_int64_t q_last_sweep;
+
+void prov_billing_configure(apr_int64_t hold_timeout)
+{
+    pthread_mutex_lock(&q_mutex);
+    q_hold_timeout = hold_timeout > 0 ? hold_timeout : PROV_HOLD_TIMEOUT_DEFAULT;
+    pthread_mutex_unlock(&q_mutex);
+}
 
 prov_micro_t prov_billing_estimate(const prov_rates_t *eff, apr_int64_t input_tokens_est,
                                    apr_int64_t max_output)
@@ -17,172 +35,364 @@ prov_micro_t prov_billing_estimate(const prov_rates_t *eff, apr_int64_t input_to
 
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
 {
-    /* Tokenizers average 3-4 bytes per token on prose; take 3 and a per-message
-     * overhead, so that the hold errs on the side of covering the charge. */
+    /* Tokenizers average 3-4 bytes per token on prose; take 3 and a
+     * per-message overhead, so that the hold errs on the side of covering
+     * the charge. */
     return (apr_int64_t)(prompt_bytes / 3) + 8 * (apr_int64_t)n_messages + 16;
 }
 
-static apr_int64_t bucket_of(apr_int64_t t)
+/* ---- store sources ------------------------------------------------------- */
+
+static apr_status_t fixed_open(prov_store_t **s, void *baton, apr_pool_t *p)
 {
-    return t - (t % PROV_BUCKET_SECONDS);
+    (void)p;
+    *s = baton;
+    return APR_SUCCESS;
 }
 
-static apr_status_t bucket_add(prov_store_t *s, const char *scope, apr_int64_t id,
-                               apr_int64_t bucket, prov_micro_t delta, int requests,
-                               apr_pool_t *p)
+static void fixed_close(prov_store_t *s, void *baton)
 {
-    return prov_store_exec(s, NULL, "bill_bucket_add",
-                           PROV_ARGS(scope, prov_i64(id, p), prov_i64(bucket, p),
-                                     prov_i64(delta, p), requests ? "1" : "0"), p);
+    (void)s;
+    (void)baton;
 }
 
-/* The key's spend in the rolling week: buckets that still overlap it. */
-static apr_status_t key_week_spend(prov_micro_t *out, prov_store_t *s, apr_int64_t key_id,
-                                   apr_int64_t now, apr_pool_t *p)
+prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
+{
+    prov_store_source_t *src = apr_pcalloc(p, sizeof(*src));
+    src->open = fixed_open;
+    src->close = fixed_close;
+    src->baton = s;
+    return src;
+}
+
+/* ---- the queue ----------------------------------------------------------- */
+
+static void lead(prov_op_t *batch, const prov_store_source_t *src, apr_pool_t *pool)
+{
+    apr_pool_t *scratch = NULL;
+    prov_store_t *s = NULL;
+    prov_op_t *op;
+    apr_int64_t now = 0, timeout;
+    int sweep = 0;
+    apr_status_t rv;
+
+    for (op = batch; op; op = op->next) {
+        if (op->now > now)
+            now = op->now;
+        if (op->kind == PROV_OP_SWEEP)
+            sweep = 1;
+    }
+    pthread_mutex_lock(&q_mutex);
+    if (now - q_last_sweep >= SWEEP_EVERY || now < q_last_sweep)
+        sweep = 1;
+    if (sweep)
+        q_last_sweep = now;
+    timeout = q_hold_timeout;
+    pthread_mutex_unlock(&q_mutex);
+
+    apr_pool_create(&scratch, pool);
+    rv = src->open(&s, src->baton, scratch);
+    if (rv == APR_SUCCESS) {
+        rv = prov_billing_run_batch(s, batch, sweep, timeout, scratch);
+        /* One retry: a busy database (another process's writer) is the
+         * usual cause, and it is gone a moment later. */
+        if (rv != APR_SUCCESS)
+            rv = prov_billing_run_batch(s, batch, sweep, timeout, scratch);
+        src->close(s, src->baton);
+    }
+    if (rv != APR_SUCCESS) {
+        prov_log(PROV_LOG_ERR, rv, "PROV00050: a billing batch failed; its requests are "
+                 "refused or keep their holds until they expire");
+        for (op = batch; op; op = op->next)
+            op->rv = rv;
+    }
+    apr_pool_destroy(scratch);
+}
+
+static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src)
+{
+    pthread_mutex_lock(&q_mutex);
+    op->next = NULL;
+    if (q_tail)
+        q_tail->next = op;
+    else
+        q_head = op;
+    q_tail = op;
+    while (!op->done) {
+        if (!q_leader) {
+            prov_op_t *batch = q_head, *o;
+            q_leader = 1;
+            q_head = q_tail = NULL;
+            pthread_mutex_unlock(&q_mutex);
+            lead(batch, src, op->p);
+            pthread_mutex_lock(&q_mutex);
+            for (o = batch; o; ) {
+                prov_op_t *next = o->next;   /* o may be gone once done is seen */
+                o->done = 1;
+                o = next;
+            }
+            q_leader = 0;
+            pthread_cond_broadcast(&q_cond);
+        }
+        else {
+            pthread_cond_wait(&q_cond, &q_mutex);
+        }
+    }
+    pthread_mutex_unlock(&q_mutex);
+    return op->rv;
+}
+
+apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
+                                  const prov_store_source_t *src, const prov_auth_t *auth,
+                                  apr_int64_t model_id, const char *transport,
+                                  const char *request_id, prov_micro_t hold, apr_int64_t now,
+                                  apr_pool_t *p)
+{
+    prov_op_t op;
+    apr_status_t rv;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_RESERVE;
+    op.p = p;
+    op.now = now;
+    op.auth = auth;
+    op.model_id = model_id;
+    op.transport = transport;
+    op.request_id = request_id;
+    op.hold = hold < 0 ? 0 : hold;
+    if ((rv = submit(&op, src)) != APR_SUCCESS)
+        return rv;
+    *r = op.out;
+    *err = op.err;
+    return APR_SUCCESS;
+}
+
+static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
+                           const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                           apr_int64_t now, apr_pool_t *p)
+{
+    prov_op_t op;
+    apr_status_t rv;
+    if (r->settled)
+        return APR_EINCOMPLETE;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_SETTLE;
+    op.p = p;
+    op.now = now;
+    op.res = r;
+    if (t)
+        op.tokens = *t;
+    op.charge = charge < 0 ? 0 : charge;
+    op.status = status;
+    rv = submit(&op, src);
+    if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
+        r->settled = 1;
+    return rv;
+}
+
+apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
+                                 const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                                 apr_int64_t now, apr_pool_t *p)
+{
+    return finish(src, r, t, charge, status, now, p);
+}
+
+apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
+                                  const char *status, apr_int64_t now, apr_pool_t *p)
+{
+    return finish(src, r, NULL, 0, status, now, p);
+}
+
+apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
+                                 apr_pool_t *p)
+{
+    prov_op_t op;
+    apr_status_t rv;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_SWEEP;
+    op.p = p;
+    op.now = now;
+    rv = submit(&op, src);
+    if (rv == APR_SUCCESS && n)
+        *n = op.swept;
+    return rv;
+}
+
+/* ---- windows --------------------------------------------------------------- */
+
+apr_int64_t prov_bucket_of(apr_int64_t t, apr_int64_t len)
+{
+    apr_int64_t b = t - (t % len);
+    return (t < 0 && t % len) ? b - len : b;
+}
+
+static void window_push(prov_window_t *w, apr_int64_t start, prov_micro_t amount, apr_pool_t *p)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 16;
+        apr_int64_t *ns = apr_palloc(p, cap * sizeof(*ns));
+        prov_micro_t *na = apr_palloc(p, cap * sizeof(*na));
+        if (w->n) {
+            memcpy(ns, w->start, w->n * sizeof(*ns));
+            memcpy(na, w->amount, w->n * sizeof(*na));
+        }
+        w->start = ns;
+        w->amount = na;
+        w->cap = cap;
+    }
+    w->start[w->n] = start;
+    w->amount[w->n] = amount;
+    w->n++;
+}
+
+apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *scope,
+                              apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
+                              apr_int64_t now, apr_pool_t *p)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
-    apr_int64_t after = bucket_of(now - PROV_WINDOW_KEY_WEEK) - 1;
-    apr_status_t rv = prov_store_select(s, &res, "bill_key_window",
-                                        PROV_ARGS(prov_i64(key_id, p), prov_i64(after, p)), p);
+    apr_status_t rv;
+
+    memset(w, 0, sizeof(*w));
+    w->len = len;
+    w->span = span;
+    /* A bucket counts while any of it overlaps (now - span, now]. */
+    rv = prov_store_select(s, &res, "bill_buckets",
+                           PROV_ARGS(scope, prov_i64(id, p),
+                                     prov_i64(prov_bucket_of(now - span, len), p)), p);
     if (rv != APR_SUCCESS)
         return rv;
-    *out = 0;
-    while (prov_store_row(s, res, &row, p) == APR_SUCCESS)
-        *out = prov_store_get_i64(s, row, 0, 0);
-    return APR_SUCCESS;
+    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
+        prov_micro_t a = prov_store_get_i64(s, row, plan ? 2 : 1, 0);
+        window_push(w, prov_store_get_i64(s, row, 0, 0), a, p);
+        w->sum += a;
+    }
+    return rv == APR_EOF ? APR_SUCCESS : rv;
 }
 
-apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err, prov_store_t *s,
-                                  const prov_auth_t *auth, apr_int64_t model_id,
-                                  const char *transport, const char *request_id,
-                                  prov_micro_t hold, apr_int64_t now, apr_pool_t *p)
+void prov_window_add(prov_window_t *w, apr_int64_t t, prov_micro_t amount, apr_pool_t *p)
 {
-    prov_reservation_t *res;
-    prov_error_t *refusal = NULL;
-    apr_int64_t bucket = bucket_of(now);
-    int n = 0;
-    apr_status_t rv;
+    apr_int64_t b = prov_bucket_of(t, w->len);
+    w->sum += amount;
+    if (w->n && w->start[w->n - 1] == b)
+        w->amount[w->n - 1] += amount;
+    else
+        window_push(w, b, amount, p);
+}
 
-    if (hold < 0)
-        hold = 0;
-    if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
-        return rv;
-
-    if (auth->has_budget) {
-        prov_micro_t spent = 0;
-        if ((rv = key_week_spend(&spent, s, auth->key_id, now, p)) != APR_SUCCESS)
-            goto fail;
-        if (spent + hold > auth->weekly_budget) {
-            refusal = prov_error_make(p, PROV_E_KEY_BUDGET_EXCEEDED, NULL,
-                "This API key's weekly credit budget is used up (%s of %s credits in the "
-                "last 7 days; this request may cost up to %s). Raise this key's budget, "
-                "or wait until earlier usage leaves the 7-day window.",
-                prov_money_format(spent, p), prov_money_format(auth->weekly_budget, p),
-                prov_money_format(hold, p));
-            goto refuse;
+apr_int64_t prov_window_retry_after(const prov_window_t *w, prov_micro_t need,
+                                    prov_micro_t limit, apr_int64_t now)
+{
+    prov_micro_t leaving = 0;
+    int i;
+    if (w->sum + need <= limit)
+        return 0;
+    if (need > limit)
+        return -1;
+    for (i = 0; i < w->n; i++) {
+        leaving += w->amount[i];
+        if (w->sum - leaving + need <= limit) {
+            apr_int64_t t = w->start[i] + w->len + w->span - now;
+            return t > 0 ? t : 1;
         }
     }
-
-    if ((rv = prov_store_exec(s, &n, "bill_hold_balance",
-                              PROV_ARGS(prov_i64(hold, p), prov_i64(auth->user_id, p),
-                                        prov_i64(hold, p)), p)) != APR_SUCCESS)
-        goto fail;
-    if (n != 1) {
-        refusal = prov_error_make(p, PROV_E_INSUFFICIENT_CREDITS, NULL,
-            "Not enough credits: this request may cost up to %s credits and the account's "
-            "balance does not cover it. Add credits to the balance.",
-            prov_money_format(hold, p));
-        goto refuse;
-    }
-
-    if ((rv = bucket_add(s, "key", auth->key_id, bucket, hold, 1, p)) != APR_SUCCESS
-        || (rv = bucket_add(s, "user", auth->user_id, bucket, hold, 1, p)) != APR_SUCCESS
-        || (rv = prov_store_exec(s, NULL, "bill_ledger_reserve",
-                                 PROV_ARGS(request_id, prov_i64(auth->user_id, p),
-                                           prov_i64(auth->key_id, p), prov_i64(model_id, p),
-                                           transport, prov_i64(hold, p), prov_i64(now, p)),
-                                 p)) != APR_SUCCESS)
-        goto fail;
-    if ((rv = prov_store_commit(s, p)) != APR_SUCCESS)
-        return rv;
-
-    res = apr_pcalloc(p, sizeof(*res));
-    res->request_id = apr_pstrdup(p, request_id);
-    res->user_id = auth->user_id;
-    res->key_id = auth->key_id;
-    res->model_id = model_id;
-    res->transport = apr_pstrdup(p, transport);
-    res->hold = hold;
-    res->created_at = now;
-    *r = res;
-    *err = NULL;
-    return APR_SUCCESS;
-
-refuse:
-    prov_store_rollback(s, p);
-    *r = NULL;
-    *err = refusal;
-    return APR_SUCCESS;
-fail:
-    prov_store_rollback(s, p);
-    return rv;
+    return -1;
 }
 
-static apr_status_t finish(prov_store_t *s, prov_reservation_t *r, const prov_tokens_t *t,
-                           prov_micro_t charge, const char *status, apr_int64_t now,
-                           apr_pool_t *p)
+apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
-    prov_micro_t delta = charge - r->hold;
-    apr_int64_t bucket = bucket_of(r->created_at);
-    int n = 0;
+    int i;
+    for (i = 0; i < w->n; i++) {
+        if (w->amount[i] > 0) {
+            apr_int64_t t = w->start[i] + w->len + w->span - now;
+            return t > 0 ? t : 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+static apr_status_t one_i64(apr_int64_t *out, prov_store_t *s, const char *label, int nargs,
+                            const char *const *args, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
+    int found = 0;
+    if (rv != APR_SUCCESS)
+        return rv;
+    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
+        if (!found++)
+            *out = prov_store_get_i64(s, row, 0, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    return found ? APR_SUCCESS : APR_NOTFOUND;
+}
+
+/* The plan of user at now and its windows' use; has_plan 0 when none. */
+apr_status_t prov_billing_plan_windows(prov_plan_windows_t *pw, prov_window_t *w5,
+                                       prov_window_t *w7, prov_store_t *s, apr_int64_t user_id,
+                                       apr_int64_t now, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *uid = prov_i64(user_id, p), *n = prov_i64(now, p);
+    apr_status_t rv = prov_store_select(s, &res, "bill_subscription", PROV_ARGS(uid, n, n), p);
+    memset(pw, 0, sizeof(*pw));
+    if (rv != APR_SUCCESS)
+        return rv;
+    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
+        if (!pw->has_plan) {
+            pw->has_plan = 1;
+            pw->quota_5h = prov_store_get_i64(s, row, 0, 0);
+            pw->quota_7d = prov_store_get_i64(s, row, 1, 0);
+            pw->plan_name = prov_store_get(s, row, 2);
+            pw->until_at = prov_store_get_i64(s, row, 3, 0);
+        }
+    }
+    if (rv != APR_EOF)
+        return rv;
+    if (!pw->has_plan)
+        return APR_SUCCESS;
+    if ((rv = prov_window_load(w5, s, "user:m", user_id, PROV_BUCKET_MINUTES, PROV_WINDOW_5H, 1,
+                               now, p)) != APR_SUCCESS
+        || (rv = prov_window_load(w7, s, "user:h", user_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 1,
+                                  now, p)) != APR_SUCCESS)
+        return rv;
+    pw->used_5h = w5->sum;
+    pw->used_7d = w7->sum;
+    pw->reset_5h = prov_window_reset(w5, now);
+    pw->reset_7d = prov_window_reset(w7, now);
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t *s,
+                                         apr_int64_t user_id, apr_int64_t now, apr_pool_t *p)
+{
+    prov_window_t w5, w7;
+    apr_int64_t balance = 0, held = 0;
+    const char *uid = prov_i64(user_id, p);
     apr_status_t rv;
 
-    if (r->settled)
-        return APR_EINCOMPLETE;
-    if (!t)
-        t = &none;
-    if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+    if ((rv = one_i64(&balance, s, "user_by_id_balance", PROV_ARGS(uid), p)) != APR_SUCCESS
+        || (rv = one_i64(&held, s, "bill_held", PROV_ARGS(uid), p)) != APR_SUCCESS)
         return rv;
-    if ((rv = prov_store_exec(s, &n, "bill_ledger_settle",
-                              PROV_ARGS(prov_i64(t->input, p), prov_i64(t->output, p),
-                                        prov_i64(t->cache, p), prov_i64(t->reasoning, p),
-                                        prov_i64(charge, p), status, prov_i64(now, p),
-                                        r->request_id), p)) != APR_SUCCESS)
-        goto fail;
-    if (n != 1) {
-        /* Already settled (or swept): the money has been moved once already. */
-        prov_store_rollback(s, p);
-        r->settled = 1;
-        return APR_EINCOMPLETE;
-    }
-    if (delta != 0) {
-        if ((rv = prov_store_exec(s, NULL, "bill_adjust_balance",
-                                  PROV_ARGS(prov_i64(-delta, p), prov_i64(r->user_id, p)),
-                                  p)) != APR_SUCCESS
-            || (rv = bucket_add(s, "key", r->key_id, bucket, delta, 0, p)) != APR_SUCCESS
-            || (rv = bucket_add(s, "user", r->user_id, bucket, delta, 0, p)) != APR_SUCCESS)
-            goto fail;
-    }
-    if ((rv = prov_store_commit(s, p)) != APR_SUCCESS)
+    memset(st, 0, sizeof(*st));
+    st->balance = balance;
+    st->held = held;
+    return prov_billing_plan_windows(&st->windows, &w5, &w7, s, user_id, now, p);
+}
+
+apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset, prov_store_t *s,
+                                     apr_int64_t key_id, apr_int64_t now, apr_pool_t *p)
+{
+    prov_window_t w;
+    apr_status_t rv = prov_window_load(&w, s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
+                                       0, now, p);
+    if (rv != APR_SUCCESS)
         return rv;
-    r->settled = 1;
+    *spent_7d = w.sum;
+    *reset = prov_window_reset(&w, now);
     return APR_SUCCESS;
-fail:
-    prov_store_rollback(s, p);
-    return rv;
-}
-
-apr_status_t prov_billing_settle(prov_store_t *s, prov_reservation_t *r, const prov_tokens_t *t,
-                                 prov_micro_t charge, const char *status, apr_int64_t now,
-                                 apr_pool_t *p)
-{
-    return finish(s, r, t, charge < 0 ? 0 : charge, status, now, p);
-}
-
-apr_status_t prov_billing_release(prov_store_t *s, prov_reservation_t *r, const char *status,
-                                  apr_int64_t now, apr_pool_t *p)
-{
-    return finish(s, r, NULL, 0, status, now, p);
 }

@@ -1,8 +1,18 @@
 /* prov_billing.h: the spend engine's request-time half (DESIGN §4 steps 4-8):
- * the estimate of a request's worst-case cost, the reservation that checks the
- * key's weekly budget and the account's remainder and holds the estimate in one
- * transaction, and the settlement that replaces the hold with the real charge
- * (or releases it) and completes the request's ledger row. */
+ * the estimate of a request's worst-case cost; the reservation that checks
+ * the key's rolling weekly budget and the account's remainder (the plan's
+ * rolling 5-hour and 7-day quotas, then the prepaid balance) and holds the
+ * estimate, atomically; the settlement that replaces the hold with the real
+ * charge (or releases it) and completes the request's ledger row; the
+ * expiry of holds whose worker died; and the account and key status that
+ * providerctl and the cabinet show.
+ *
+ * Requests of one process are committed in groups: a thread that finds no
+ * batch running becomes the leader, takes every reservation and settlement
+ * queued so far and runs them in one transaction, while the others wait for
+ * their result. Each operation is checked against the state left by the ones
+ * before it in the same batch, so a batch is exactly as strict as one
+ * transaction per request, at a fraction of the writes. */
 #ifndef PROV_BILLING_H
 #define PROV_BILLING_H
 
@@ -13,16 +23,32 @@
 #include "prov_account.h"
 #include "prov_models.h"
 
-/* Usage buckets are this many seconds long: windows are exact to it. */
-#define PROV_BUCKET_SECONDS 300
-#define PROV_WINDOW_KEY_WEEK (7 * 24 * 3600)
+/* Bucket sizes: windows are exact to them. */
+#define PROV_BUCKET_MINUTES 300      /* the 5-hour window */
+#define PROV_BUCKET_HOUR    3600     /* the 7-day window and key budgets */
+#define PROV_WINDOW_5H      (5 * 3600)
+#define PROV_WINDOW_7D      (7 * 24 * 3600)
+/* Holds older than this are released as expired (ProviderHoldTimeout). */
+#define PROV_HOLD_TIMEOUT_DEFAULT 3600
+
+/* Where the engine gets a database connection when a thread leads a batch. */
+typedef struct prov_store_source_t {
+    apr_status_t (*open)(prov_store_t **s, void *baton, apr_pool_t *p);
+    void (*close)(prov_store_t *s, void *baton);
+    void *baton;
+} prov_store_source_t;
+
+/* A source that always hands out s (providerctl, unit tests). */
+prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p);
 
 /* The account's plan windows as seen by a reservation (for clients that show
  * quota, e.g. Codex's rate-limit headers). Amounts in micro-credits; reset_*
- * = seconds until enough of the window's usage leaves it for its use to drop
- * (0 when nothing is used). */
+ * = seconds until the oldest usage in the window leaves it (0 when nothing
+ * is used). */
 typedef struct prov_plan_windows_t {
     int has_plan;
+    const char *plan_name;
+    apr_int64_t until_at;           /* 0 = open-ended */
     prov_micro_t quota_5h, used_5h;
     apr_int64_t reset_5h;
     prov_micro_t quota_7d, used_7d;
@@ -36,49 +62,59 @@ typedef struct prov_reservation_t {
     apr_int64_t model_id;
     const char *transport;
     prov_micro_t hold;
+    int from_plan;                  /* funded by the plan (else by the balance) */
     apr_int64_t created_at;
-    int settled;              /* settled or released: nothing more to do */
-    prov_plan_windows_t windows;  /* filled when the account has a plan */
+    int settled;                    /* settled or released: nothing more to do */
+    prov_plan_windows_t windows;    /* filled when the account has a plan */
 } prov_reservation_t;
+
+/* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */
+void prov_billing_configure(apr_int64_t hold_timeout);
 
 /* The worst-case cost: input_tokens_est input tokens plus max_output output
  * tokens at the effective rates. */
 prov_micro_t prov_billing_estimate(const prov_rates_t *effective, apr_int64_t input_tokens_est,
                                    apr_int64_t max_output);
-/* A generous input-token estimate from the bytes of the prompt text. */
+/* The documented input estimate: floor(prompt bytes / 3) + 8 per message + 16. */
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages);
 
-/* Checks the key's weekly budget and the account's remainder and holds hold
- * micro-credits, atomically. On a refusal returns APR_SUCCESS with *r NULL and
- * *err set (429 API_KEY_CREDIT_BUDGET_EXCEEDED or 402 INSUFFICIENT_CREDITS);
- * on a database failure returns the error (the caller answers 503). */
-apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err, prov_store_t *s,
-                                  const prov_auth_t *auth, apr_int64_t model_id,
-                                  const char *transport, const char *request_id,
-                                  prov_micro_t hold, apr_int64_t now, apr_pool_t *p);
+/* Checks and holds, atomically. On a refusal returns APR_SUCCESS with *r
+ * NULL and *err set: 403 USER_BLOCKED (blocked since the key was looked up),
+ * 429 API_KEY_CREDIT_BUDGET_EXCEEDED, 429 SUBSCRIPTION_QUOTA_EXCEEDED, 402
+ * INSUFFICIENT_CREDITS, with retry_after where waiting helps. On a database
+ * failure returns the error (the caller answers 503). */
+apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
+                                  const prov_store_source_t *src, const prov_auth_t *auth,
+                                  apr_int64_t model_id, const char *transport,
+                                  const char *request_id, prov_micro_t hold, apr_int64_t now,
+                                  apr_pool_t *p);
 /* Replaces the hold by charge for tokens t and completes the ledger row with
- * status ("ok", "cut", ...). Safe to call once only: a second call finds the
- * row already settled and returns APR_EINCOMPLETE without touching money. */
-apr_status_t prov_billing_settle(prov_store_t *s, prov_reservation_t *r, const prov_tokens_t *t,
-                                 prov_micro_t charge, const char *status, apr_int64_t now,
+ * status ("ok", "cut", ...). Once only: when the row is no longer reserved
+ * (settled, released or expired) returns APR_EINCOMPLETE and moves nothing. */
+apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
+                                 const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                                 apr_int64_t now, apr_pool_t *p);
+/* Returns the hold: no charge, the ledger row records status ("failed"...). */
+apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
+                                  const char *status, apr_int64_t now, apr_pool_t *p);
+/* Releases (status "expired") holds older than the hold timeout; *n counts
+ * them. Runs by itself inside batches now and then; exposed for tests. */
+apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
                                  apr_pool_t *p);
-/* Returns the hold: no charge, the ledger row records status (e.g. "failed"). */
-apr_status_t prov_billing_release(prov_store_t *s, prov_reservation_t *r, const char *status,
-                                  apr_int64_t now, apr_pool_t *p);
 
 /* What an account has and has used, for `balance show`, `subscription show`
  * and the cabinet: the balance, and the plan windows when a subscription is
  * active at now (windows.has_plan). */
 typedef struct prov_account_status_t {
     prov_micro_t balance;
-    prov_micro_t held;            /* reserved by requests in flight */
+    prov_micro_t held;              /* of the balance, by requests in flight */
     prov_plan_windows_t windows;
 } prov_account_status_t;
 
 apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t *s,
                                          apr_int64_t user_id, apr_int64_t now, apr_pool_t *p);
-/* A key's spend in its rolling week and, when it has a budget, the seconds
- * until enough of it leaves the window for the spend to drop (0 if none). */
+/* A key's spend in its rolling week and the seconds until the oldest of it
+ * leaves the window (0 if none). */
 apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset, prov_store_t *s,
                                      apr_int64_t key_id, apr_int64_t now, apr_pool_t *p);
 

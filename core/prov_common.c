@@ -1,16 +1,43 @@
 /* prov_common.c: the settable clock and the int64 text helpers that every
  * other part of libprovider uses. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <apr_time.h>
 #include "prov_common.h"
 
 static volatile apr_int64_t fixed_now;
+static const char *clock_file;
+
+/* The test clock file: whole seconds since the epoch, read on every call
+ * (tests only: it moves time under a running server without a restart). */
+static apr_int64_t read_clock_file(void)
+{
+    char buf[32];
+    apr_int64_t v = 0;
+    FILE *f = fopen(clock_file, "r");
+    size_t n;
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
+        n--;
+    buf[n] = '\0';
+    return prov_parse_i64(&v, buf) == APR_SUCCESS && v > 0 ? v : 0;
+}
 
 apr_int64_t prov_now(void)
 {
     apr_int64_t f = fixed_now;
+    if (!f && clock_file)
+        f = read_clock_file();
     return f ? f : (apr_int64_t)apr_time_sec(apr_time_now());
+}
+
+void prov_clock_set_file(const char *path)
+{
+    clock_file = path;
 }
 
 void prov_clock_set(apr_int64_t fixed_seconds)

@@ -27,6 +27,9 @@ typedef struct prov_tokens_t {
 apr_int64_t prov_now(void);
 /* Sets the clock to a fixed value; 0 returns it to real time. */
 void prov_clock_set(apr_int64_t fixed_seconds);
+/* Tests: read "now" from this file (epoch seconds) on every call; NULL or an
+ * unreadable file means real time. The string must outlive the process. */
+void prov_clock_set_file(const char *path);
 
 /* Formats an int64 as decimal text in p. */
 const char *prov_i64(apr_int64_t v, apr_pool_t *p);

@@ -77,6 +77,7 @@ typedef struct xfer_t {
     char *buf;
     apr_size_t len, cap;
     prov_gw_data_cb *cb;
+    prov_gw_tick_cb *tick;
     void *baton;
     int aborted;
     CURL *h;
@@ -116,6 +117,18 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
     memcpy(x->buf + x->len, data, n);
     x->len += n;
     return n;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    xfer_t *x = ud;
+    (void)dltotal; (void)dlnow; (void)ultotal; (void)ulnow;
+    if (x->tick(x->baton) != APR_SUCCESS) {
+        x->aborted = 1;
+        return 1;
+    }
+    return 0;
 }
 
 static const char *header_value(const char *line, size_t n, const char *name, apr_pool_t *p)
@@ -169,6 +182,11 @@ static apr_status_t perform(prov_gateway_t *gw, const char *path, const char *bo
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     if (streaming)
         curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 16384L);
+    if (x->tick) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     if (gw->auth_header)
         hl = curl_slist_append(hl, gw->auth_header);
     hl = curl_slist_append(hl, "Expect:");
@@ -205,6 +223,7 @@ static apr_status_t perform(prov_gateway_t *gw, const char *path, const char *bo
         rv = APR_ECONNREFUSED;
         break;
     case CURLE_WRITE_ERROR:
+    case CURLE_ABORTED_BY_CALLBACK:
         rv = x->aborted ? APR_ECONNABORTED : APR_EGENERAL;
         break;
     default:
@@ -247,6 +266,14 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p)
 {
+    return prov_gateway_stream_tick(status, gw, path, body, len, headers, cb, NULL, baton, p);
+}
+
+apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const char *path,
+                                      const char *body, apr_size_t len,
+                                      const apr_table_t *headers, prov_gw_data_cb *cb,
+                                      prov_gw_tick_cb *tick, void *baton, apr_pool_t *p)
+{
     xfer_t x;
     long code = 0;
     apr_status_t rv;
@@ -254,6 +281,7 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
     memset(&x, 0, sizeof(x));
     x.p = p;
     x.cb = cb;
+    x.tick = tick;
     x.baton = baton;
     *status = 0;
     x.status = status;

@@ -46,4 +46,15 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p);
 
+/* Called about once a second while a streamed transfer runs, also while the
+ * gateway is silent (for keep-alive events and noticing a client that went
+ * away); a non-APR_SUCCESS return stops the transfer as cb's does. */
+typedef apr_status_t prov_gw_tick_cb(void *baton);
+
+/* prov_gateway_stream that also calls tick (may be NULL) with baton. */
+apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const char *path,
+                                      const char *body, apr_size_t len,
+                                      const apr_table_t *headers, prov_gw_data_cb *cb,
+                                      prov_gw_tick_cb *tick, void *baton, apr_pool_t *p);
+
 #endif

@@ -1,2 +1,564 @@
-/* prov_messages.c: the Messages transport's rules without httpd (being written). */
+/* prov_messages.c: the Messages transport without httpd. A request is checked
+ * and normalised in place so that what coding-agent clients send reaches the
+ * gateway's native /v1/messages in a form it accepts and this service can
+ * meter: cache_control markers go everywhere, thinking blocks leave the
+ * history and the `thinking` field the request, image and document blocks are
+ * refused in a message (naming the block) and become a short text note inside
+ * a tool_result, and system messages met in the conversation join the system
+ * text. Unknown fields pass through untouched: there is no allowlist. The
+ * second half relays a streamed answer event by event, reading the usage from
+ * message_start and message_delta on the way. */
+#include <string.h>
 #include "prov_messages.h"
+#include "prov_sse.h"
+
+#define BAD(param, ...) \
+    do { *err = prov_error_make(p, PROV_E_INVALID_REQUEST, param, __VA_ARGS__); \
+         return APR_EINVAL; } while (0)
+
+/* Text gathered from system prompts, joined by blank lines. */
+typedef struct text_acc_t {
+    char *s;
+} text_acc_t;
+
+/* Fields that /v1/messages/count_tokens does not take. */
+static const char *const not_counted[] = { "max_tokens", "stream", "metadata",
+    "stop_sequences", "temperature", "top_p", "top_k", "service_tier", NULL };
+
+apr_status_t prov_messages_version_check(const char *v)
+{
+    static const char *const pattern = "dddd-dd-dd";
+    int i, month, day;
+    if (!v || strlen(v) != 10)
+        return APR_EINVAL;
+    for (i = 0; i < 10; i++) {
+        if (pattern[i] == 'd' ? (v[i] < '0' || v[i] > '9') : v[i] != '-')
+            return APR_EINVAL;
+    }
+    month = (v[5] - '0') * 10 + (v[6] - '0');
+    day = (v[8] - '0') * 10 + (v[9] - '0');
+    if (month < 1 || month > 12 || day < 1 || day > 31)
+        return APR_EINVAL;
+    return strcmp(v, PROV_MESSAGES_VERSION) < 0 ? APR_ENOTIMPL : APR_SUCCESS;
+}
+
+static int type_is(json_object *block, const char *type)
+{
+    const char *t = prov_json_get_str(block, "type");
+    return t && !strcmp(t, type);
+}
+
+/* The note block that stands for an unsupported block in a tool result. */
+static json_object *note_block(const char *type)
+{
+    char text[128];
+    json_object *b = json_object_new_object();
+    apr_snprintf(text, sizeof(text), PROV_MESSAGES_NOTE_FMT, type);
+    json_object_object_add(b, "type", json_object_new_string("text"));
+    json_object_object_add(b, "text", json_object_new_string(text));
+    return b;
+}
+
+/* A tool_result's content: a string, or blocks in which images and documents
+ * become notes; cache_control goes. */
+static apr_status_t tool_result_content(prov_messages_req_t *req, prov_error_t **err,
+                                        json_object *result, const char *param, apr_pool_t *p)
+{
+    json_object *content = NULL, *out;
+    size_t i, n;
+    json_object_object_del(result, "cache_control");
+    if (!json_object_object_get_ex(result, "content", &content) || !content)
+        return APR_SUCCESS;
+    if (json_object_is_type(content, json_type_string)) {
+        req->prompt_bytes += (apr_size_t)json_object_get_string_len(content);
+        return APR_SUCCESS;
+    }
+    if (!json_object_is_type(content, json_type_array))
+        BAD(param, "%s.content must be a string or an array of blocks", param);
+    n = json_object_array_length(content);
+    out = json_object_new_array();
+    for (i = 0; i < n; i++) {
+        json_object *b = json_object_array_get_idx(content, i);
+        const char *type = prov_json_get_str(b, "type");
+        json_object *text = prov_json_get(b, "text", json_type_string);
+        if (!type) {
+            json_object_put(out);
+            BAD(param, "%s.content[%d] needs a 'type'", param, (int)i);
+        }
+        if (!strcmp(type, "image") || !strcmp(type, "document")) {
+            json_object_array_add(out, note_block(type));
+            req->n_replaced++;
+            continue;
+        }
+        json_object_object_del(b, "cache_control");
+        if (text)
+            req->prompt_bytes += (apr_size_t)json_object_get_string_len(text);
+        json_object_array_add(out, json_object_get(b));
+    }
+    json_object_object_add(result, "content", out);
+    return APR_SUCCESS;
+}
+
+/* One message's content blocks: checked, stripped, thinking dropped. Sets
+ * *kept to the number of blocks left. */
+static apr_status_t message_blocks(prov_messages_req_t *req, prov_error_t **err,
+                                   json_object *msg, json_object *content, const char *param,
+                                   size_t *kept, apr_pool_t *p)
+{
+    size_t i, n = json_object_array_length(content);
+    json_object *out = json_object_new_array();
+    apr_status_t rv;
+
+    for (i = 0; i < n; i++) {
+        json_object *b = json_object_array_get_idx(content, i);
+        const char *type = prov_json_get_str(b, "type");
+        const char *bp = apr_psprintf(p, "%s.content[%d]", param, (int)i);
+        json_object *v;
+
+        if (!type) {
+            json_object_put(out);
+            BAD(bp, "%s must be a block object with a 'type'", bp);
+        }
+        if (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking")) {
+            req->n_dropped++;
+            continue;
+        }
+        if (!strcmp(type, "image") || !strcmp(type, "document")) {
+            json_object_put(out);
+            BAD(bp, "%s: '%s' blocks are not supported by this service (text, tool_use "
+                "and tool_result blocks are)", bp, type);
+        }
+        json_object_object_del(b, "cache_control");
+        if (!strcmp(type, "text")) {
+            if (!(v = prov_json_get(b, "text", json_type_string))) {
+                json_object_put(out);
+                BAD(bp, "%s.text is required (a string)", bp);
+            }
+            req->prompt_bytes += (apr_size_t)json_object_get_string_len(v);
+        }
+        else if (!strcmp(type, "tool_use")) {
+            if (!prov_json_get_str(b, "id") || !prov_json_get_str(b, "name")) {
+                json_object_put(out);
+                BAD(bp, "%s: a tool_use block needs 'id' and 'name'", bp);
+            }
+            if (json_object_object_get_ex(b, "input", &v) && v)
+                req->prompt_bytes += strlen(json_object_to_json_string_ext(
+                    v, JSON_C_TO_STRING_PLAIN));
+        }
+        else if (!strcmp(type, "tool_result")) {
+            if (!prov_json_get_str(b, "tool_use_id")) {
+                json_object_put(out);
+                BAD(bp, "%s: a tool_result block needs 'tool_use_id'", bp);
+            }
+            if ((rv = tool_result_content(req, err, b, bp, p)) != APR_SUCCESS) {
+                json_object_put(out);
+                return rv;
+            }
+        }
+        json_object_array_add(out, json_object_get(b));
+    }
+    *kept = json_object_array_length(out);
+    json_object_object_add(msg, "content", out);
+    return APR_SUCCESS;
+}
+
+/* The text of a system prompt (string or text blocks) appended to buf. */
+static apr_status_t system_text(text_acc_t *acc, prov_error_t **err,
+                                json_object *v, const char *param, apr_pool_t *p)
+{
+    size_t i, n;
+    if (json_object_is_type(v, json_type_string)) {
+        acc->s = acc->s ? apr_pstrcat(p, acc->s, "\n\n", json_object_get_string(v), NULL)
+                        : apr_pstrdup(p, json_object_get_string(v));
+        return APR_SUCCESS;
+    }
+    if (!json_object_is_type(v, json_type_array))
+        BAD(param, "%s must be a string or an array of text blocks", param);
+    n = json_object_array_length(v);
+    for (i = 0; i < n; i++) {
+        json_object *b = json_object_array_get_idx(v, i);
+        const char *text = prov_json_get_str(b, "text");
+        if (!type_is(b, "text") || !text)
+            BAD(param, "%s[%d] must be a text block ({\"type\":\"text\",\"text\":...})",
+                param, (int)i);
+        acc->s = acc->s ? apr_pstrcat(p, acc->s, "\n\n", text, NULL) : apr_pstrdup(p, text);
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t check_system(prov_messages_req_t *req, prov_error_t **err,
+                                 json_object *root, const char *folded, apr_pool_t *p)
+{
+    json_object *sys = NULL;
+    int has = json_object_object_get_ex(root, "system", &sys) && sys;
+    size_t i, n;
+
+    if (has && json_object_is_type(sys, json_type_string)) {
+        req->prompt_bytes += (apr_size_t)json_object_get_string_len(sys);
+        if (folded)
+            json_object_object_add(root, "system", json_object_new_string(
+                apr_pstrcat(p, json_object_get_string(sys), "\n\n", folded, NULL)));
+    }
+    else if (has) {
+        text_acc_t acc = { NULL };
+        apr_status_t rv = system_text(&acc, err, sys, "system", p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        n = json_object_array_length(sys);
+        for (i = 0; i < n; i++) {
+            json_object *b = json_object_array_get_idx(sys, i);
+            json_object_object_del(b, "cache_control");
+            req->prompt_bytes += strlen(prov_json_get_str(b, "text"));
+        }
+        if (folded) {
+            json_object *b = json_object_new_object();
+            json_object_object_add(b, "type", json_object_new_string("text"));
+            json_object_object_add(b, "text", json_object_new_string(folded));
+            json_object_array_add(sys, b);
+        }
+    }
+    else if (folded) {
+        json_object_object_add(root, "system", json_object_new_string(folded));
+    }
+    if (folded)
+        req->prompt_bytes += strlen(folded);
+    return APR_SUCCESS;
+}
+
+static apr_status_t check_messages(prov_messages_req_t *req, prov_error_t **err,
+                                   json_object *root, json_object *msgs, apr_pool_t *p)
+{
+    size_t i, len = json_object_array_length(msgs);
+    json_object *out;
+    text_acc_t folded = { NULL };
+    apr_status_t rv;
+
+    if (len == 0)
+        BAD("messages", "'messages' must not be empty");
+    out = prov_json_own(json_object_new_array(), p);
+    for (i = 0; i < len; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        const char *role = prov_json_get_str(m, "role");
+        const char *param = apr_psprintf(p, "messages[%d]", (int)i);
+        json_object *content = NULL;
+        size_t kept = 1;
+
+        if (!json_object_is_type(m, json_type_object))
+            BAD(param, "%s must be an object with 'role' and 'content'", param);
+        if (!role || (strcmp(role, "user") && strcmp(role, "assistant")
+                      && strcmp(role, "system")))
+            BAD(apr_pstrcat(p, param, ".role", NULL),
+                "%s.role must be \"user\" or \"assistant\"", param);
+        if (!json_object_object_get_ex(m, "content", &content) || !content)
+            BAD(apr_pstrcat(p, param, ".content", NULL), "%s.content is required", param);
+        if (!strcmp(role, "system")) {
+            /* Folded into the system text; the gateway takes no system role. */
+            if ((rv = system_text(&folded, err, content,
+                                  apr_pstrcat(p, param, ".content", NULL), p)) != APR_SUCCESS)
+                return rv;
+            continue;
+        }
+        if (json_object_is_type(content, json_type_string))
+            req->prompt_bytes += (apr_size_t)json_object_get_string_len(content);
+        else if (json_object_is_type(content, json_type_array)) {
+            if ((rv = message_blocks(req, err, m, content, param, &kept, p)) != APR_SUCCESS)
+                return rv;
+        }
+        else
+            BAD(apr_pstrcat(p, param, ".content", NULL),
+                "%s.content must be a string or an array of content blocks", param);
+        /* A message that held nothing but thinking is left out. */
+        if (kept)
+            json_object_array_add(out, json_object_get(m));
+    }
+    if (json_object_array_length(out) == 0)
+        BAD("messages", "'messages' must hold at least one user or assistant message "
+            "with content");
+    req->n_messages = (int)json_object_array_length(out);
+    json_object_object_add(root, "messages", json_object_get(out));
+    return check_system(req, err, root, folded.s, p);
+}
+
+/* Tools pass as they are, without cache_control; they count as input. */
+static apr_status_t check_tools(prov_messages_req_t *req, prov_error_t **err,
+                                json_object *root, apr_pool_t *p)
+{
+    json_object *tools = NULL;
+    size_t i, n;
+    if (!json_object_object_get_ex(root, "tools", &tools) || !tools)
+        return APR_SUCCESS;
+    if (!json_object_is_type(tools, json_type_array))
+        BAD("tools", "'tools' must be an array of tool definitions");
+    n = json_object_array_length(tools);
+    for (i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(tools, i);
+        if (!json_object_is_type(t, json_type_object) || !prov_json_get_str(t, "name"))
+            BAD(apr_psprintf(p, "tools[%d]", (int)i), "tools[%d] needs a 'name'", (int)i);
+        json_object_object_del(t, "cache_control");
+    }
+    req->prompt_bytes += strlen(json_object_to_json_string_ext(tools, JSON_C_TO_STRING_PLAIN));
+    return APR_SUCCESS;
+}
+
+/* Context-management edits that clear thinking need thinking on upstream,
+ * and thinking is not forwarded. */
+static void drop_thinking_edits(json_object *root)
+{
+    json_object *cm = prov_json_get(root, "context_management", json_type_object);
+    json_object *edits = prov_json_get(cm, "edits", json_type_array), *out;
+    size_t i, n;
+    if (!edits)
+        return;
+    out = json_object_new_array();
+    n = json_object_array_length(edits);
+    for (i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(edits, i);
+        const char *type = prov_json_get_str(e, "type");
+        if (!type || strncmp(type, "clear_thinking", 14))
+            json_object_array_add(out, json_object_get(e));
+    }
+    if (json_object_array_length(out) == 0) {
+        json_object_put(out);
+        json_object_object_del(root, "context_management");
+    }
+    else {
+        json_object_object_add(cm, "edits", out);
+    }
+}
+
+apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
+                                 const char *body, apr_size_t len, int count_tokens,
+                                 apr_pool_t *p)
+{
+    const char *perr = NULL;
+    json_object *root = prov_json_parse(body, len, &perr, p);
+    json_object *v = NULL, *msgs;
+    prov_messages_req_t *req;
+    apr_status_t rv;
+
+    if (!root)
+        BAD(NULL, "The request body is not valid JSON: %s", perr);
+    if (!json_object_is_type(root, json_type_object))
+        BAD(NULL, "The request body must be a JSON object");
+    req = apr_pcalloc(p, sizeof(*req));
+    req->body = root;
+    req->max_tokens = -1;
+
+    req->model = prov_json_get_str(root, "model");
+    if (!req->model || !*req->model)
+        BAD("model", "'model' is required (a public model id from GET /v1/models)");
+    if (!count_tokens) {
+        if (!json_object_object_get_ex(root, "max_tokens", &v) || !v)
+            BAD("max_tokens", "'max_tokens' is required (a positive integer)");
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
+            BAD("max_tokens", "'max_tokens' must be a positive integer");
+        req->max_tokens = json_object_get_int64(v);
+        if (json_object_object_get_ex(root, "stream", &v) && v) {
+            if (!json_object_is_type(v, json_type_boolean))
+                BAD("stream", "'stream' must be true or false");
+            req->stream = json_object_get_boolean(v);
+        }
+    }
+    msgs = prov_json_get(root, "messages", json_type_array);
+    if (!msgs)
+        BAD("messages", "'messages' is required (an array of {role, content})");
+    if ((rv = check_messages(req, err, root, msgs, p)) != APR_SUCCESS
+        || (rv = check_tools(req, err, root, p)) != APR_SUCCESS)
+        return rv;
+    json_object_object_del(root, "thinking");
+    json_object_object_del(root, "cache_control");
+    drop_thinking_edits(root);
+    if (count_tokens) {
+        const char *const *f;
+        for (f = not_counted; *f; f++)
+            json_object_object_del(root, *f);
+    }
+    *preq = req;
+    *err = NULL;
+    return APR_SUCCESS;
+}
+
+const char *prov_messages_upstream_body(const prov_messages_req_t *req,
+                                        const char *upstream_id, apr_pool_t *p)
+{
+    json_object_object_add(req->body, "model", json_object_new_string(upstream_id));
+    return prov_json_dump(req->body, p);
+}
+
+apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req)
+{
+    /* About four bytes a token, plus the framing of each message. */
+    return (apr_int64_t)(req->prompt_bytes / 4) + 4 * (apr_int64_t)req->n_messages + 8;
+}
+
+static apr_int64_t count_at(json_object *usage, const char *name)
+{
+    json_object *v = prov_json_get(usage, name, json_type_int);
+    apr_int64_t n = v ? json_object_get_int64(v) : 0;
+    return n > 0 ? n : 0;
+}
+
+apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage)
+{
+    if (!usage || !json_object_is_type(usage, json_type_object))
+        return APR_EINVAL;
+    t->cache = count_at(usage, "cache_read_input_tokens");
+    t->input = count_at(usage, "input_tokens") + count_at(usage, "cache_creation_input_tokens");
+    t->output = count_at(usage, "output_tokens");
+    t->reasoning = 0;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
+                                       const char *body, apr_size_t len, apr_pool_t *p)
+{
+    const char *perr = NULL;
+    json_object *root = prov_json_parse(body, len, &perr, p);
+    if (!root || !type_is(root, "message") || !prov_json_get(root, "content", json_type_array))
+        return APR_EINVAL;
+    *answer = root;
+    return prov_messages_tokens(t, prov_json_get(root, "usage", json_type_object))
+           == APR_SUCCESS ? APR_SUCCESS : APR_ENOENT;
+}
+
+const char *prov_messages_render(json_object *answer, const char *public_id,
+                                 prov_micro_t charge, apr_pool_t *p)
+{
+    json_object *usage = prov_json_get(answer, "usage", json_type_object);
+    json_object_object_add(answer, "model", json_object_new_string(public_id));
+    if (!usage) {
+        usage = json_object_new_object();
+        json_object_object_add(answer, "usage", usage);
+    }
+    json_object_object_add(usage, "credits", prov_json_credits(charge));
+    return prov_json_dump(answer, p);
+}
+
+/* ---- streaming relay ------------------------------------------------------- */
+
+struct prov_messages_stream_t {
+    const char *public_id;
+    prov_rates_t rates;
+    prov_messages_emit_cb *emit;
+    void *baton;
+    prov_sse_parser_t *parser;
+    apr_pool_t *scratch;        /* cleared after each feed */
+    int events, complete, failed, has_usage;
+    apr_int64_t input, creation, cache_read, output;
+};
+
+/* Later events override the counts that they repeat. */
+static void take_usage(prov_messages_stream_t *s, json_object *usage)
+{
+    json_object *v;
+    if (!usage || !json_object_is_type(usage, json_type_object))
+        return;
+    s->has_usage = 1;
+    if ((v = prov_json_get(usage, "input_tokens", json_type_int)))
+        s->input = json_object_get_int64(v);
+    if ((v = prov_json_get(usage, "cache_creation_input_tokens", json_type_int)))
+        s->creation = json_object_get_int64(v);
+    if ((v = prov_json_get(usage, "cache_read_input_tokens", json_type_int)))
+        s->cache_read = json_object_get_int64(v);
+    if ((v = prov_json_get(usage, "output_tokens", json_type_int)))
+        s->output = json_object_get_int64(v);
+}
+
+int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t)
+{
+    t->input = (s->input > 0 ? s->input : 0) + (s->creation > 0 ? s->creation : 0);
+    t->cache = s->cache_read > 0 ? s->cache_read : 0;
+    t->output = s->output > 0 ? s->output : 0;
+    t->reasoning = 0;
+    return s->has_usage;
+}
+
+static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
+{
+    prov_messages_stream_t *s = baton;
+    const char *out = NULL, *perr = NULL;
+    json_object *ev = NULL, *usage;
+
+    if (!strcmp(name, "message_start") || !strcmp(name, "message_delta")) {
+        ev = prov_json_parse(data, len, &perr, s->scratch);
+    }
+    if (ev && !strcmp(name, "message_start")) {
+        json_object *msg = prov_json_get(ev, "message", json_type_object);
+        if (msg) {
+            take_usage(s, prov_json_get(msg, "usage", json_type_object));
+            json_object_object_add(msg, "model", json_object_new_string(s->public_id));
+        }
+        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
+    }
+    else if (ev) {
+        prov_tokens_t t;
+        usage = prov_json_get(ev, "usage", json_type_object);
+        take_usage(s, usage);
+        prov_messages_stream_tokens(s, &t);
+        if (!usage) {
+            usage = json_object_new_object();
+            json_object_object_add(ev, "usage", usage);
+        }
+        /* Headers are long gone: the charge travels in the last usage. */
+        json_object_object_add(usage, "credits",
+                               prov_json_credits(prov_money_charge(&s->rates, &t)));
+        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
+    }
+    else {
+        out = prov_sse_encode(name, data, s->scratch);
+    }
+    if (!strcmp(name, "message_stop"))
+        s->complete = 1;
+    else if (!strcmp(name, "error"))
+        s->failed = 1;
+    s->events++;
+    return s->emit(s->baton, out, strlen(out));
+}
+
+prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
+                                                    const prov_rates_t *effective,
+                                                    prov_messages_emit_cb *emit, void *baton,
+                                                    apr_pool_t *p)
+{
+    prov_messages_stream_t *s = apr_pcalloc(p, sizeof(*s));
+    s->public_id = apr_pstrdup(p, public_id);
+    s->rates = *effective;
+    s->emit = emit;
+    s->baton = baton;
+    apr_pool_create(&s->scratch, p);
+    s->parser = prov_sse_parser_create(on_event, s, 4 * 1024 * 1024, p);
+    return s;
+}
+
+apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *buf,
+                                       apr_size_t len)
+{
+    apr_status_t rv = prov_sse_feed(s->parser, buf, len);
+    apr_pool_clear(s->scratch);
+    return rv;
+}
+
+int prov_messages_stream_events(const prov_messages_stream_t *s)
+{
+    return s->events;
+}
+
+int prov_messages_stream_complete(const prov_messages_stream_t *s)
+{
+    return s->complete;
+}
+
+int prov_messages_stream_failed(const prov_messages_stream_t *s)
+{
+    return s->failed;
+}
+
+const char *prov_messages_ping_event(void)
+{
+    return "event: ping\ndata: {\"type\":\"ping\"}\n\n";
+}
+
+const char *prov_messages_error_event(const prov_error_t *e, apr_pool_t *p)
+{
+    return prov_sse_encode("error", prov_error_anthropic_json(e, p), p);
+}

@@ -13,7 +13,7 @@
 #include "prov_common.h"
 #include "prov_error.h"
 #include "prov_json.h"
-#include "prov_models.h"
+#include "prov_money.h"
 
 /* The version the gateway is always called with: later date versions that
  * clients send are served with its semantics. */

@@ -11,6 +11,21 @@
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning"
+#define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
+#define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
+                   "s.until_at, s.cancelled_at"
+/* The usage report's columns and filter (user, key, model: 0 = any; since
+ * inclusive, until exclusive: 0 = unbounded). Settled rows only: a
+ * reservation still in flight is not usage yet. */
+#define USAGE_SUMS "COUNT(*), COALESCE(SUM(l.input_tokens), 0), " \
+                   "COALESCE(SUM(l.output_tokens), 0), COALESCE(SUM(l.cache_tokens), 0), " \
+                   "COALESCE(SUM(l.reasoning_tokens), 0), COALESCE(SUM(l.credits), 0)"
+#define USAGE_WHERE "WHERE l.status <> 'reserved' " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.model_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
 
 static const prov_stmt_def_t statements[] = {
     /* users and balance. Integer parameters are %lld / %d: the values are
@@ -71,29 +86,89 @@ static const prov_stmt_def_t statements[] = {
       "UPDATE models SET rate_input = %lld, rate_output = %lld, rate_cache = %lld, "
       "rate_reasoning = %lld, updated_at = %lld WHERE public_id = %s" },
 
-    /* billing: reserve, settle, release (prov_billing.c) */
-    { "bill_key_window",
-      "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
-      "WHERE scope = 'key' AND scope_id = %lld AND bucket > %lld" },
-    { "bill_hold_balance",
-      "UPDATE users SET balance = balance - %lld "
-      "WHERE id = %lld AND blocked = 0 AND balance >= %lld" },
-    { "bill_adjust_balance", "UPDATE users SET balance = balance + %lld WHERE id = %lld" },
+    /* plans and subscriptions (prov_plans.c) */
+    { "plan_add",
+      "INSERT INTO plans (name, quota_5h, quota_7d, created_at) VALUES (%s, %lld, %lld, %lld) "
+      "RETURNING id" },
+    { "plan_by_id",   "SELECT " PLAN_COLS " FROM plans WHERE id = %lld" },
+    { "plan_by_name", "SELECT " PLAN_COLS " FROM plans WHERE name = %s" },
+    { "plan_list",    "SELECT " PLAN_COLS " FROM plans ORDER BY name" },
+    /* args: quota_5h, quota_7d (NULL = keep), id */
+    { "plan_set",
+      "UPDATE plans SET quota_5h = COALESCE(%lld, quota_5h), "
+      "quota_7d = COALESCE(%lld, quota_7d) WHERE id = %lld" },
+    { "sub_add",
+      "INSERT INTO subscriptions (user_id, plan_id, starts_at, until_at) "
+      "VALUES (%lld, %lld, %lld, %lld) RETURNING id" },
+    /* args: user id, now, now. The newest one wins should two overlap. */
+    { "sub_active",
+      "SELECT " SUB_COLS " FROM subscriptions s JOIN plans p ON p.id = s.plan_id "
+      "WHERE s.user_id = %lld AND s.starts_at <= %lld AND s.cancelled_at IS NULL "
+      "AND (s.until_at IS NULL OR s.until_at > %lld) "
+      "ORDER BY s.starts_at DESC, s.id DESC LIMIT 1" },
+    /* args: cancelled_at, user id, now, now: ends every subscription active now */
+    { "sub_cancel",
+      "UPDATE subscriptions SET cancelled_at = %lld WHERE user_id = %lld "
+      "AND starts_at <= %lld AND cancelled_at IS NULL "
+      "AND (until_at IS NULL OR until_at > %lld)" },
+
+    /* usage reports from the ledger (prov_usage.c); args: USAGE_WHERE's ten */
+    { "usage_total", "SELECT " USAGE_SUMS " FROM ledger l " USAGE_WHERE },
+    { "usage_by_day",
+      "SELECT l.created_at / 86400 * 86400, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
+      "GROUP BY l.created_at / 86400 * 86400 ORDER BY 1" },
+    { "usage_by_key",
+      "SELECT l.key_id, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
+      "GROUP BY l.key_id ORDER BY l.key_id" },
+    { "usage_by_model",
+      "SELECT COALESCE(m.public_id, CAST(l.model_id AS TEXT)), " USAGE_SUMS " FROM ledger l "
+      "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
+      "GROUP BY l.model_id, m.public_id ORDER BY 1" },
+
+    /* billing: the batch engine (prov_billing_batch.c). An account's row is
+     * locked first in every billing transaction (SQLite's BEGIN IMMEDIATE
+     * already holds the whole database), so that two processes or nodes
+     * cannot both pass a check that only one of them fits. */
+    { "bill_account",
+      "SELECT balance, blocked FROM users WHERE id = %lld",
+      "SELECT balance, blocked FROM users WHERE id = %lld FOR UPDATE" },
+    /* args: user, now, now: the subscription active now with its quotas */
+    { "bill_subscription",
+      "SELECT p.quota_5h, p.quota_7d, p.name, s.until_at FROM subscriptions s "
+      "JOIN plans p ON p.id = s.plan_id WHERE s.user_id = %lld AND s.starts_at <= %lld "
+      "AND s.cancelled_at IS NULL AND (s.until_at IS NULL OR s.until_at > %lld) "
+      "ORDER BY s.starts_at DESC LIMIT 1" },
+    /* args: scope, id, first bucket still in the window: oldest first */
+    { "bill_buckets",
+      "SELECT bucket, credits, plan_credits FROM usage_buckets "
+      "WHERE scope = %s AND scope_id = %lld AND bucket >= %lld ORDER BY bucket" },
+    { "bill_balance_add", "UPDATE users SET balance = balance + %lld WHERE id = %lld" },
     { "bill_bucket_add",
       "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests) "
-      "VALUES (%s, %lld, %lld, %lld, 0, %lld) ON CONFLICT (scope, scope_id, bucket) DO UPDATE "
-      "SET credits = usage_buckets.credits + excluded.credits, "
+      "VALUES (%s, %lld, %lld, %lld, %lld, %lld) ON CONFLICT (scope, scope_id, bucket) "
+      "DO UPDATE SET credits = usage_buckets.credits + excluded.credits, "
+      "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
       "requests = usage_buckets.requests + excluded.requests" },
     { "bill_ledger_reserve",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, reserved, "
-      "source, status, created_at) "
-      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 'balance', 'reserved', %lld)" },
+      "plan_credits, source, status, created_at) "
+      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 0, %s, 'reserved', %lld)" },
     { "bill_ledger_settle",
       "UPDATE ledger SET input_tokens = %lld, output_tokens = %lld, cache_tokens = %lld, "
-      "reasoning_tokens = %lld, credits = %lld, status = %s, settled_at = %lld "
-      "WHERE request_id = %s AND status = 'reserved'" },
+      "reasoning_tokens = %lld, credits = %lld, "
+      "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
+      "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'reserved'" },
+    /* arg: older than: holds whose worker never came back, a batch at a time */
+    { "bill_stale_holds",
+      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
+      "WHERE status = 'reserved' AND created_at < %lld ORDER BY created_at LIMIT 100" },
+    { "user_by_id_balance", "SELECT balance FROM users WHERE id = %lld" },
+    /* args: user: what requests in flight hold of the balance */
+    { "bill_held",
+      "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
+      "WHERE user_id = %lld AND status = 'reserved' AND source = 'balance'" },
 
-    { NULL, NULL }
+    { NULL, NULL, NULL }
 };
 
 const prov_stmt_def_t *prov_store_statements(void)

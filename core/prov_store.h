@@ -20,7 +20,9 @@ typedef enum {
 
 typedef struct prov_stmt_def_t {
     const char *label;
-    const char *sql;    /* apr_dbd placeholders: %s (every argument is a string) */
+    const char *sql;    /* apr_dbd placeholders (%s text, %lld / %d integers);
+                         * every argument is passed as a string */
+    const char *pgsql;  /* PostgreSQL's own text when it differs, else NULL */
 } prov_stmt_def_t;
 
 typedef struct prov_store_t {

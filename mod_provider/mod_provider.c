@@ -16,6 +16,7 @@
 #define DEFAULT_MODELS_TTL      30
 #define DEFAULT_MESSAGES_FAMILY "anthropic"
 #define DEFAULT_MAX_TOKENS      4096
+#define DEFAULT_PING_INTERVAL   10
 
 static server_rec *log_server;
 
@@ -35,6 +36,7 @@ static void *create_srv_conf(apr_pool_t *p, server_rec *s)
     c->max_body = PROVIDER_UNSET;
     c->models_ttl = PROVIDER_UNSET;
     c->default_max_tokens = PROVIDER_UNSET;
+    c->ping_interval = PROVIDER_UNSET;
     return c;
 }
 
@@ -54,6 +56,7 @@ static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(models_ttl);
     MERGE_PTR(messages_family);
     MERGE_NUM(default_max_tokens);
+    MERGE_NUM(ping_interval);
     return c;
 }
 
@@ -94,6 +97,12 @@ static const char *set_token_file(cmd_parms *cmd, void *dc, const char *v)
     return NULL;
 }
 
+static const char *set_clock_file(cmd_parms *cmd, void *dc, const char *v)
+{
+    cmd_conf(cmd)->clock_file = ap_server_root_relative(cmd->pool, v);
+    return NULL;
+}
+
 #define OFF(f) ((void *)APR_OFFSETOF(provider_srv_conf, f))
 
 static const command_rec provider_cmds[] = {
@@ -116,6 +125,15 @@ static const command_rec provider_cmds[] = {
     AP_INIT_TAKE1("ProviderDefaultMaxTokens", set_int, OFF(default_max_tokens), RSRC_CONF,
                   "Output tokens assumed for the cost estimate when a request sets none "
                   "(default 4096)"),
+    AP_INIT_TAKE1("ProviderStreamPingInterval", set_int, OFF(ping_interval), RSRC_CONF,
+                  "Seconds of gateway silence after which a stream gets a keep-alive "
+                  "event (default 10)"),
+    AP_INIT_TAKE1("ProviderHoldTimeout", set_int, OFF(hold_timeout), RSRC_CONF,
+                  "Seconds after which a reservation that was never settled (its worker "
+                  "died) is released (default 3600)"),
+    AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
+                  "Tests only: a file holding the time (epoch seconds) the module uses as "
+                  "now"),
     { NULL }
 };
 
@@ -127,6 +145,8 @@ static void apply_defaults(provider_srv_conf *c)
     if (c->models_ttl == PROVIDER_UNSET) c->models_ttl = DEFAULT_MODELS_TTL;
     if (!c->messages_family) c->messages_family = DEFAULT_MESSAGES_FAMILY;
     if (c->default_max_tokens == PROVIDER_UNSET) c->default_max_tokens = DEFAULT_MAX_TOKENS;
+    if (c->hold_timeout == PROVIDER_UNSET) c->hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
+    if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
 }
 
 /* ---- start-up ---------------------------------------------------------------- */
@@ -160,6 +180,7 @@ static apr_status_t read_token(const char **token, const char *path, apr_pool_t 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
     server_rec *vs;
+    int configured = 0;
     log_server = s;
     prov_log_set(log_bridge, NULL, PROV_LOG_DEBUG);
     if (prov_gateway_global_init() != APR_SUCCESS) {
@@ -187,6 +208,16 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
             ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "PROV00003: cannot read "
                          "ProviderGatewayTokenFile %s", c->token_file);
             return HTTP_INTERNAL_SERVER_ERROR;
+        }
+        /* The engine and the clock are per process: the first enabled server's
+         * settings apply (documented in provider.conf). */
+        if (!configured++) {
+            prov_billing_configure(c->hold_timeout);
+            prov_clock_set_file(c->clock_file);
+            if (c->clock_file)
+                ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00007: "
+                             "ProviderClockFile is set: time comes from %s (tests only)",
+                             c->clock_file);
         }
         rv = prov_gateway_create(&c->gateway, c->gateway_url, token,
                                  (long)c->connect_timeout * 1000, (long)c->gateway_timeout * 1000,

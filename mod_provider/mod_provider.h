@@ -53,6 +53,9 @@ typedef struct provider_srv_conf {
     apr_int64_t models_ttl;         /* seconds */
     const char *messages_family;
     apr_int64_t default_max_tokens;
+    apr_int64_t hold_timeout;       /* seconds */
+    const char *clock_file;         /* tests only */
+    apr_int64_t ping_interval;      /* seconds between keep-alive events of a silent stream */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;

@@ -63,6 +63,11 @@ int provider_send_error(request_rec *r, provider_family_e family, const prov_err
                      : prov_error_openai_json(e, r->pool);
     if (e->retry_after > 0)
         apr_table_setn(r->err_headers_out, "Retry-After", prov_i64(e->retry_after, r->pool));
+    /* The SDKs retry every 429 unless told not to: a spent budget or plan
+     * window does not come back in a few seconds. */
+    if (e->code == PROV_E_KEY_BUDGET_EXCEEDED || e->code == PROV_E_QUOTA_EXCEEDED
+        || e->code == PROV_E_INSUFFICIENT_CREDITS)
+        apr_table_setn(r->err_headers_out, "x-should-retry", "false");
     apr_table_setn(r->notes, "provider-error", info->code);
     return provider_send_json(r, info->status, body);
 }

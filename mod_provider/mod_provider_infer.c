@@ -110,6 +110,32 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
     return PROVIDER_GO;
 }
 
+/* The billing engine asks for a connection only when this request's thread
+ * leads a batch: the others wait without holding one. */
+static apr_status_t source_open(prov_store_t **s, void *baton, apr_pool_t *p)
+{
+    provider_infer_t *in = baton;
+    prov_error_t *err = NULL;
+    (void)p;
+    *s = provider_db_open(in->r, &err);
+    return *s ? APR_SUCCESS : APR_EGENERAL;
+}
+
+static void source_close(prov_store_t *s, void *baton)
+{
+    provider_infer_t *in = baton;
+    provider_db_close(in->r, s);
+}
+
+static const prov_store_source_t *source(provider_infer_t *in)
+{
+    prov_store_source_t *src = apr_pcalloc(in->r->pool, sizeof(*src));
+    src->open = source_open;
+    src->close = source_close;
+    src->baton = in;
+    return src;
+}
+
 int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
                            apr_int64_t max_output)
 {
@@ -119,9 +145,9 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
     if (max_output <= 0)
         max_output = in->conf->default_max_tokens;
     in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
-    rv = prov_billing_reserve(&in->res, &err, in->store, in->auth, in->model->id, in->transport,
-                              in->request_id, in->hold, prov_now(), in->r->pool);
     provider_infer_close(in);
+    rv = prov_billing_reserve(&in->res, &err, source(in), in->auth, in->model->id,
+                              in->transport, in->request_id, in->hold, prov_now(), in->r->pool);
     if (rv != APR_SUCCESS)
         return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
                     "The service's database is busy; try again later.");
@@ -143,18 +169,12 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
                    const char *status)
 {
     request_rec *r = in->r;
-    prov_error_t *err = NULL;
-    prov_store_t *store;
-    apr_status_t rv = APR_EGENERAL;
+    apr_status_t rv;
 
     if (!in->res || in->res->settled)
         return;
-    store = provider_db_open(r, &err);
-    if (store) {
-        rv = t ? prov_billing_settle(store, in->res, t, charge, status, prov_now(), r->pool)
-               : prov_billing_release(store, in->res, status, prov_now(), r->pool);
-        provider_db_close(r, store);
-    }
+    rv = t ? prov_billing_settle(source(in), in->res, t, charge, status, prov_now(), r->pool)
+           : prov_billing_release(source(in), in->res, status, prov_now(), r->pool);
     if (rv != APR_SUCCESS && rv != APR_EINCOMPLETE)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
                       "%s; its hold of %s credits stays reserved", in->request_id,

@@ -4,6 +4,11 @@
 # built-in test runner, one file at a time (each file starts its own apache2,
 # mock gateway and database). Exit 0 when all pass, 1 otherwise; it never
 # skips (exit 77): a missing prerequisite is a failure.
+#
+# PROVIDER_TEST_PGSQL=1: the same files on PostgreSQL. One throwaway cluster
+# (lib/pg.js: initdb + pg_ctl on a free loopback port, socket in a temp dir)
+# serves the whole run, each stack gets a fresh database in it, and the
+# cluster is stopped (and checked gone) when the run ends, however it ends.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,17 +28,46 @@ for f in mod_provider/.libs/mod_provider.so cli/providerctl tests/mockgw/mockgw;
   [ -e "$builddir/$f" ] || fail "$builddir/$f is missing: build first (make)"
 done
 
+pgdir=""
+if [ "${PROVIDER_TEST_PGSQL:-}" = 1 ]; then
+  command -v psql >/dev/null 2>&1 || fail "psql is not installed (Debian's postgresql package)"
+  pgbin=${PROV_PG_BIN:-/usr/lib/postgresql/15/bin}
+  [ -x "$pgbin/initdb" ] || fail "$pgbin/initdb not found (Debian's postgresql package)"
+  pgdir=$(mktemp -d "${TMPDIR:-/tmp}/prov-pg-run-XXXXXX") || fail "mktemp failed"
+  stop_pg() {
+    if [ -n "$pgdir" ]; then
+      d=$pgdir; pgdir=""
+      node "$here/lib/pg.js" stop "$d" || {
+        echo "tests/integration/run.sh: stopping PostgreSQL failed (see above)" >&2
+        return 1
+      }
+    fi
+    return 0
+  }
+  trap 'stop_pg' EXIT
+  trap 'stop_pg; exit 130' INT
+  trap 'stop_pg; exit 143' TERM
+  vars=$(node "$here/lib/pg.js" start "$pgdir") || fail "could not start a PostgreSQL cluster"
+  eval "$vars"
+  export PROV_PG_HOST PROV_PG_PORT
+  echo "tests/integration/run.sh: PostgreSQL mode: cluster on port $PROV_PG_PORT, socket in $PROV_PG_HOST"
+fi
+
 # Options this node knows (18 lacks --test-concurrency; files then run one at
 # a time only if we run them one by one).
 flags=""
 if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="$flags --test-reporter=spec"
 fi
-if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
-  exec node --test $flags --test-concurrency=1 "$here"/*.test.js
-fi
 status=0
-for f in "$here"/*.test.js; do
-  node --test $flags "$f" || status=1
-done
+if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
+  node --test $flags --test-concurrency=1 "$here"/*.test.js || status=1
+else
+  for f in "$here"/*.test.js; do
+    node --test $flags "$f" || status=1
+  done
+fi
+if [ -n "$pgdir" ]; then
+  stop_pg || status=1
+fi
 exit $status

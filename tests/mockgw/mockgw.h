@@ -103,7 +103,8 @@ typedef enum {
     MGW_FAULT_RESET,
     MGW_FAULT_CUT,
     MGW_FAULT_MALFORMED,
-    MGW_FAULT_OVERFLOW
+    MGW_FAULT_OVERFLOW,
+    MGW_FAULT_404
 } mgw_fault_kind_t;
 
 typedef struct {

@@ -46,8 +46,26 @@ static json_object *first_tool_result(json_object *content)
     return NULL;
 }
 
+/* Returns the tool named on a "TOOL: <name>" line of text, if tools has it. */
+static const char *named_tool(json_object *tools, const char *text)
+{
+    const char *line = strstr(text, "TOOL: ");
+    size_t n = json_object_array_length(tools), len;
+
+    if (!line)
+        return NULL;
+    line += 6;
+    len = strcspn(line, " \t\r\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *name = mgw_json_str(json_object_array_get_idx(tools, i), "name");
+        if (name && strlen(name) == len && strncmp(name, line, len) == 0)
+            return name;
+    }
+    return NULL;
+}
+
 /* Returns the name of the tool to use, or NULL for a text answer. */
-static const char *pick_tool(json_object *body)
+static const char *pick_tool(json_object *body, const char *text)
 {
     json_object *tools = mgw_json_get(body, "tools", json_type_array);
     json_object *choice = mgw_json_get(body, "tool_choice", json_type_object);
@@ -56,6 +74,8 @@ static const char *pick_tool(json_object *body)
     if (!tools || json_object_array_length(tools) == 0 || is_type(choice, "none"))
         return NULL;
     if (is_type(choice, "tool") && (name = mgw_json_str(choice, "name")))
+        return name;
+    if ((name = named_tool(tools, text)) != NULL)
         return name;
     return mgw_json_str(json_object_array_get_idx(tools, 0), "name");
 }
@@ -98,7 +118,7 @@ static void plan(msg_reply_t *p, json_object *body, json_object *messages,
         mgw_reply_text(&p->out, "tool said: ", t.p ? t.p : "", t.len);
     } else {
         mgw_content_text(content, &t);
-        p->tool_name = pick_tool(body);
+        p->tool_name = pick_tool(body, t.p ? t.p : "");
         if (p->tool_name) {
             p->input = mgw_args_from_text(t.p ? t.p : "");
             if (!p->input || !json_object_is_type(p->input, json_type_object)) {

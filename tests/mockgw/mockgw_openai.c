@@ -3,8 +3,8 @@
  * Chat Completions).
  *
  * Owns the deterministic answer of the chat transport: which reply to give
- * (echo of the last user message, a call of the first tool, or an echo of the
- * last tool result), the usage arithmetic (prompt = 10 + content bytes / 4,
+ * (echo of the last user message, a call of the first tool or of the tool a
+ * "TOOL: name" line names, or an echo of the last tool result), the usage arithmetic (prompt = 10 + content bytes / 4,
  * completion = 20 capped by max_tokens / max_completion_tokens, overrides
  * applied), and the two encodings: one chat.completion object, or the
  * chat.completion.chunk SSE stream ending with "data: [DONE]".
@@ -25,8 +25,45 @@ typedef struct {
     long prompt, completion, cached, reasoning;
 } chat_reply_t;
 
+/* The tool a "TOOL: <name>" line of the last user text asks for: the name
+ * of that tool in tools (its storage), "" for "TOOL: none", NULL when the
+ * text has no such line or names no tool in the list. */
+static const char *tool_from_text(json_object *tools, const char *text)
+{
+    const char *line = text;
+
+    while (line && *line) {
+        const char *p = line, *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line), n;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if ((size_t)(p - line) + 5 <= len && strncmp(p, "TOOL:", 5) == 0) {
+            p += 5;
+            while (*p == ' ')
+                p++;
+            n = len - (size_t)(p - line);
+            while (n && (p[n - 1] == ' ' || p[n - 1] == '\r'))
+                n--;
+            if (n == 4 && strncmp(p, "none", 4) == 0)
+                return "";
+            for (size_t i = 0; i < json_object_array_length(tools); i++) {
+                json_object *t = json_object_array_get_idx(tools, i);
+                const char *name = mgw_json_str(mgw_json_get(t, "function", json_type_object),
+                                                "name");
+                if (!name)
+                    name = mgw_json_str(t, "name");
+                if (name && strlen(name) == n && strncmp(name, p, n) == 0)
+                    return name;
+            }
+            return NULL;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
 /* Returns the name of the tool to call, or NULL for a text answer. */
-static const char *pick_tool(json_object *body)
+static const char *pick_tool(json_object *body, const char *text)
 {
     json_object *tools = mgw_json_get(body, "tools", json_type_array);
     json_object *choice, *first;
@@ -43,6 +80,8 @@ static const char *pick_tool(json_object *body)
         if (name)
             return name;
     }
+    if ((name = tool_from_text(tools, text)))
+        return *name ? name : NULL;
     first = json_object_array_get_idx(tools, 0);
     name = mgw_json_str(mgw_json_get(first, "function", json_type_object), "name");
     return name ? name : mgw_json_str(first, "name");
@@ -91,7 +130,7 @@ static void plan(chat_reply_t *p, json_object *body, json_object *messages,
         mgw_buf_t t = { 0 };
         if (last_user && json_object_object_get_ex(last_user, "content", &content))
             mgw_content_text(content, &t);
-        p->tool_name = pick_tool(body);
+        p->tool_name = pick_tool(body, t.p ? t.p : "");
         if (p->tool_name) {
             json_object *args = mgw_args_from_text(t.p ? t.p : "");
             if (args)

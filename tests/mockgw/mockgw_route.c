@@ -217,6 +217,10 @@ static int answer_faults(mgw_ctx_t *x, mgw_family_t fam, int *ret)
         *ret = family_error(x, fam, 429, "rate_limit_error", "rate_limit_exceeded",
                             "mock gateway rate limit", "Retry-After: 1\r\n");
         return 1;
+    case MGW_FAULT_404:
+        *ret = family_error(x, fam, 404, an ? "not_found_error" : "invalid_request_error",
+                            "not_found", "mock gateway: no such endpoint", NULL);
+        return 1;
     case MGW_FAULT_OVERFLOW:
         *ret = family_error(x, fam, 400, "invalid_request_error",
                             "context_length_exceeded",

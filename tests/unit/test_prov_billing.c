@@ -1,15 +1,20 @@
-/* test_prov_billing.c: unit tests of reserve / settle / release: holds taken
- * from the balance, the key's rolling weekly budget, refusals that leave
- * nothing behind, exact settlement, no double settlement, windows that roll
- * with the settable clock. */
+/* test_prov_billing.c: unit tests of the spend engine: holds taken from the
+ * balance, the key's rolling weekly budget with an exact Retry-After, plan
+ * windows used before the balance and rolling back as usage leaves them,
+ * refusals that leave nothing behind, exact settlement that happens once,
+ * expired holds released once, a batch of many operations as strict as
+ * one at a time, and the account status. */
+#include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
-#include "prov_billing.h"
+#include "prov_billing_int.h"
 #include "prov_models.h"
+#include "prov_plans.h"
 
 typedef struct fixture_t {
     apr_pool_t *p;
     prov_store_t *s;
+    prov_store_source_t *src;
     prov_user_t *u;
     prov_apikey_t *k;
     prov_model_t *m;
@@ -17,10 +22,14 @@ typedef struct fixture_t {
     const char *secret;
 } fixture_t;
 
+#define C PROV_MICRO_PER_CREDIT
+#define T0 APR_INT64_C(1700000000)   /* a multiple of 3600 plus 800 s */
+
 static void setup(fixture_t *f, prov_micro_t balance, int has_budget, prov_micro_t budget)
 {
     apr_pool_create(&f->p, prov_test_pool());
     f->s = prov_test_store(f->p);
+    f->src = prov_store_source_fixed(f->s, f->p);
     CU_ASSERT_EQUAL_FATAL(prov_user_add(&f->u, f->s, "bill@example.com", NULL, f->p),
                           APR_SUCCESS);
     if (balance)
@@ -33,6 +42,15 @@ static void setup(fixture_t *f, prov_micro_t balance, int has_budget, prov_micro
     CU_ASSERT_EQUAL_FATAL(prov_auth_lookup(&f->auth, f->s, f->secret, f->p), APR_SUCCESS);
 }
 
+static void with_plan(fixture_t *f, prov_micro_t q5, prov_micro_t q7, apr_int64_t now)
+{
+    prov_plan_t *plan = NULL;
+    prov_subscription_t *sub = NULL;
+    CU_ASSERT_EQUAL_FATAL(prov_plan_add(&plan, f->s, "pro", q5, q7, f->p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_subscription_set(&sub, f->s, f->u->id, plan->id, 0, now, f->p),
+                          APR_SUCCESS);
+}
+
 static prov_micro_t balance_of(fixture_t *f)
 {
     prov_user_t *u = NULL;
@@ -40,121 +58,253 @@ static prov_micro_t balance_of(fixture_t *f)
     return u->balance;
 }
 
-static void refresh_auth(fixture_t *f)
+static prov_reservation_t *reserve(fixture_t *f, const char *id, prov_micro_t hold,
+                                   apr_int64_t now, prov_error_t **err)
 {
-    CU_ASSERT_EQUAL_FATAL(prov_auth_lookup(&f->auth, f->s, f->secret, f->p), APR_SUCCESS);
+    prov_reservation_t *r = NULL;
+    prov_error_t *e = NULL;
+    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &e, f->src, f->auth, f->m->id, "chat", id, hold,
+                                         now, f->p), APR_SUCCESS);
+    if (err)
+        *err = e;
+    return r;
+}
+
+static apr_int64_t count_status(fixture_t *f, const char *status)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_int64_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(f->s->driver, f->p, f->s->handle, &res,
+        apr_psprintf(f->p, "SELECT COUNT(*) FROM ledger WHERE status = '%s'", status), 1), 0);
+    while (apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
+        n = prov_store_get_i64(f->s, row, 0, 0);
+    return n;
 }
 
 static void test_estimate(void)
 {
     prov_rates_t eff = { 1000000, 2000000, 500000, 2000000 };
     CU_ASSERT_EQUAL(prov_billing_estimate(&eff, 1000, 100), 1000 + 200);
-    CU_ASSERT_TRUE(prov_billing_input_estimate(300, 1) >= 100);
-    CU_ASSERT_TRUE(prov_billing_input_estimate(0, 0) > 0);
+    CU_ASSERT_EQUAL(prov_billing_input_estimate(300, 1), 100 + 8 + 16);
+    CU_ASSERT_EQUAL(prov_billing_input_estimate(0, 0), 16);
 }
 
 static void test_reserve_settle(void)
 {
     fixture_t f;
-    prov_reservation_t *r = NULL;
-    prov_error_t *err = NULL;
+    prov_reservation_t *r;
     prov_tokens_t t = { 10, 20, 0, 0 };
-    setup(&f, 10 * PROV_MICRO_PER_CREDIT, 0, 0);
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "req-1",
-                                         3000000, 1000000, f.p), APR_SUCCESS);
+    setup(&f, 10 * C, 0, 0);
+    r = reserve(&f, "req-1", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_PTR_NULL(err);
-    CU_ASSERT_EQUAL(balance_of(&f), 7 * PROV_MICRO_PER_CREDIT);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.s, r, &t, 1234, "ok", 1000001, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(balance_of(&f), 10 * PROV_MICRO_PER_CREDIT - 1234);
+    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_EQUAL(balance_of(&f), 7 * C);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 1);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C - 1234);
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), 1);
     /* Never twice. */
     r->settled = 0;
-    CU_ASSERT_EQUAL(prov_billing_settle(f.s, r, &t, 1234, "ok", 1000002, f.p), APR_EINCOMPLETE);
-    CU_ASSERT_EQUAL(balance_of(&f), 10 * PROV_MICRO_PER_CREDIT - 1234);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, "ok", T0 + 2, f.p), APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C - 1234);
     apr_pool_destroy(f.p);
 }
 
 static void test_release(void)
 {
     fixture_t f;
-    prov_reservation_t *r = NULL;
-    prov_error_t *err = NULL;
-    setup(&f, 5 * PROV_MICRO_PER_CREDIT, 0, 0);
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "req-2",
-                                         PROV_MICRO_PER_CREDIT, 1000000, f.p), APR_SUCCESS);
+    prov_reservation_t *r;
+    setup(&f, 5 * C, 0, 0);
+    r = reserve(&f, "req-2", C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_release(f.s, r, "failed", 1000001, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(balance_of(&f), 5 * PROV_MICRO_PER_CREDIT);
-    CU_ASSERT_EQUAL(prov_billing_release(f.s, r, "failed", 1000001, f.p), APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), 5 * C);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0 + 1, f.p), APR_EINCOMPLETE);
     apr_pool_destroy(f.p);
 }
 
 static void test_insufficient(void)
 {
     fixture_t f;
-    prov_reservation_t *r = NULL;
     prov_error_t *err = NULL;
     setup(&f, 1000, 0, 0);
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "req-3",
-                                         1001, 1000000, f.p), APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_PTR_NULL(reserve(&f, "req-3", 1001, T0, &err));
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
     CU_ASSERT_EQUAL(balance_of(&f), 1000);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 0);
     /* The refused request left no ledger row: the same id can be reserved now. */
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "req-3",
-                                         1000, 1000000, f.p), APR_SUCCESS);
-    CU_ASSERT_PTR_NOT_NULL(r);
+    CU_ASSERT_PTR_NOT_NULL(reserve(&f, "req-3", 1000, T0, NULL));
     CU_ASSERT_EQUAL(balance_of(&f), 0);
     apr_pool_destroy(f.p);
 }
 
-static void test_key_budget_rolls(void)
+static void test_key_budget_retry_after(void)
 {
     fixture_t f;
-    prov_reservation_t *r = NULL;
+    prov_reservation_t *r;
     prov_error_t *err = NULL;
     prov_tokens_t t = { 1, 1, 0, 0 };
-    apr_int64_t t0 = 1700000000;
-    setup(&f, 100 * PROV_MICRO_PER_CREDIT, 1, 2 * PROV_MICRO_PER_CREDIT);
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "b-1",
-                                         PROV_MICRO_PER_CREDIT, t0, f.p), APR_SUCCESS);
+    apr_int64_t ra;
+    setup(&f, 100 * C, 1, 2 * C);
+    r = reserve(&f, "b-1", C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.s, r, &t, 2 * PROV_MICRO_PER_CREDIT, "ok", t0, f.p),
-                    APR_SUCCESS);
-    refresh_auth(&f);
-    /* The week is full: refused, with the key budget code. */
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "b-2",
-                                         1, t0 + 3600, f.p), APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(r);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, "ok", T0, f.p), APR_SUCCESS);
+    /* The week is full: refused with the key budget code and Retry-After =
+     * when T0's hour bucket leaves the 7-day window. */
+    CU_ASSERT_PTR_NULL(reserve(&f, "b-2", 1, T0 + 3600, &err));
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, PROV_E_KEY_BUDGET_EXCEEDED);
-    /* Eight days later the spend has left the window. */
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "b-3",
-                                         1, t0 + 8 * 24 * 3600, f.p), APR_SUCCESS);
-    CU_ASSERT_PTR_NOT_NULL(r);
+    ra = prov_bucket_of(T0, 3600) + 3600 + PROV_WINDOW_7D - (T0 + 3600);
+    CU_ASSERT_EQUAL(err->retry_after, ra);
+    /* One second early: still refused; on time: it passes. */
+    CU_ASSERT_PTR_NULL(reserve(&f, "b-3", 1, T0 + 3600 + ra - 1, &err));
+    CU_ASSERT_PTR_NOT_NULL(reserve(&f, "b-4", 1, T0 + 3600 + ra, NULL));
     apr_pool_destroy(f.p);
 }
 
-static void test_blocked_between(void)
+static void test_plan_then_balance(void)
 {
     fixture_t f;
-    prov_reservation_t *r = NULL;
+    prov_reservation_t *r;
     prov_error_t *err = NULL;
-    setup(&f, 10 * PROV_MICRO_PER_CREDIT, 0, 0);
-    /* Blocked after the key was looked up: the hold refuses inside the transaction. */
-    CU_ASSERT_EQUAL(prov_user_set_blocked(f.s, f.u->id, 1, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.s, f.auth, f.m->id, "chat", "x-1", 5,
-                                         1000000, f.p), APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(r);
-    CU_ASSERT_PTR_NOT_NULL(err);
-    CU_ASSERT_EQUAL(balance_of(&f), 10 * PROV_MICRO_PER_CREDIT);
+    prov_tokens_t t = { 1, 1, 0, 0 };
+    apr_int64_t ra;
+    setup(&f, 0, 0, 0);
+    with_plan(&f, 3 * C, 100 * C, T0 - 10);
+    r = reserve(&f, "p-1", 2 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(r->from_plan);
+    CU_ASSERT_TRUE(r->windows.has_plan);
+    CU_ASSERT_EQUAL(r->windows.used_5h, 2 * C);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, "ok", T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), 0);
+    /* 2 of 3 used: a 2-credit hold does not fit, and there is no balance. */
+    CU_ASSERT_PTR_NULL(reserve(&f, "p-2", 2 * C, T0 + 60, &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_QUOTA_EXCEEDED);
+    ra = prov_bucket_of(T0, 300) + 300 + PROV_WINDOW_5H - (T0 + 60);
+    CU_ASSERT_EQUAL(err->retry_after, ra);
+    CU_ASSERT_PTR_NULL(reserve(&f, "p-3", 2 * C, T0 + 60 + ra - 1, &err));
+    CU_ASSERT_PTR_NOT_NULL(reserve(&f, "p-4", 2 * C, T0 + 60 + ra, NULL));
+    /* With a balance, the overflow is paid from it. */
+    CU_ASSERT_EQUAL(prov_balance_add(NULL, f.s, f.u->id, 5 * C, "top up", f.p), APR_SUCCESS);
+    r = reserve(&f, "p-5", 2 * C, T0 + 60 + ra, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_EQUAL(balance_of(&f), 3 * C);
     apr_pool_destroy(f.p);
+}
+
+static void test_expire(void)
+{
+    fixture_t f;
+    prov_reservation_t *r;
+    prov_tokens_t t = { 1, 1, 0, 0 };
+    int n = -1;
+    setup(&f, 10 * C, 0, 0);
+    r = reserve(&f, "e-1", 4 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 10, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 6 * C);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C);
+    CU_ASSERT_EQUAL(count_status(&f, "expired"), 1);
+    /* The late worker's settlement finds the row gone: nothing moves twice. */
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7200, f.p),
+                    APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C);
+    apr_pool_destroy(f.p);
+}
+
+/* Many operations in one batch are checked one after the other. */
+static void test_batch_exact(void)
+{
+    fixture_t f;
+    prov_op_t ops[12];
+    int i, ok = 0;
+    setup(&f, 100 * C, 1, 10 * C);
+    memset(ops, 0, sizeof(ops));
+    for (i = 0; i < 12; i++) {
+        ops[i].kind = PROV_OP_RESERVE;
+        ops[i].p = f.p;
+        ops[i].now = T0;
+        ops[i].auth = f.auth;
+        ops[i].model_id = f.m->id;
+        ops[i].transport = "chat";
+        ops[i].request_id = apr_psprintf(f.p, "batch-%d", i);
+        ops[i].hold = C;
+        ops[i].next = i < 11 ? &ops[i + 1] : NULL;
+    }
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, 0, 3600, f.p), APR_SUCCESS);
+    for (i = 0; i < 12; i++) {
+        if (ops[i].out)
+            ok++;
+        else
+            CU_ASSERT_EQUAL(ops[i].err ? (int)ops[i].err->code : -1, (int)PROV_E_KEY_BUDGET_EXCEEDED);
+    }
+    CU_ASSERT_EQUAL(ok, 10);
+    CU_ASSERT_EQUAL(balance_of(&f), 90 * C);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 10);
+    apr_pool_destroy(f.p);
+}
+
+static void test_status(void)
+{
+    fixture_t f;
+    prov_account_status_t st;
+    prov_micro_t spent = -1;
+    apr_int64_t reset = -1;
+    prov_reservation_t *r;
+    setup(&f, 10 * C, 0, 0);
+    with_plan(&f, 5 * C, 50 * C, T0 - 10);
+    r = reserve(&f, "s-1", 2 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(prov_billing_account_status(&st, f.s, f.u->id, T0 + 30, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(st.balance, 10 * C);
+    CU_ASSERT_EQUAL(st.held, 0);
+    CU_ASSERT_TRUE(st.windows.has_plan);
+    CU_ASSERT_STRING_EQUAL(st.windows.plan_name, "pro");
+    CU_ASSERT_EQUAL(st.windows.used_5h, 2 * C);
+    CU_ASSERT_EQUAL(st.windows.quota_7d, 50 * C);
+    CU_ASSERT_EQUAL(st.windows.reset_5h,
+                    prov_bucket_of(T0, 300) + 300 + PROV_WINDOW_5H - (T0 + 30));
+    CU_ASSERT_EQUAL(prov_billing_key_status(&spent, &reset, f.s, f.k->id, T0 + 30, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(spent, 2 * C);
+    CU_ASSERT_EQUAL(reset, prov_bucket_of(T0, 3600) + 3600 + PROV_WINDOW_7D - (T0 + 30));
+    apr_pool_destroy(f.p);
+}
+
+static void test_window_math(void)
+{
+    prov_window_t w;
+    apr_pool_t *p = prov_test_pool();
+    memset(&w, 0, sizeof(w));
+    w.len = 300;
+    w.span = PROV_WINDOW_5H;
+    prov_window_add(&w, 1000, 5, p);
+    prov_window_add(&w, 1100, 5, p);    /* same bucket (900) */
+    prov_window_add(&w, 1300, 7, p);    /* bucket 1200 */
+    CU_ASSERT_EQUAL(w.n, 2);
+    CU_ASSERT_EQUAL(w.sum, 17);
+    CU_ASSERT_EQUAL(prov_window_retry_after(&w, 3, 20, 2000), 0);
+    CU_ASSERT_EQUAL(prov_window_retry_after(&w, 4, 20, 2000), 900 + 300 + PROV_WINDOW_5H - 2000);
+    CU_ASSERT_EQUAL(prov_window_retry_after(&w, 15, 20, 2000), 1200 + 300 + PROV_WINDOW_5H - 2000);
+    CU_ASSERT_EQUAL(prov_window_retry_after(&w, 21, 20, 2000), -1);
+    CU_ASSERT_EQUAL(prov_window_reset(&w, 2000), 900 + 300 + PROV_WINDOW_5H - 2000);
+    CU_ASSERT_EQUAL(prov_bucket_of(-1, 300), -300);
 }
 
 void prov_test_suite_billing(void)
 {
     PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_reserve_settle),
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
-               PROV_TEST(test_key_budget_rolls), PROV_TEST(test_blocked_between));
+               PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
+               PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_status),
+               PROV_TEST(test_window_math));
 }

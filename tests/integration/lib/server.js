@@ -16,6 +16,18 @@
 // PROV_SANITIZERS (non-empty: the build used -fsanitize; preload the
 // runtimes into apache2; detected from the module's libraries otherwise),
 // PROV_KEEP_TMP=1 keeps the temp dir for debugging.
+//
+// PostgreSQL mode (PROVIDER_TEST_PGSQL=1, or the stack option backend:
+// 'pgsql'): the database is a fresh PostgreSQL database per stack in the
+// run's throwaway cluster (lib/pg.js), migrated with providerctl --db
+// pgsql:..., and httpd uses DBDriver pgsql. stack.sql() and stack.exec()
+// read and write the database in either mode (sqlite3 CLI or psql). A stack
+// made with the option peer: otherStack shares that stack's database, mock
+// gateway and gateway token (two httpd instances on one database).
+//
+// Test clock: the option clock: EPOCH_SECONDS writes a clock file and sets
+// ProviderClockFile; stack.setClock(t) moves the module's "now" without a
+// restart (a peer shares its clock file).
 
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -24,6 +36,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PG_MODE, sharedCluster } from './pg.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -35,6 +48,10 @@ export const HTTPD_MODULES = process.env.PROV_HTTPD_MODULES || '/usr/lib/apache2
 export const MODULE_SO = path.join(BUILDDIR, 'mod_provider', '.libs', 'mod_provider.so');
 export const PROVIDERCTL = path.join(BUILDDIR, 'cli', 'providerctl');
 export const MOCKGW = path.join(BUILDDIR, 'tests', 'mockgw', 'mockgw');
+
+/** The database driver of the stacks of this run: 'pgsql' or 'sqlite3'. */
+export const BACKEND = PG_MODE ? 'pgsql' : 'sqlite3';
+export { PG_MODE };
 
 // PROV_SANITIZERS (make check passes the build's -fsanitize flags) or, when
 // run by hand, a module that links the ASan runtime: apache2 then needs the
@@ -234,6 +251,11 @@ function sanitizerEnvForTools(base) {
  *   directives:    extra config lines (string), appended inside the server config
  *   overrides:     { DirectiveName: value } replacing the defaults below
  *   seed:          async (stack) => {} run after migrate, before httpd starts
+ *   backend:       'sqlite3' | 'pgsql' (default: BACKEND, from PROVIDER_TEST_PGSQL)
+ *   peer:          a running stack whose database, mock gateway, token and
+ *                  clock file this one shares (no migrate; seed still runs)
+ *   clock:         epoch seconds: the module reads "now" from a clock file
+ *                  (ProviderClockFile) that stack.setClock() rewrites
  */
 export async function startStack(opts = {}) {
   requireFile(HTTPD, 'apache2');
@@ -253,11 +275,20 @@ export async function startStack(opts = {}) {
 export class Stack {
   constructor(opts) {
     this.opts = opts;
+    this.peer = opts.peer || null;
+    this.backend = this.peer ? this.peer.backend : (opts.backend || BACKEND);
+    if (this.backend !== 'sqlite3' && this.backend !== 'pgsql') {
+      throw new Error(`unknown backend ${this.backend}`);
+    }
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prov-it-'));
     fs.chmodSync(this.dir, 0o755);
-    this.db = path.join(this.dir, 'db', 'provider.db');
-    this.tokenFile = path.join(this.dir, 'gateway.token');
-    this.token = `gwtok-${crypto.randomBytes(24).toString('hex')}`;
+    this.db = this.peer ? this.peer.db : path.join(this.dir, 'db', 'provider.db');
+    this.pg = null;          // the PgCluster (pgsql)
+    this.pgDatabase = null;  // the database's name (pgsql)
+    this.tokenFile = this.peer ? this.peer.tokenFile : path.join(this.dir, 'gateway.token');
+    this.token = this.peer ? this.peer.token : `gwtok-${crypto.randomBytes(24).toString('hex')}`;
+    this.clockFile = this.peer && this.peer.clockFile ? this.peer.clockFile
+      : (opts.clock !== undefined && opts.clock !== null ? path.join(this.dir, 'clock', 'now') : null);
     this.conf = path.join(this.dir, 'httpd.conf');
     this.errorLog = path.join(this.dir, 'logs', 'error.log');
     this.httpdStderr = path.join(this.dir, 'logs', 'httpd.stderr');
@@ -270,19 +301,38 @@ export class Stack {
 
   get baseURL() { return `http://127.0.0.1:${this.port}`; }
 
-  async setup() {
-    for (const d of ['db', 'logs', 'run', 'htdocs']) fs.mkdirSync(path.join(this.dir, d));
-    fs.writeFileSync(this.tokenFile, `${this.token}\n`, { mode: 0o600 });
-    this.port = await freePort();
-    const mockPort = await freePort();
-    this.mock = new MockGateway(this, mockPort, this.opts.models || DEFAULT_UPSTREAMS);
-    if (this.opts.mockgw !== false) await this.mock.start();
-    this.gatewayURL = this.opts.gatewayURL || this.mock.url;
+  /** providerctl's --db value. */
+  get dbSpec() {
+    return this.backend === 'pgsql' ? `pgsql:${this.pg.conninfo(this.pgDatabase)}` : `sqlite3:${this.db}`;
+  }
 
-    this.ctl('db', 'migrate');
+  async setup() {
+    for (const d of ['db', 'logs', 'run', 'htdocs', 'clock']) fs.mkdirSync(path.join(this.dir, d));
+    this.port = await freePort();
+    if (this.peer) {
+      this.pg = this.peer.pg;
+      this.pgDatabase = this.peer.pgDatabase;
+      this.mock = this.peer.mock;      // shared, stopped by the peer
+      this.ownsMock = false;
+      this.gatewayURL = this.opts.gatewayURL || this.peer.gatewayURL;
+      this.secrets.push(...this.peer.secrets);
+    } else {
+      fs.writeFileSync(this.tokenFile, `${this.token}\n`, { mode: 0o600 });
+      const mockPort = await freePort();
+      this.mock = new MockGateway(this, mockPort, this.opts.models || DEFAULT_UPSTREAMS);
+      this.ownsMock = true;
+      if (this.opts.mockgw !== false) await this.mock.start();
+      this.gatewayURL = this.opts.gatewayURL || this.mock.url;
+      if (this.backend === 'pgsql') {
+        this.pg = this.opts.pgCluster || sharedCluster();
+        this.pgDatabase = this.pg.createDatabase();
+      }
+      if (this.clockFile) this.setClock(this.opts.clock);
+      this.ctl('db', 'migrate');
+    }
     if (this.opts.seed) await this.opts.seed(this);
     chownRun(this.dir);
-    if (IS_ROOT) fs.chownSync(this.tokenFile, 0, 0);  // read by root at startup only
+    if (IS_ROOT && !this.peer) fs.chownSync(this.tokenFile, 0, 0);  // read by root at startup only
     this.writeConfig();
     await this.startHttpd();
   }
@@ -323,10 +373,19 @@ export class Stack {
       `MaxRequestWorkers 16`,
       `MaxConnectionsPerChild 0`,
       `Timeout 30`,
-      `DBDriver sqlite3`,
-      `DBDParams "${this.db}"`,
-      `DBDInitSQL "PRAGMA synchronous=NORMAL"`,
-      `DBDInitSQL "PRAGMA busy_timeout=5000"`,
+      ...(this.backend === 'pgsql' ? [
+        `DBDriver pgsql`,
+        `DBDParams "${this.pg.conninfo(this.pgDatabase)}"`,
+        `DBDMin 1`,
+        `DBDKeep 8`,
+        `DBDMax 8`,
+      ] : [
+        `DBDriver sqlite3`,
+        `DBDParams "${this.db}"`,
+        `DBDInitSQL "PRAGMA synchronous=NORMAL"`,
+        `DBDInitSQL "PRAGMA busy_timeout=5000"`,
+      ]),
+      ...(this.clockFile ? [`ProviderClockFile "${this.clockFile}"`] : []),
       ...Object.entries(d).filter(([, v]) => v !== null && v !== undefined)
         .map(([k, v]) => `${k} ${/\s/.test(v) ? `"${v}"` : v}`),
       this.opts.directives || '',
@@ -465,7 +524,7 @@ export class Stack {
   async stop({ check = true } = {}) {
     const problems = [];
     problems.push(...await this.stopHttpd());
-    if (this.mock) {
+    if (this.mock && this.ownsMock !== false) {
       await this.mock.stop();
       problems.push(...this.mock.problems());
     }
@@ -483,10 +542,10 @@ export class Stack {
 
   /** Runs providerctl; returns stdout; throws with stderr on a non-zero exit. */
   ctl(...args) {
-    const r = spawnSync(PROVIDERCTL, ['--db', `sqlite3:${this.db}`, ...args], {
+    const r = spawnSync(PROVIDERCTL, ['--db', this.dbSpec, ...args], {
       env: sanitizerEnvForTools(process.env), encoding: 'utf8', timeout: 30000,
     });
-    chownRun(path.dirname(this.db));
+    if (this.backend === 'sqlite3') chownRun(path.dirname(this.db));
     if (r.error) throw r.error;
     if (r.status !== 0) {
       throw new Error(`providerctl ${args.join(' ')} exited ${r.status ?? r.signal}: ${r.stderr}`);
@@ -505,13 +564,57 @@ export class Stack {
     }
   }
 
-  /** Rows of a read-only query through the sqlite3 CLI (array of objects). */
+  /**
+   * Rows of one query (array of objects keyed by column name; integers as
+   * numbers, text as strings) through the sqlite3 CLI or psql. Write SQL
+   * that both accept (CAST(x AS TEXT) for big sums). A statement that is not
+   * a SELECT/WITH/VALUES query is run as is and gives [] (see exec()).
+   */
   sql(query) {
+    if (this.backend === 'pgsql') {
+      const q = String(query).trim().replace(/;\s*$/, '');
+      if (!/^(select|with|values)\b/i.test(q)) {
+        this.pg.psql(this.pgDatabase, q);
+        return [];
+      }
+      const out = this.pg.psql(this.pgDatabase,
+        `SELECT COALESCE(json_agg(prov_q), '[]'::json) FROM (${q}) AS prov_q`).trim();
+      return out ? JSON.parse(out) : [];
+    }
     const r = spawnSync('sqlite3', ['-json', '-cmd', '.timeout 5000', this.db, query],
       { encoding: 'utf8', timeout: 30000 });
     chownRun(path.dirname(this.db));
     if (r.status !== 0) throw new Error(`sqlite3 "${query}": ${r.stderr}`);
     return r.stdout.trim() ? JSON.parse(r.stdout) : [];
+  }
+
+  /** Runs statements that return nothing (one transaction), in either mode. */
+  exec(statements) {
+    const text = `BEGIN;\n${String(statements).trim().replace(/;?\s*$/, ';')}\nCOMMIT;`;
+    if (this.backend === 'pgsql') {
+      this.pg.psql(this.pgDatabase, text);
+      return;
+    }
+    const r = spawnSync('sqlite3', ['-bail', '-cmd', '.timeout 5000', this.db, text],
+      { encoding: 'utf8', timeout: 30000 });
+    chownRun(path.dirname(this.db));
+    if (r.status !== 0) throw new Error(`sqlite3 "${text}": ${r.stderr}`);
+  }
+
+  /* ---------------------------------------------------------------------- */
+  /* the test clock                                                          */
+
+  /** Sets the module's "now" (epoch seconds) through the clock file. */
+  setClock(t) {
+    if (!this.clockFile) throw new Error('this stack has no clock (startStack({clock}))');
+    const secs = Math.floor(Number(t));
+    if (!Number.isFinite(secs)) throw new Error(`bad clock ${t}`);
+    const tmp = `${this.clockFile}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, `${secs}\n`, { mode: 0o644 });
+    fs.renameSync(tmp, this.clockFile);   // atomic: never a half-written file
+    this.clock = secs;
+    if (this.peer) this.peer.clock = secs;
+    return secs;
   }
 
   /* ---------------------------------------------------------------------- */

@@ -1,0 +1,472 @@
+/* prov_billing_batch.c: one billing batch, in one transaction. First every
+ * account the batch touches is locked (PostgreSQL row locks in id order, so
+ * that batches of different processes or nodes queue instead of racing;
+ * SQLite's BEGIN IMMEDIATE already holds the database). Then settlements
+ * (and expired holds) complete their ledger rows and give back the
+ * difference between hold and charge; then reservations are checked in
+ * order against what the database holds plus what earlier operations of the
+ * batch took: the key's rolling week, the plan's 5-hour and 7-day windows,
+ * the balance. Bucket and balance changes are summed per row and written
+ * once per batch. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "prov_billing_int.h"
+#include "prov_log.h"
+
+typedef struct acct_t {
+    apr_int64_t user_id;
+    int loaded;                     /* balance and plan read in this batch */
+    int blocked;
+    prov_micro_t balance;           /* including this batch's holds */
+    prov_plan_windows_t plan;
+    prov_window_t w5, w7;           /* including this batch's plan holds */
+} acct_t;
+
+typedef struct keyw_t {
+    prov_window_t w;                /* including this batch's holds */
+} keyw_t;
+
+typedef struct delta_t {
+    const char *scope;
+    apr_int64_t id, bucket;
+    prov_micro_t credits, plan;
+    apr_int64_t requests;
+} delta_t;
+
+typedef struct batch_t {
+    prov_store_t *s;
+    apr_pool_t *p;
+    apr_int64_t now;
+    apr_hash_t *accts;              /* user id -> acct_t */
+    apr_hash_t *keys;               /* key id -> keyw_t */
+    apr_hash_t *deltas;             /* "scope|id|bucket" -> delta_t */
+    apr_hash_t *balances;           /* user id -> prov_micro_t* delta */
+} batch_t;
+
+static void add_delta(batch_t *b, const char *scope, apr_int64_t id, apr_int64_t bucket,
+                      prov_micro_t credits, prov_micro_t plan, apr_int64_t requests)
+{
+    const char *k = apr_psprintf(b->p, "%s|%" APR_INT64_T_FMT "|%" APR_INT64_T_FMT,
+                                 scope, id, bucket);
+    delta_t *d = apr_hash_get(b->deltas, k, APR_HASH_KEY_STRING);
+    if (!d) {
+        d = apr_pcalloc(b->p, sizeof(*d));
+        d->scope = scope;
+        d->id = id;
+        d->bucket = bucket;
+        apr_hash_set(b->deltas, k, APR_HASH_KEY_STRING, d);
+    }
+    d->credits += credits;
+    d->plan += plan;
+    d->requests += requests;
+}
+
+static void add_balance(batch_t *b, apr_int64_t user_id, prov_micro_t amount)
+{
+    prov_micro_t *v = apr_hash_get(b->balances, &user_id, sizeof(user_id));
+    if (!v) {
+        apr_int64_t *k = apr_palloc(b->p, sizeof(*k));
+        *k = user_id;
+        v = apr_pcalloc(b->p, sizeof(*v));
+        apr_hash_set(b->balances, k, sizeof(*k), v);
+    }
+    *v += amount;
+}
+
+/* One request's usage, at the buckets of the time its hold was taken. */
+static void usage_deltas(batch_t *b, apr_int64_t user_id, apr_int64_t key_id, apr_int64_t at,
+                         prov_micro_t credits, int plan, int requests)
+{
+    prov_micro_t pc = plan ? credits : 0;
+    add_delta(b, "key:h", key_id, prov_bucket_of(at, PROV_BUCKET_HOUR), credits, pc, requests);
+    add_delta(b, "user:h", user_id, prov_bucket_of(at, PROV_BUCKET_HOUR), credits, pc, requests);
+    add_delta(b, "user:m", user_id, prov_bucket_of(at, PROV_BUCKET_MINUTES), credits, pc,
+              requests);
+}
+
+static apr_status_t flush(batch_t *b)
+{
+    apr_hash_index_t *hi;
+    apr_status_t rv;
+    for (hi = apr_hash_first(b->p, b->deltas); hi; hi = apr_hash_next(hi)) {
+        delta_t *d = apr_hash_this_val(hi);
+        if (!d->credits && !d->plan && !d->requests)
+            continue;
+        rv = prov_store_exec(b->s, NULL, "bill_bucket_add",
+                             PROV_ARGS(d->scope, prov_i64(d->id, b->p),
+                                       prov_i64(d->bucket, b->p), prov_i64(d->credits, b->p),
+                                       prov_i64(d->plan, b->p), prov_i64(d->requests, b->p)),
+                             b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+    }
+    for (hi = apr_hash_first(b->p, b->balances); hi; hi = apr_hash_next(hi)) {
+        const apr_int64_t *uid = apr_hash_this_key(hi);
+        prov_micro_t *v = apr_hash_this_val(hi);
+        if (!*v)
+            continue;
+        rv = prov_store_exec(b->s, NULL, "bill_balance_add",
+                             PROV_ARGS(prov_i64(*v, b->p), prov_i64(*uid, b->p)), b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+    }
+    b->deltas = apr_hash_make(b->p);
+    b->balances = apr_hash_make(b->p);
+    return APR_SUCCESS;
+}
+
+/* ---- settlements ------------------------------------------------------------ */
+
+static apr_status_t settle_one(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
+                               prov_micro_t charge, const char *status, int *moved)
+{
+    apr_pool_t *p = b->p;
+    int n = 0;
+    prov_micro_t diff = charge - r->hold;
+    apr_status_t rv = prov_store_exec(b->s, &n, "bill_ledger_settle",
+        PROV_ARGS(prov_i64(t->input, p), prov_i64(t->output, p), prov_i64(t->cache, p),
+                  prov_i64(t->reasoning, p), prov_i64(charge, p), prov_i64(charge, p),
+                  status, prov_i64(b->now, p), r->request_id), p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    *moved = (n == 1);
+    if (n != 1)
+        return APR_SUCCESS;          /* settled, released or expired before */
+    if (diff) {
+        usage_deltas(b, r->user_id, r->key_id, r->created_at, diff, r->from_plan, 0);
+        if (!r->from_plan)
+            add_balance(b, r->user_id, -diff);
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *stale = apr_array_make(b->p, 8, sizeof(prov_reservation_t));
+    apr_status_t rv = prov_store_select(b->s, &res, "bill_stale_holds",
+                                        PROV_ARGS(prov_i64(b->now - hold_timeout, b->p)), b->p);
+    int i, moved;
+    if (rv != APR_SUCCESS)
+        return rv;
+    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+        prov_reservation_t *r = apr_array_push(stale);
+        const char *source = prov_store_get(b->s, row, 3);
+        memset(r, 0, sizeof(*r));
+        r->request_id = prov_store_get(b->s, row, 0);
+        r->user_id = prov_store_get_i64(b->s, row, 1, 0);
+        r->key_id = prov_store_get_i64(b->s, row, 2, 0);
+        r->from_plan = source && !strcmp(source, "plan");
+        r->hold = prov_store_get_i64(b->s, row, 4, 0);
+        r->created_at = prov_store_get_i64(b->s, row, 5, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    for (i = 0; i < stale->nelts; i++) {
+        prov_reservation_t *r = &APR_ARRAY_IDX(stale, i, prov_reservation_t);
+        if ((rv = settle_one(b, r, &none, 0, "expired", &moved)) != APR_SUCCESS)
+            return rv;
+        *count += moved;
+    }
+    if (stale->nelts)
+        prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00051: released %d hold(s) older than %"
+                 APR_INT64_T_FMT " s (their requests never settled)", *count, hold_timeout);
+    return APR_SUCCESS;
+}
+
+/* ---- reservations ----------------------------------------------------------- */
+
+static apr_status_t load_account(acct_t **pa, batch_t *b, apr_int64_t user_id)
+{
+    acct_t *a = apr_hash_get(b->accts, &user_id, sizeof(user_id));
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_status_t rv;
+    int found = 0;
+
+    if (!a) {
+        a = apr_pcalloc(b->p, sizeof(*a));
+        a->user_id = user_id;
+        apr_hash_set(b->accts, &a->user_id, sizeof(a->user_id), a);
+    }
+    if (!a->loaded) {
+        rv = prov_store_select(b->s, &res, "bill_account",
+                               PROV_ARGS(prov_i64(user_id, b->p)), b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+            if (!found++) {
+                a->balance = prov_store_get_i64(b->s, row, 0, 0);
+                a->blocked = prov_store_get_i64(b->s, row, 1, 0) != 0;
+            }
+        }
+        if (rv != APR_EOF)
+            return rv;
+        if (!found)
+            a->blocked = 1;          /* the user is gone: nothing may be held */
+        rv = prov_billing_plan_windows(&a->plan, &a->w5, &a->w7, b->s, user_id, b->now, b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        a->loaded = 1;
+    }
+    *pa = a;
+    return APR_SUCCESS;
+}
+
+static apr_status_t load_key(keyw_t **pk, batch_t *b, apr_int64_t key_id)
+{
+    keyw_t *k = apr_hash_get(b->keys, &key_id, sizeof(key_id));
+    if (!k) {
+        apr_int64_t *id = apr_palloc(b->p, sizeof(*id));
+        apr_status_t rv;
+        *id = key_id;
+        k = apr_pcalloc(b->p, sizeof(*k));
+        rv = prov_window_load(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0,
+                              b->now, b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        apr_hash_set(b->keys, id, sizeof(*id), k);
+    }
+    *pk = k;
+    return APR_SUCCESS;
+}
+
+static prov_error_t *refuse(prov_op_t *op, prov_errcode_e code, apr_int64_t retry_after,
+                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static prov_error_t *refuse(prov_op_t *op, prov_errcode_e code, apr_int64_t retry_after,
+                            const char *fmt, ...)
+{
+    prov_error_t *e = prov_error_make(op->p, code, NULL, "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    e->message = apr_pvsprintf(op->p, fmt, ap);
+    va_end(ap);
+    e->retry_after = retry_after > 0 ? retry_after : 0;
+    return e;
+}
+
+static const char *when(apr_int64_t seconds, apr_pool_t *p)
+{
+    if (seconds <= 0)
+        return "";
+    if (seconds < 120)
+        return apr_psprintf(p, " Capacity returns in %" APR_INT64_T_FMT " seconds.", seconds);
+    if (seconds < 7200)
+        return apr_psprintf(p, " Capacity returns in %" APR_INT64_T_FMT " minutes.",
+                            (seconds + 59) / 60);
+    return apr_psprintf(p, " Capacity returns in %" APR_INT64_T_FMT " hours.",
+                        (seconds + 3599) / 3600);
+}
+
+static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
+{
+    const prov_auth_t *auth = op->auth;
+    prov_micro_t hold = op->hold;
+    apr_pool_t *p = op->p;
+    prov_reservation_t *r;
+    acct_t *a = NULL;
+    keyw_t *k = NULL;
+    int from_plan = 0;
+    apr_status_t rv;
+
+    if ((rv = load_account(&a, b, auth->user_id)) != APR_SUCCESS)
+        return rv;
+    if (a->blocked) {
+        op->err = refuse(op, PROV_E_USER_BLOCKED, 0,
+                         "This account is blocked. Contact the service's administrator.");
+        return APR_SUCCESS;
+    }
+    if ((rv = load_key(&k, b, auth->key_id)) != APR_SUCCESS)
+        return rv;
+    if (auth->has_budget && k->w.sum + hold > auth->weekly_budget) {
+        apr_int64_t ra = prov_window_retry_after(&k->w, hold, auth->weekly_budget, b->now);
+        op->err = refuse(op, PROV_E_KEY_BUDGET_EXCEEDED, ra,
+            "This API key's weekly credit budget is used up: %s of %s credits in the last "
+            "7 days, and this request may cost up to %s. Raise this key's budget "
+            "(providerctl key budget), or wait for earlier usage to leave the 7-day "
+            "window.%s",
+            prov_money_format(k->w.sum, p), prov_money_format(auth->weekly_budget, p),
+            prov_money_format(hold, p), ra > 0 ? when(ra, p)
+                : " This request alone costs more than the whole budget.");
+        return APR_SUCCESS;
+    }
+    if (a->plan.has_plan && a->w5.sum + hold <= a->plan.quota_5h
+        && a->w7.sum + hold <= a->plan.quota_7d) {
+        from_plan = 1;
+    }
+    else if (a->balance >= hold) {
+        from_plan = 0;
+    }
+    else if (a->plan.has_plan) {
+        apr_int64_t r5 = prov_window_retry_after(&a->w5, hold, a->plan.quota_5h, b->now);
+        apr_int64_t r7 = prov_window_retry_after(&a->w7, hold, a->plan.quota_7d, b->now);
+        apr_int64_t ra = (r5 < 0 || r7 < 0) ? -1 : (r5 > r7 ? r5 : r7);
+        op->err = refuse(op, PROV_E_QUOTA_EXCEEDED, ra,
+            "The plan's quota is used up: %s of %s credits in the last 5 hours, %s of %s "
+            "in the last 7 days, and this request may cost up to %s; the balance (%s) "
+            "does not cover it either.%s",
+            prov_money_format(a->w5.sum, p), prov_money_format(a->plan.quota_5h, p),
+            prov_money_format(a->w7.sum, p), prov_money_format(a->plan.quota_7d, p),
+            prov_money_format(hold, p), prov_money_format(a->balance, p),
+            ra > 0 ? when(ra, p) : " This request alone costs more than the plan's quota.");
+        return APR_SUCCESS;
+    }
+    else {
+        op->err = refuse(op, PROV_E_INSUFFICIENT_CREDITS, 0,
+            "Not enough credits: this request may cost up to %s credits and the balance is "
+            "%s. Add credits, or lower max_tokens.",
+            prov_money_format(hold, p), prov_money_format(a->balance, p));
+        return APR_SUCCESS;
+    }
+
+    rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
+        PROV_ARGS(op->request_id, prov_i64(auth->user_id, b->p), prov_i64(auth->key_id, b->p),
+                  prov_i64(op->model_id, b->p), op->transport, prov_i64(hold, b->p),
+                  from_plan ? "plan" : "balance", prov_i64(b->now, b->p)), b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    usage_deltas(b, auth->user_id, auth->key_id, b->now, hold, from_plan, 1);
+    prov_window_add(&k->w, b->now, hold, b->p);
+    if (from_plan) {
+        prov_window_add(&a->w5, b->now, hold, b->p);
+        prov_window_add(&a->w7, b->now, hold, b->p);
+    }
+    else {
+        a->balance -= hold;
+        add_balance(b, auth->user_id, -hold);
+    }
+
+    r = apr_pcalloc(p, sizeof(*r));
+    r->request_id = apr_pstrdup(p, op->request_id);
+    r->user_id = auth->user_id;
+    r->key_id = auth->key_id;
+    r->model_id = op->model_id;
+    r->transport = apr_pstrdup(p, op->transport);
+    r->hold = hold;
+    r->from_plan = from_plan;
+    r->created_at = b->now;
+    if (a->plan.has_plan) {
+        r->windows = a->plan;
+        r->windows.plan_name = a->plan.plan_name ? apr_pstrdup(p, a->plan.plan_name) : NULL;
+        r->windows.used_5h = a->w5.sum;
+        r->windows.used_7d = a->w7.sum;
+        r->windows.reset_5h = prov_window_reset(&a->w5, b->now);
+        r->windows.reset_7d = prov_window_reset(&a->w7, b->now);
+    }
+    op->out = r;
+    return APR_SUCCESS;
+}
+
+/* ---- the batch ------------------------------------------------------------- */
+
+static int cmp_i64(const void *x, const void *y)
+{
+    apr_int64_t a = *(const apr_int64_t *)x, c = *(const apr_int64_t *)y;
+    return a < c ? -1 : a > c;
+}
+
+/* PostgreSQL: lock the accounts in id order before anything else. */
+static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops)
+{
+    apr_array_header_t *ids = apr_array_make(b->p, 8, sizeof(apr_int64_t));
+    prov_op_t *op;
+    int i;
+    if (b->s->dialect != PROV_DIALECT_PGSQL)
+        return APR_SUCCESS;
+    for (op = ops; op; op = op->next) {
+        if (op->kind == PROV_OP_RESERVE)
+            APR_ARRAY_PUSH(ids, apr_int64_t) = op->auth->user_id;
+        else if (op->kind == PROV_OP_SETTLE)
+            APR_ARRAY_PUSH(ids, apr_int64_t) = op->res->user_id;
+    }
+    qsort(ids->elts, ids->nelts, sizeof(apr_int64_t), cmp_i64);
+    for (i = 0; i < ids->nelts; i++) {
+        apr_dbd_results_t *res = NULL;
+        apr_dbd_row_t *row = NULL;
+        apr_int64_t id = APR_ARRAY_IDX(ids, i, apr_int64_t);
+        apr_status_t rv;
+        if (i && id == APR_ARRAY_IDX(ids, i - 1, apr_int64_t))
+            continue;
+        rv = prov_store_select(b->s, &res, "bill_account", PROV_ARGS(prov_i64(id, b->p)), b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        while (prov_store_row(b->s, res, &row, b->p) == APR_SUCCESS)
+            ;
+    }
+    return APR_SUCCESS;
+}
+
+static apr_status_t run(batch_t *b, prov_op_t *ops, int do_sweep, apr_int64_t hold_timeout)
+{
+    prov_op_t *op;
+    int swept = 0;
+    apr_status_t rv;
+
+    if ((rv = lock_accounts(b, ops)) != APR_SUCCESS)
+        return rv;
+    if (do_sweep && (rv = sweep(b, hold_timeout, &swept)) != APR_SUCCESS)
+        return rv;
+    for (op = ops; op; op = op->next) {
+        int moved = 0;
+        if (op->kind == PROV_OP_SWEEP)
+            op->swept = swept;
+        if (op->kind != PROV_OP_SETTLE)
+            continue;
+        if ((rv = settle_one(b, op->res, &op->tokens, op->charge, op->status, &moved))
+            != APR_SUCCESS)
+            return rv;
+        op->rv = moved ? APR_SUCCESS : APR_EINCOMPLETE;
+    }
+    /* Reservations see the settlements' effects through the database. */
+    if ((rv = flush(b)) != APR_SUCCESS)
+        return rv;
+    for (op = ops; op; op = op->next) {
+        if (op->kind == PROV_OP_RESERVE && (rv = reserve_one(b, op)) != APR_SUCCESS)
+            return rv;
+    }
+    return flush(b);
+}
+
+apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int do_sweep,
+                                    apr_int64_t hold_timeout, apr_pool_t *p)
+{
+    apr_pool_t *bp = NULL;
+    batch_t b;
+    prov_op_t *op;
+    apr_status_t rv;
+
+    apr_pool_create(&bp, p);
+    memset(&b, 0, sizeof(b));
+    b.s = s;
+    b.p = bp;
+    b.accts = apr_hash_make(bp);
+    b.keys = apr_hash_make(bp);
+    b.deltas = apr_hash_make(bp);
+    b.balances = apr_hash_make(bp);
+    for (op = ops; op; op = op->next) {
+        if (op->now > b.now)
+            b.now = op->now;
+        op->rv = APR_SUCCESS;
+        op->out = NULL;
+        op->err = NULL;
+    }
+    if ((rv = prov_store_begin(s, bp)) == APR_SUCCESS) {
+        rv = run(&b, ops, do_sweep, hold_timeout);
+        if (rv == APR_SUCCESS)
+            rv = prov_store_commit(s, bp);
+        else
+            prov_store_rollback(s, bp);
+    }
+    if (rv != APR_SUCCESS) {
+        for (op = ops; op; op = op->next) {
+            op->out = NULL;
+            op->err = NULL;
+        }
+    }
+    apr_pool_destroy(bp);
+    return rv;
+}
