@@ -22,6 +22,9 @@ static const ctl_group_t groups[] = {
     { "key",     "API keys, by key id (secrets are shown only when made)", ctl_key_cmds },
     { "balance", "Prepaid credit balances",               ctl_balance_cmds },
     { "model",   "The model catalog and its rate card",   ctl_model_cmds },
+    { "plan",    "Plans: credit quotas per rolling 5-hour and 7-day window", ctl_plan_cmds },
+    { "subscription", "Which plan a user has, and its windows' use", ctl_subscription_cmds },
+    { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
     { NULL, NULL, NULL }
 };
 
@@ -45,7 +48,7 @@ static void help_program(FILE *f, apr_pool_t *p)
     fprintf(f,
         "usage: " PROG " [--db DRIVER:PARAMS] GROUP VERB [ARGS] [--json]\n\n"
         "The administrator's tool for mod_provider: schema, users, API keys,\n"
-        "balances and the model catalog.\n\n"
+        "balances, the model catalog, plans and subscriptions, usage reports.\n\n"
         "Global options (allowed anywhere on the line):\n"
         "  --db DRIVER:PARAMS  the database, e.g. sqlite3:/var/lib/provider/provider.db or\n"
         "                      pgsql:'host=... dbname=...'; else $PROVIDER_DB, else a line\n"
@@ -61,7 +64,8 @@ static void help_program(FILE *f, apr_pool_t *p)
                     c->summary);
     }
     fprintf(f, "\nAmounts are credits as decimals (12.5); rates are credits per 1M tokens.\n"
-               "USER is a user id or an email; KEY is a key id.\n"
+               "USER is a user id or an email; KEY is a key id; PLAN is a name or an id.\n"
+               "DATE and T are YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or epoch seconds.\n"
                "Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
@@ -307,6 +311,10 @@ int main(int argc, const char *const *argv)
     memset(&ctl, 0, sizeof(ctl));
     apr_pool_create(&ctl.pool, NULL);
     prov_log_set(log_stderr, NULL, PROV_LOG_WARN);
+    /* Tests fix "now" (windows, "today") as the module's ProviderClockFile does:
+     * the file holds epoch seconds, and real time is used while it is absent. */
+    if (getenv("PROVIDERCTL_CLOCK_FILE") && *getenv("PROVIDERCTL_CLOCK_FILE"))
+        prov_clock_set_file(getenv("PROVIDERCTL_CLOCK_FILE"));
     rc = dispatch(&ctl, argc, argv);
     if (ferror(stdout) || fflush(stdout) != 0) {
         fprintf(stderr, PROG ": cannot write the output\n");

@@ -1,6 +1,8 @@
 /* providerctl_balance.c: the `balance` group: crediting a user's prepaid
  * balance (or correcting it with a negative amount), each movement recorded
- * with its reason, and showing the balance. Amounts are decimal credits. */
+ * with its reason, and showing the balance together with what requests in
+ * flight hold, the plan and its windows' use (ctl_account_print, shared with
+ * `subscription show`). Amounts are decimal credits. */
 #include <stdio.h>
 #include "providerctl.h"
 
@@ -55,8 +57,7 @@ static int balance_show(ctl_t *ctl)
     int rc = ctl_find_user(ctl, &u, ctl->argv[0]);
     if (rc != CTL_OK)
         return rc;
-    print_balance(ctl, u, u->balance, NULL);
-    return CTL_OK;
+    return ctl_account_print(ctl, u);
 }
 
 static const ctl_opt_t add_opts[] = {
@@ -70,6 +71,9 @@ const ctl_cmd_t ctl_balance_cmds[] = {
       "CREDITS is a decimal (12.5); a negative amount corrects a mistake and\n"
       "may leave the balance below zero. Every movement is recorded." },
     { "show", "USER", 1, 1, NULL, CTL_DB_READY, balance_show,
-      "show a user's prepaid balance", NULL },
+      "show a user's balance, plan and both windows' use",
+      "Prints the prepaid balance, what requests in flight hold of it, the\n"
+      "active plan and, for each of its windows, the credits used of the quota,\n"
+      "the percentage and when capacity returns (as a duration and a UTC time)." },
     { NULL }
 };

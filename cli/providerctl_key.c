@@ -1,10 +1,14 @@
 /* providerctl_key.c: the `key` group: creating a key for a user and reissuing
  * one (the only two moments a secret is ever printed), listing keys by their
  * display prefix, showing and deleting one, and setting or clearing its weekly
- * budget. KEY on the command line is the numeric key id, never the secret. */
+ * budget. `key show` and `key list` also show what a key has used (today and
+ * the last seven days, from the ledger) and, for show, its spend in the
+ * rolling week with when it returns. KEY on the command line is the numeric
+ * key id, never the secret. */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
+#include "prov_billing.h"
 
 json_object *ctl_key_json(const prov_apikey_t *k, const char *email)
 {
@@ -71,6 +75,32 @@ static const char *owner_email(ctl_t *ctl, apr_int64_t user_id)
     return u->email;
 }
 
+/* The key's usage summary at now; CTL_OK or CTL_FAIL after saying why. */
+static int key_usage(ctl_t *ctl, prov_key_usage_t *ku, const prov_apikey_t *k)
+{
+    apr_status_t rv = prov_usage_key_summary(ku, ctl->store, k->id, prov_now(), ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "read the key's usage");
+    return CTL_OK;
+}
+
+static json_object *key_usage_json(const prov_key_usage_t *ku)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "today", ctl_usage_json(&ku->today));
+    json_object_object_add(o, "7d", ctl_usage_json(&ku->week));
+    return o;
+}
+
+static const char *usage_text(const prov_usage_row_t *r, apr_pool_t *p)
+{
+    return apr_psprintf(p, "%s credits, %" APR_INT64_T_FMT " requests (tokens: %"
+                        APR_INT64_T_FMT " input, %" APR_INT64_T_FMT " output, %"
+                        APR_INT64_T_FMT " cache, %" APR_INT64_T_FMT " reasoning)",
+                        prov_money_format(r->credits, p), r->requests, r->tokens.input,
+                        r->tokens.output, r->tokens.cache, r->tokens.reasoning);
+}
+
 static int key_create(ctl_t *ctl)
 {
     const char *name = ctl_opt(ctl, "name"), *budget = ctl_opt(ctl, "budget"), *secret = NULL;
@@ -121,21 +151,33 @@ static int key_list(ctl_t *ctl)
         json_object *a = json_object_new_array();
         for (i = 0; i < keys->nelts; i++) {
             const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
-            json_object_array_add(a, ctl_key_json(k, apr_hash_get(emails, &k->user_id,
-                                                                  sizeof(k->user_id))));
+            json_object *o = ctl_key_json(k, apr_hash_get(emails, &k->user_id,
+                                                          sizeof(k->user_id)));
+            prov_key_usage_t ku;
+            if ((rc = key_usage(ctl, &ku, k)) != CTL_OK) {
+                json_object_put(o);
+                json_object_put(a);
+                return rc;
+            }
+            json_object_object_add(o, "usage", key_usage_json(&ku));
+            json_object_array_add(a, o);
         }
         ctl_json_print(a);
         return CTL_OK;
     }
-    t = ctl_table_make(ctl->pool, 7, "ID", "USER", "NAME", "PREFIX", "WEEKLY BUDGET",
-                       "CREATED", "STATUS");
+    t = ctl_table_make(ctl->pool, 9, "ID", "USER", "NAME", "PREFIX", "WEEKLY BUDGET",
+                       "TODAY", "7 DAYS", "CREATED", "STATUS");
     for (i = 0; i < keys->nelts; i++) {
         const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
         const char *email = apr_hash_get(emails, &k->user_id, sizeof(k->user_id));
+        prov_key_usage_t ku;
+        if ((rc = key_usage(ctl, &ku, k)) != CTL_OK)
+            return rc;
         ctl_table_row(t, prov_i64(k->id, ctl->pool), email, k->name,
                       apr_pstrcat(ctl->pool, k->display, "...", NULL),
-                      budget_text(k, ctl->pool), ctl_time(k->created_at, 0, ctl->pool),
-                      k->deleted_at ? "deleted" : "live");
+                      budget_text(k, ctl->pool), ctl_credits(ku.today.credits, ctl->pool),
+                      ctl_credits(ku.week.credits, ctl->pool),
+                      ctl_time(k->created_at, 0, ctl->pool), k->deleted_at ? "deleted" : "live");
     }
     ctl_table_print(t, "no keys");
     return CTL_OK;
@@ -144,21 +186,48 @@ static int key_list(ctl_t *ctl)
 static int key_show(ctl_t *ctl)
 {
     prov_apikey_t *k = NULL;
-    const char *email;
+    prov_key_usage_t ku;
+    prov_micro_t spent = 0;
+    apr_int64_t reset = 0, now = prov_now();
+    const char *email, *week;
+    apr_status_t rv;
     int rc = find_key(ctl, &k, ctl->argv[0], 0);
 
     if (rc != CTL_OK)
         return rc;
     email = owner_email(ctl, k->user_id);
+    rv = prov_billing_key_status(&spent, &reset, ctl->store, k->id, now, ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "read the key's spend");
+    if ((rc = key_usage(ctl, &ku, k)) != CTL_OK)
+        return rc;
     if (ctl->json) {
-        ctl_json_print(ctl_key_json(k, email));
+        json_object *o = ctl_key_json(k, email);
+        int returns = k->has_budget && spent > 0;
+        json_object_object_add(o, "spent_7d", prov_json_credits(spent));
+        json_object_object_add(o, "budget_reset_seconds",
+                               returns ? json_object_new_int64(reset) : NULL);
+        json_object_object_add(o, "budget_reset_at", returns ? ctl_json_time(now + reset) : NULL);
+        json_object_object_add(o, "usage", key_usage_json(&ku));
+        ctl_json_print(o);
         return CTL_OK;
     }
+    week = apr_pstrcat(ctl->pool, ctl_credits(spent, ctl->pool), " credits", NULL);
+    if (k->has_budget)
+        week = apr_psprintf(ctl->pool, "%s of %s%s", week, ctl_credits(k->weekly_budget,
+                                                                       ctl->pool),
+                            spent > 0 ? apr_psprintf(ctl->pool, "; capacity returns in %s "
+                                                     "(%s UTC)", ctl_duration(reset, ctl->pool),
+                                                     ctl_time(now + reset, 0, ctl->pool))
+                                      : "");
     ctl_kv("id:", prov_i64(k->id, ctl->pool));
     ctl_kv("user:", apr_psprintf(ctl->pool, "%s (id %" APR_INT64_T_FMT ")", email, k->user_id));
     ctl_kv("name:", k->name);
     ctl_kv("prefix:", apr_pstrcat(ctl->pool, k->display, "...", NULL));
     ctl_kv("weekly budget:", budget_text(k, ctl->pool));
+    ctl_kv("week's spend:", week);
+    ctl_kv("used today:", usage_text(&ku.today, ctl->pool));
+    ctl_kv("used 7 days:", usage_text(&ku.week, ctl->pool));
     ctl_kv("created:", ctl_time(k->created_at, 0, ctl->pool));
     ctl_kv("reissued:", ctl_time(k->reissued_at, 0, ctl->pool));
     ctl_kv("status:", k->deleted_at ? apr_pstrcat(ctl->pool, "deleted ",
@@ -258,8 +327,13 @@ const ctl_cmd_t ctl_key_cmds[] = {
       "create a key for a user and print its secret once",
       "The secret is printed now and never again; only its SHA-256 is stored." },
     { "list", "", 0, 0, list_opts, CTL_DB_READY, key_list,
-      "list keys by id and display prefix (never the secrets)", NULL },
-    { "show", "KEY", 1, 1, NULL, CTL_DB_READY, key_show, "show one key", NULL },
+      "list keys by id and display prefix (never the secrets)",
+      "TODAY is the credits used since 00:00 UTC, 7 DAYS those of the last 7 days." },
+    { "show", "KEY", 1, 1, NULL, CTL_DB_READY, key_show,
+      "show one key, its week's spend and its usage",
+      "Shows the key's spend in its rolling 7-day window and, with a budget, when\n"
+      "capacity returns (usage starts leaving the window); and the requests,\n"
+      "tokens and credits of today (since 00:00 UTC) and of the last 7 days." },
     { "reissue", "KEY", 1, 1, NULL, CTL_DB_READY, key_reissue,
       "give a key a new secret (printed once); the old one stops working", NULL },
     { "delete", "KEY", 1, 1, NULL, CTL_DB_READY, key_delete, "delete a key", NULL },

@@ -483,6 +483,7 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     if (rv != APR_SUCCESS)
         return rv;
     r = apr_pcalloc(p, sizeof(*r));
+    r->key_hash = hash;
     r->key_id = prov_store_get_i64(s, row, 0, 0);
     r->user_id = prov_store_get_i64(s, row, 1, 0);
     r->key_display = dup_or_null(prov_store_get(s, row, 2), p);

@@ -30,6 +30,7 @@ typedef struct prov_apikey_t {
 
 /* What the inference checks need about the caller, from one query. */
 typedef struct prov_auth_t {
+    const char *key_hash;     /* SHA-256 hex of the presented secret */
     apr_int64_t key_id;
     apr_int64_t user_id;
     const char *key_display;

@@ -25,6 +25,10 @@ typedef struct acct_t {
 
 typedef struct keyw_t {
     prov_window_t w;                /* including this batch's holds */
+    const char *hash;               /* the key as the database has it now */
+    int live;
+    int has_budget;
+    prov_micro_t budget;
 } keyw_t;
 
 typedef struct delta_t {
@@ -40,6 +44,7 @@ typedef struct batch_t {
     apr_int64_t now;
     apr_hash_t *accts;              /* user id -> acct_t */
     apr_hash_t *keys;               /* key id -> keyw_t */
+    apr_hash_t *models;             /* model id -> int enabled */
     apr_hash_t *deltas;             /* "scope|id|bucket" -> delta_t */
     apr_hash_t *balances;           /* user id -> prov_micro_t* delta */
 } batch_t;
@@ -223,7 +228,20 @@ static apr_status_t load_key(keyw_t **pk, batch_t *b, apr_int64_t key_id)
         apr_int64_t *id = apr_palloc(b->p, sizeof(*id));
         apr_status_t rv;
         *id = key_id;
+        apr_dbd_results_t *res = NULL;
+        apr_dbd_row_t *row = NULL;
         k = apr_pcalloc(b->p, sizeof(*k));
+        rv = prov_store_select(b->s, &res, "bill_key", PROV_ARGS(prov_i64(key_id, b->p)), b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+            k->hash = prov_store_get(b->s, row, 0);
+            k->live = prov_store_get(b->s, row, 1) == NULL;
+            k->has_budget = prov_store_get(b->s, row, 2) != NULL;
+            k->budget = prov_store_get_i64(b->s, row, 2, 0);
+        }
+        if (rv != APR_EOF)
+            return rv;
         rv = prov_window_load(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0,
                               b->now, b->p);
         if (rv != APR_SUCCESS)
@@ -231,6 +249,29 @@ static apr_status_t load_key(keyw_t **pk, batch_t *b, apr_int64_t key_id)
         apr_hash_set(b->keys, id, sizeof(*id), k);
     }
     *pk = k;
+    return APR_SUCCESS;
+}
+
+static apr_status_t model_enabled(int *enabled, batch_t *b, apr_int64_t model_id)
+{
+    int *v = apr_hash_get(b->models, &model_id, sizeof(model_id));
+    if (!v) {
+        apr_dbd_results_t *res = NULL;
+        apr_dbd_row_t *row = NULL;
+        apr_int64_t *id = apr_palloc(b->p, sizeof(*id));
+        apr_status_t rv = prov_store_select(b->s, &res, "bill_model",
+                                            PROV_ARGS(prov_i64(model_id, b->p)), b->p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        v = apr_pcalloc(b->p, sizeof(*v));
+        while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS)
+            *v = prov_store_get_i64(b->s, row, 0, 0) != 0;
+        if (rv != APR_EOF)
+            return rv;
+        *id = model_id;
+        apr_hash_set(b->models, id, sizeof(*id), v);
+    }
+    *enabled = *v;
     return APR_SUCCESS;
 }
 
@@ -270,7 +311,7 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
     prov_reservation_t *r;
     acct_t *a = NULL;
     keyw_t *k = NULL;
-    int from_plan = 0;
+    int from_plan = 0, enabled = 0;
     apr_status_t rv;
 
     if ((rv = load_account(&a, b, auth->user_id)) != APR_SUCCESS)
@@ -282,14 +323,28 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
     }
     if ((rv = load_key(&k, b, auth->key_id)) != APR_SUCCESS)
         return rv;
-    if (auth->has_budget && k->w.sum + hold > auth->weekly_budget) {
-        apr_int64_t ra = prov_window_retry_after(&k->w, hold, auth->weekly_budget, b->now);
+    /* The caller's lookup may come from a cache: the key must still be live
+     * with the same secret, and its budget is the one the database has. */
+    if (!k->live || !k->hash || (auth->key_hash && strcmp(k->hash, auth->key_hash))) {
+        op->err = refuse(op, PROV_E_INVALID_API_KEY, 0, "Invalid API key.");
+        return APR_SUCCESS;
+    }
+    if ((rv = model_enabled(&enabled, b, op->model_id)) != APR_SUCCESS)
+        return rv;
+    if (!enabled) {
+        op->err = refuse(op, PROV_E_MODEL_NOT_FOUND, 0,
+                         "The model does not exist or is not available; GET /v1/models lists "
+                         "the models you can use.");
+        return APR_SUCCESS;
+    }
+    if (k->has_budget && k->w.sum + hold > k->budget) {
+        apr_int64_t ra = prov_window_retry_after(&k->w, hold, k->budget, b->now);
         op->err = refuse(op, PROV_E_KEY_BUDGET_EXCEEDED, ra,
             "This API key's weekly credit budget is used up: %s of %s credits in the last "
             "7 days, and this request may cost up to %s. Raise this key's budget "
             "(providerctl key budget), or wait for earlier usage to leave the 7-day "
             "window.%s",
-            prov_money_format(k->w.sum, p), prov_money_format(auth->weekly_budget, p),
+            prov_money_format(k->w.sum, p), prov_money_format(k->budget, p),
             prov_money_format(hold, p), ra > 0 ? when(ra, p)
                 : " This request alone costs more than the whole budget.");
         return APR_SUCCESS;
@@ -445,6 +500,7 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int do_swee
     b.p = bp;
     b.accts = apr_hash_make(bp);
     b.keys = apr_hash_make(bp);
+    b.models = apr_hash_make(bp);
     b.deltas = apr_hash_make(bp);
     b.balances = apr_hash_make(bp);
     for (op = ops; op; op = op->next) {

@@ -132,6 +132,11 @@ static const prov_stmt_def_t statements[] = {
     { "bill_account",
       "SELECT balance, blocked FROM users WHERE id = %lld",
       "SELECT balance, blocked FROM users WHERE id = %lld FOR UPDATE" },
+    /* args: key: what a reservation re-reads of the key (a lookup cache may
+     * be a moment old): still live, the same secret, its budget */
+    { "bill_key",
+      "SELECT hash, deleted_at, weekly_budget FROM api_keys WHERE id = %lld" },
+    { "bill_model", "SELECT enabled FROM models WHERE id = %lld" },
     /* args: user, now, now: the subscription active now with its quotas */
     { "bill_subscription",
       "SELECT p.quota_5h, p.quota_7d, p.name, s.until_at FROM subscriptions s "

@@ -16,6 +16,7 @@
 #define DEFAULT_MODELS_TTL      30
 #define DEFAULT_MESSAGES_FAMILY "anthropic"
 #define DEFAULT_MAX_TOKENS      4096
+#define DEFAULT_LOOKUP_TTL      2
 #define DEFAULT_PING_INTERVAL   10
 
 static server_rec *log_server;
@@ -91,6 +92,18 @@ static const char *set_int(cmd_parms *cmd, void *dc, const char *v)
     return NULL;
 }
 
+static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
+{
+    provider_srv_conf *c = cmd_conf(cmd);
+    apr_int64_t *field = (apr_int64_t *)((char *)c + (apr_size_t)cmd->info);
+    apr_int64_t n;
+    if (prov_parse_i64(&n, v) != APR_SUCCESS || n < 0)
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a whole number >= 0",
+                            cmd->directive->directive, v);
+    *field = n;
+    return NULL;
+}
+
 static const char *set_token_file(cmd_parms *cmd, void *dc, const char *v)
 {
     cmd_conf(cmd)->token_file = ap_server_root_relative(cmd->pool, v);
@@ -131,6 +144,9 @@ static const command_rec provider_cmds[] = {
     AP_INIT_TAKE1("ProviderHoldTimeout", set_int, OFF(hold_timeout), RSRC_CONF,
                   "Seconds after which a reservation that was never settled (its worker "
                   "died) is released (default 3600)"),
+    AP_INIT_TAKE1("ProviderLookupCacheTTL", set_int0, OFF(lookup_ttl), RSRC_CONF,
+                  "Seconds a child caches key and model lookups (default 2; 0 = off). "
+                  "The billing transaction re-checks them either way"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),
@@ -146,6 +162,7 @@ static void apply_defaults(provider_srv_conf *c)
     if (!c->messages_family) c->messages_family = DEFAULT_MESSAGES_FAMILY;
     if (c->default_max_tokens == PROVIDER_UNSET) c->default_max_tokens = DEFAULT_MAX_TOKENS;
     if (c->hold_timeout == PROVIDER_UNSET) c->hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
+    if (c->lookup_ttl == PROVIDER_UNSET) c->lookup_ttl = DEFAULT_LOOKUP_TTL;
     if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
 }
 
@@ -237,9 +254,10 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
     for (vs = s; vs; vs = vs->next) {
         provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
         if (c->engine == 1 && !c->catalog
-            && prov_catalog_cache_create(&c->catalog, c->models_ttl, pchild) != APR_SUCCESS)
+            && (prov_catalog_cache_create(&c->catalog, c->models_ttl, pchild) != APR_SUCCESS
+                || prov_cache_create(&c->lookups, c->lookup_ttl, 4096, pchild) != APR_SUCCESS))
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, vs, "PROV00005: cannot create the "
-                         "catalog cache");
+                         "catalog and lookup caches");
     }
 }
 

@@ -21,6 +21,7 @@
 #include "prov_account.h"
 #include "prov_billing.h"
 #include "prov_models.h"
+#include "prov_cache.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -54,12 +55,14 @@ typedef struct provider_srv_conf {
     const char *messages_family;
     apr_int64_t default_max_tokens;
     apr_int64_t hold_timeout;       /* seconds */
+    apr_int64_t lookup_ttl;         /* seconds the key and model lookups are cached */
     const char *clock_file;         /* tests only */
     apr_int64_t ping_interval;      /* seconds between keep-alive events of a silent stream */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
     prov_catalog_cache_t *catalog;
+    prov_cache_t *lookups;          /* per child */
 } provider_srv_conf;
 
 /* The effective configuration of r's server. */

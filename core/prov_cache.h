@@ -1,0 +1,27 @@
+/* prov_cache.h: small process-wide lookup caches with a time to live, for
+ * the inference hot path (key hash -> key and user ids; public model id ->
+ * catalog row). Entries are flat copies owned by the cache; a full cache is
+ * emptied rather than evicted entry by entry. Everything a cached entry
+ * decides is checked again, authoritatively, inside the billing batch. */
+#ifndef PROV_CACHE_H
+#define PROV_CACHE_H
+
+#include "prov_common.h"
+#include "prov_account.h"
+#include "prov_models.h"
+
+typedef struct prov_cache_t prov_cache_t;
+
+/* ttl in seconds (0 = caching off: every get misses); max entries. Lives in p. */
+apr_status_t prov_cache_create(prov_cache_t **c, apr_int64_t ttl, int max_entries, apr_pool_t *p);
+
+/* A copy in p of the cached auth for key_hash, or NULL. */
+prov_auth_t *prov_cache_get_auth(prov_cache_t *c, const char *key_hash, apr_int64_t now,
+                                 apr_pool_t *p);
+void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now);
+/* A copy in p of the cached model for public_id, or NULL. */
+prov_model_t *prov_cache_get_model(prov_cache_t *c, const char *public_id, apr_int64_t now,
+                                   apr_pool_t *p);
+void prov_cache_put_model(prov_cache_t *c, const prov_model_t *m, apr_int64_t now);
+
+#endif

@@ -1,0 +1,195 @@
+// tests/clients/messages/claude-code.test.js: Claude Code itself (npm
+// @anthropic-ai/claude-code, its native binary) run non-interactively
+// (`claude -p ... --output-format json`) against apache2 + mod_provider +
+// mockgw. It must run inside a loopback-only network namespace (run.sh starts
+// it under `unshare -n` after `ip link set lo up`) with
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1: the test refuses to start when
+// any network interface other than loopback is up. A small recording proxy
+// sits between Claude Code and httpd, so the test sees what the client sent
+// (cache_control, thinking, its beta headers) next to what the gateway got.
+// One plain turn (Bearer via ANTHROPIC_AUTH_TOKEN) and one turn with a tool
+// call (Read, chosen through mockgw's "TOOL:" line) and its result
+// (x-api-key via ANTHROPIC_API_KEY); each request is in the ledger, charged.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startStack } from '../../integration/lib/server.js';
+import { seedMessagesCatalog, MESSAGES_UPSTREAMS } from '../../integration/lib/messages.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const CLAUDE = process.env.PROV_CLAUDE
+  || path.join(here, 'node_modules', '@anthropic-ai', 'claude-code-linux-x64', 'claude');
+// A model name Claude Code knows, so that it sends its full request shape
+// (thinking, cache_control); served by the catalog like any other.
+const MODEL = 'claude-sonnet-4-5';
+
+function loopbackOnly() {
+  const ifs = os.networkInterfaces();
+  return Object.entries(ifs).every(([name, addrs]) => name === 'lo'
+    || addrs.every((a) => a.internal));
+}
+
+/** A proxy to target that records each request (path, headers, parsed body). */
+function recordingProxy(target) {
+  const seen = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      let body;
+      try { body = JSON.parse(raw.toString('utf8')); } catch { body = undefined; }
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      const up = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers },
+        (ur) => {
+          res.writeHead(ur.statusCode, ur.headers);
+          ur.pipe(res);
+        });
+      up.on('error', () => res.destroy());
+      up.end(raw);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    server, seen, url: `http://127.0.0.1:${server.address().port}`,
+  })));
+}
+
+function runClaude(args, env, cwd) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CLAUDE, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+describe('Claude Code against /v1/messages', { timeout: 300000 }, () => {
+  let stack;
+  let proxy;
+  let user;
+  let home;
+
+  before(async () => {
+    assert.ok(loopbackOnly(), 'run this inside `unshare -n` (see run.sh): only loopback may be up');
+    assert.ok(fs.existsSync(CLAUDE), `Claude Code's binary is missing at ${CLAUDE} (npm ci)`);
+    stack = await startStack({
+      models: MESSAGES_UPSTREAMS,
+      // Claude Code's requests carry ~60 KB of tool definitions
+      overrides: { ProviderMaxBodySize: String(8 * 1024 * 1024), ProviderGatewayTimeout: '60' },
+      seed: (s) => {
+        seedMessagesCatalog(s, { [MODEL]: { upstream: 'mock-claude', messages: true,
+          rates: { input: '3', output: '15', cache: '0.3' } } });
+        user = { id: s.addUser('claude-code@example.test', 100) };
+        user.key = s.createKey('claude-code@example.test');
+      },
+    });
+    proxy = await recordingProxy(stack.baseURL);
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'prov-claude-'));
+    fs.writeFileSync(path.join(home, 'notes.txt'), 'hello from the notes file\n');
+  });
+  after(async () => {
+    if (proxy) proxy.server.close();
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+    if (stack) await stack.stop();
+  });
+
+  function env(auth) {
+    return {
+      PATH: process.env.PATH,
+      HOME: home,
+      CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+      ANTHROPIC_BASE_URL: proxy.url,
+      ...(auth === 'bearer' ? { ANTHROPIC_AUTH_TOKEN: user.key.secret }
+        : { ANTHROPIC_API_KEY: user.key.secret }),
+      ANTHROPIC_MODEL: MODEL,
+      ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL,
+      ANTHROPIC_DEFAULT_SONNET_MODEL: MODEL,
+      ANTHROPIC_DEFAULT_OPUS_MODEL: MODEL,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+    };
+  }
+
+  /** Runs one prompt; returns the parsed result and the /v1/messages requests it made. */
+  async function turn(prompt, auth, extra = []) {
+    const from = proxy.seen.length;
+    const before = stack.balance(user.id);
+    const r = await runClaude(['-p', prompt, '--output-format', 'json', ...extra], env(auth), home);
+    const ctx = `exit ${r.code ?? r.signal}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+    assert.equal(r.code, 0, ctx);
+    const out = JSON.parse(r.stdout);
+    console.log(`claude -p ${JSON.stringify(prompt)} printed: ${r.stdout.trim().slice(0, 400)}...`);
+    const calls = proxy.seen.slice(from).filter((s) => s.method === 'POST'
+      && s.url.split('?')[0] === '/v1/messages');
+    assert.ok(calls.length >= 1, `no /v1/messages request: ${ctx}`);
+    const rows = stack.sql(`SELECT status, CAST(credits AS TEXT) AS credits FROM ledger
+      WHERE user_id = ${user.id} ORDER BY rowid`).slice(-calls.length);
+    assert.equal(rows.length, calls.length, 'a ledger row per request');
+    let total = 0n;
+    for (const row of rows) {
+      assert.equal(row.status, 'ok', JSON.stringify(rows));
+      assert.ok(BigInt(row.credits) > 0n, JSON.stringify(row));
+      total += BigInt(row.credits);
+    }
+    assert.equal(stack.balance(user.id), before - total, 'the balance paid for every request');
+    return { out, calls, ctx };
+  }
+
+  it('answers a plain prompt (Bearer), its full request shape normalised on the way', async () => {
+    // without tools, mockgw answers in text
+    const { out, calls, ctx } = await turn('Say hello.', 'bearer', ['--tools', '']);
+    assert.equal(out.is_error, false, ctx);
+    assert.equal(out.type, 'result');
+    assert.match(out.result, /^mock reply to: /, ctx);
+    const c = calls.at(-1);
+    assert.equal(c.headers.authorization, `Bearer ${user.key.secret}`);
+    assert.match(c.headers['anthropic-version'], /^\d{4}-\d\d-\d\d$/);
+    assert.equal(c.body.stream, true);
+    assert.equal(c.body.model, MODEL);
+    const sent = JSON.stringify(c.body);
+    const found = ['cache_control', '"thinking"', '"role":"system"', '"context_management"']
+      .filter((m) => sent.includes(m));
+    console.log(`Claude Code sent ${found.join(', ')}; anthropic-beta: ${c.headers['anthropic-beta']}`);
+    const last = await stack.mock.last();
+    const forwarded = JSON.stringify(last.body);
+    assert.equal(last.body.model, 'mock-claude');
+    for (const marker of ['cache_control', '"thinking"', '"role":"system"']) {
+      if (sent.includes(marker)) {
+        assert.ok(!forwarded.includes(marker), `${marker} was sent on to the gateway`);
+      }
+    }
+    assert.ok(sent.includes('cache_control'), 'Claude Code marks cache breakpoints');
+  });
+
+  it('runs a turn with a tool call and its result (x-api-key)', async () => {
+    const file = path.join(home, 'notes.txt');
+    const prompt = `Read the notes file.\nTOOL: Read\nARGS: {"file_path":"${file}"}`;
+    const { out, calls, ctx } = await turn(prompt, 'x-api-key');
+    assert.equal(out.is_error, false, ctx);
+    assert.ok(out.num_turns >= 2, ctx);
+    assert.equal(calls.at(-1).headers['x-api-key'], user.key.secret);
+    // The first call answered a tool_use of Read; Claude Code ran it and sent
+    // the file back as a tool_result; the model's reply quotes it.
+    const withResult = calls.find((c) => JSON.stringify(c.body.messages).includes('"tool_result"'));
+    assert.ok(withResult, 'a request carried the tool_result');
+    const use = withResult.body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .find((b) => b.type === 'tool_use');
+    assert.equal(use.name, 'Read');
+    assert.deepEqual(use.input, { file_path: file });
+    assert.match(out.result, /^tool said: /, ctx);
+    assert.match(out.result, /hello from the notes file/, ctx);
+  });
+});

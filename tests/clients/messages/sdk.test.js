@@ -1,0 +1,156 @@
+// tests/clients/messages/sdk.test.js: client compatibility of /v1/messages
+// with the official `@anthropic-ai/sdk`, one 0.x and one 1.x release (npm
+// aliases in package.json). They authenticate and version differently: 0.x
+// sends x-api-key and anthropic-version 2023-06-01, 1.x sends a Bearer token
+// and a later date; both must work. For each: messages.create (and the
+// credits it was charged), a streamed message read through the SDK's own
+// stream helper (credits in the raw message_delta), a tool round trip, and
+// our refusals surfacing as the SDK's error classes.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic0 from 'anthropic-sdk-0';
+import Anthropic1 from 'anthropic-sdk-1';
+import { startStack } from '../../integration/lib/server.js';
+import { expectedCharge, toMicro, unknownKey } from '../../integration/lib/helpers.js';
+import {
+  MESSAGES_CATALOG, MESSAGES_UPSTREAMS, seedMessagesCatalog, anthropicKinds, mockInputTokens,
+} from '../../integration/lib/messages.js';
+
+const SDKS = [
+  { name: '0.x', Anthropic: Anthropic0, auth: 'x-api-key', version: /^2023-06-01$/ },
+  { name: '1.x', Anthropic: Anthropic1, auth: 'authorization', version: /^20\d\d-\d\d-\d\d$/ },
+];
+
+describe('the official Anthropic SDKs on /v1/messages', { timeout: 180000 }, () => {
+  let stack;
+  let user;
+
+  before(async () => {
+    stack = await startStack({
+      models: MESSAGES_UPSTREAMS,
+      seed: (s) => {
+        seedMessagesCatalog(s);
+        user = { id: s.addUser('sdk-claude@example.test', 100) };
+        user.key = s.createKey('sdk-claude@example.test');
+      },
+    });
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+
+  for (const sdk of SDKS) {
+    describe(`@anthropic-ai/sdk ${sdk.name}`, () => {
+      let client;
+      const sent = [];   // the headers the SDK sent, per request
+
+      before(() => {
+        const recordingFetch = (url, init) => {
+          sent.push(new Headers(init?.headers));
+          return fetch(url, init);
+        };
+        client = new sdk.Anthropic({
+          apiKey: user.key.secret, baseURL: stack.baseURL, maxRetries: 0, fetch: recordingFetch,
+        });
+      });
+
+      it('creates a message, authenticated its own way, and shows the charge', async () => {
+        const before = stack.balance(user.id);
+        const { data, response } = await client.messages.create({
+          model: 'claude-main', max_tokens: 9,
+          messages: [{ role: 'user', content: 'hello sdk' }],
+        }).withResponse();
+        const h = sent.at(-1);
+        if (sdk.auth === 'x-api-key') {
+          assert.equal(h.get('x-api-key'), user.key.secret);
+        } else {
+          assert.equal(h.get('authorization'), `Bearer ${user.key.secret}`);
+        }
+        assert.match(h.get('anthropic-version'), sdk.version);
+        assert.equal(data.type, 'message');
+        assert.equal(data.model, 'claude-main');
+        assert.equal(data.content[0].text, 'mock reply to: hello sdk');
+        assert.equal(data.usage.output_tokens, 9);
+        const expected = expectedCharge(MESSAGES_CATALOG['claude-main'].rates,
+          anthropicKinds({ input: mockInputTokens('hello sdk'), output: 9 }));
+        assert.equal(toMicro(response.headers.get('x-provider-credits')), expected);
+        assert.equal(toMicro(data.usage.credits), expected);
+        assert.equal(stack.balance(user.id), before - expected);
+      });
+
+      it('streams a message through the SDK stream helper', async () => {
+        const before = stack.balance(user.id);
+        const stream = client.messages.stream({
+          model: 'claude-main', max_tokens: 12,
+          messages: [{ role: 'user', content: 'stream to me' }],
+        });
+        let text = '';
+        const raw = [];
+        stream.on('text', (t) => { text += t; });
+        stream.on('streamEvent', (ev) => raw.push(ev));
+        const final = await stream.finalMessage();
+        assert.equal(text, 'mock reply to: stream to me');
+        assert.equal(final.content[0].text, 'mock reply to: stream to me');
+        assert.equal(final.model, 'claude-main');
+        assert.equal(final.stop_reason, 'end_turn');
+        assert.equal(final.usage.output_tokens, 12);
+        assert.equal(raw[0].type, 'message_start');
+        assert.equal(raw.at(-1).type, 'message_stop');
+        const expected = expectedCharge(MESSAGES_CATALOG['claude-main'].rates,
+          anthropicKinds({ input: mockInputTokens('stream to me'), output: 12 }));
+        const delta = raw.find((ev) => ev.type === 'message_delta');
+        assert.equal(toMicro(delta.usage.credits), expected);
+        assert.equal(stack.balance(user.id), before - expected);
+      });
+
+      it('does a tool round trip', async () => {
+        const tools = [{ name: 'lookup', description: 'look a word up', input_schema: {
+          type: 'object', properties: { word: { type: 'string' } }, required: ['word'] } }];
+        const ask = { role: 'user', content: 'define it\nARGS: {"word":"apache"}' };
+        const first = await client.messages.create({
+          model: 'claude-main', max_tokens: 64, tools, messages: [ask],
+        });
+        assert.equal(first.stop_reason, 'tool_use');
+        const use = first.content.find((b) => b.type === 'tool_use');
+        assert.ok(use, JSON.stringify(first.content));
+        assert.equal(use.name, 'lookup');
+        assert.deepEqual(use.input, { word: 'apache' });
+        // the second turn streamed, as agents do
+        const final = await client.messages.stream({
+          model: 'claude-main', max_tokens: 64, tools,
+          messages: [ask, { role: 'assistant', content: first.content }, {
+            role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id,
+              content: [{ type: 'text', text: 'a web server' }] }],
+          }],
+        }).finalMessage();
+        assert.equal(final.stop_reason, 'end_turn');
+        assert.equal(final.content[0].text, 'tool said: a web server');
+      });
+
+      it('surfaces refusals as the SDK\'s error classes with our code', async () => {
+        const bad = new sdk.Anthropic({ apiKey: unknownKey(), baseURL: stack.baseURL, maxRetries: 0 });
+        await assert.rejects(
+          bad.messages.create({ model: 'claude-main', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+          (e) => e instanceof sdk.Anthropic.AuthenticationError && e.status === 401
+            && e.error?.error?.code === 'INVALID_API_KEY',
+        );
+        await assert.rejects(
+          client.messages.create({ model: 'claude-off', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+          (e) => e instanceof sdk.Anthropic.NotFoundError && e.error?.error?.type === 'not_found_error',
+        );
+        await assert.rejects(
+          client.messages.create({ model: 'claude-overflow', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+          (e) => e instanceof sdk.Anthropic.BadRequestError && /prompt is too long/.test(e.message),
+        );
+      });
+
+      it('counts tokens', async () => {
+        const r = await client.messages.countTokens({
+          model: 'claude-main', messages: [{ role: 'user', content: 'how many tokens' }],
+        });
+        assert.equal(r.input_tokens, mockInputTokens('how many tokens'));
+      });
+    });
+  }
+});
