@@ -14,6 +14,7 @@ APLOG_USE_MODULE(provider);
 
 #include "prov_billing.h"
 #include "prov_messages.h"
+#include "prov_money.h"
 #include "prov_json.h"
 
 #define FAMILY PROVIDER_FAMILY_ANTHROPIC
@@ -155,12 +156,15 @@ static apr_status_t on_tick(void *baton)
 static int stream_not_started(provider_infer_t *in, relay_t *x, apr_status_t rv)
 {
     request_rec *r = in->r;
-    if (x->client_gone || rv == APR_ECONNABORTED) {
+    if (x->client_gone) {
         provider_infer_release(in, "client_gone");
         r->connection->keepalive = AP_CONN_CLOSE;
         return OK;
     }
-    if (rv != APR_SUCCESS && (x->status == 0 || x->status == HTTP_OK))
+    /* APR_ECONNABORTED without a client gone: the relay refused the bytes
+     * (an event too large to be one): a malformed answer. */
+    if (rv != APR_SUCCESS && rv != APR_ECONNABORTED
+        && (x->status == 0 || x->status == HTTP_OK))
         return provider_infer_gateway_failed(in, rv);
     if (x->status != HTTP_OK) {
         prov_gw_response_t resp;
@@ -221,7 +225,7 @@ static int relay_stream(provider_infer_t *in, const char *body, apr_table_t *hea
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00120: request %s: the gateway's "
                   "stream ended early after %d events; charged %s credits", in->request_id,
-                  prov_messages_stream_events(x.stream), prov_i64(in->charge, r->pool));
+                  prov_messages_stream_events(x.stream), prov_money_format(in->charge, r->pool));
     r->connection->keepalive = AP_CONN_CLOSE;
     return OK;
 }

@@ -3,8 +3,12 @@
 # installs the Debian packages, builds with warnings as errors and with
 # AddressSanitizer/UBSan, and runs `make check` (the CUnit unit tests, the
 # integration suite against a real apache2, the client compatibility suite).
+# With PROVIDER_TEST_PGSQL=1 (CI sets it: .ci/run) the integration suite then
+# runs a second time on PostgreSQL (a throwaway cluster, see
+# tests/integration/lib/pg.js); the first `make check` is always on SQLite.
 # Prints the logs of whatever failed and a closing "N passed, N failed" line
-# counted over the individual test cases; exits non-zero on any failure.
+# counted over the individual test cases of every run; exits non-zero on any
+# failure.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -23,23 +27,50 @@ autoreconf -fi
 ./configure --enable-werror --enable-sanitizers
 make -j2
 
-status=0
-make -j1 check || status=$?
+pgsql=${PROVIDER_TEST_PGSQL:-}
 
-# The automake logs of each suite; failures get printed in full.
-logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/integration/run.log tests/clients/run.log"
-if [ "$status" -ne 0 ]; then
+# Prints test-suite.log and the full log of each failed suite among $@.
+print_failures() {
   echo "==================== test-suite.log ===================="
   cat test-suite.log 2>/dev/null || true
-  for l in $logs; do
+  for l in "$@"; do
     if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
       echo "==================== $l ===================="
       cat "$l"
     fi
   done
+}
+
+# Keeps a copy of a suite's automake log and result (the next run reuses the name).
+keep_log() {  # keep_log FROM TO (both *.log)
+  rm -f "$2" "${2%.log}.trs"
+  if [ -f "$1" ]; then cp "$1" "$2"; fi
+  if [ -f "${1%.log}.trs" ]; then cp "${1%.log}.trs" "${2%.log}.trs"; fi
+}
+
+status=0
+env -u PROVIDER_TEST_PGSQL make -j1 check || status=$?
+keep_log tests/integration/run.log tests/integration/run-sqlite.log
+logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/integration/run-sqlite.log tests/clients/run.log"
+if [ "$status" -ne 0 ]; then
+  print_failures $logs
 fi
 
-# Count test cases: node's runner ("# pass N" / "ℹ pass N"), CUnit's run summary.
+# The integration suite again, on PostgreSQL.
+if [ "$pgsql" = 1 ]; then
+  echo "==================== integration suite on PostgreSQL ===================="
+  pg_status=0
+  PROVIDER_TEST_PGSQL=1 make -j1 check TESTS=tests/integration/run.sh || pg_status=$?
+  keep_log tests/integration/run.log tests/integration/run-pgsql.log
+  logs="$logs tests/integration/run-pgsql.log"
+  if [ "$pg_status" -ne 0 ]; then
+    print_failures tests/integration/run-pgsql.log
+    status=$pg_status
+  fi
+fi
+
+# Count test cases of every run: node's runner ("# pass N" / "ℹ pass N"),
+# CUnit's run summary, TAP lines.
 passed=0
 failed=0
 for l in $logs; do

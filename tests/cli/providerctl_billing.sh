@@ -7,7 +7,10 @@
 # (from $PROV_BUILDDIR, wrapped in $PROV_WRAP for the valgrind phase) against a
 # fresh SQLite file on a fixed clock (PROVIDERCTL_CLOCK_FILE); ledger rows and
 # usage buckets are written with the sqlite3 CLI, and the reports are checked
-# against the figures and against the ledger summed by sqlite3 itself.
+# against the figures and against the ledger summed by sqlite3 itself. With
+# PROV_TEST_PGSQL_PARAMS set to the connection string of an empty PostgreSQL
+# database ("host=/tmp/pg port=5432 user=postgres dbname=t"), the same checks
+# run there, with psql in place of sqlite3.
 # Prints one "ok"/"not ok" line per check; exits 1 if any check failed.
 set -u
 
@@ -19,8 +22,11 @@ if [ ! -x "$PCTL" ]; then
     echo "providerctl_billing.sh: $PCTL is not built" >&2
     exit 1
 fi
-if ! command -v sqlite3 >/dev/null 2>&1; then
-    echo "providerctl_billing.sh: needs the sqlite3 command line tool" >&2
+PG=${PROV_TEST_PGSQL_PARAMS:-}
+sqlcli=sqlite3
+[ -n "$PG" ] && sqlcli=psql
+if ! command -v $sqlcli >/dev/null 2>&1; then
+    echo "providerctl_billing.sh: needs the $sqlcli command line tool" >&2
     exit 1
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/providerctl-billing.XXXXXX")
@@ -28,6 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 db="$tmp/provider.db"
 PROVIDER_DB="sqlite3:$db"
+[ -n "$PG" ] && PROVIDER_DB="pgsql:$PG"
 PROVIDERCTL_CONF="$tmp/empty.conf"
 : > "$PROVIDERCTL_CONF"
 # Now is 2030-01-15 12:00:00 UTC for every command.
@@ -78,7 +85,14 @@ same() {
         sed 's/^/#   diff: /' "$tmp/diff"
     fi
 }
-sql() { sqlite3 "$db" "$1"; }
+# sql SQL: runs SQL, prints the rows as CSV without a header
+sql() {
+    if [ -n "$PG" ]; then
+        psql "$PG" -q -X -v ON_ERROR_STOP=1 -At -F, -c "$1"
+    else
+        sqlite3 -csv "$db" "$1"
+    fi
+}
 
 # ---- fixture ----------------------------------------------------------------
 run db migrate
@@ -248,19 +262,19 @@ total,6,1650,195,22,13,16.850001
 EOF
 same "usage report by day in csv" "$tmp/expect"
 
-# The same report, summed by sqlite3 from the ledger itself.
+# The same report, summed by the database's own client from the ledger.
 fmt='function cr(v) { s = sprintf("%d.%06d", int(v / 1000000), v % 1000000); sub(/0+$/, "", s); sub(/\.$/, "", s); return s }'
-sqlite3 -csv "$db" "SELECT key_id, COUNT(*), SUM(input_tokens), SUM(output_tokens),
+sql "SELECT key_id, COUNT(*), SUM(input_tokens), SUM(output_tokens),
     SUM(cache_tokens), SUM(reasoning_tokens), SUM(credits) FROM ledger
     WHERE status <> 'reserved' GROUP BY key_id ORDER BY key_id" \
     | awk -F, "$fmt"' { print $1 "," $2 "," $3 "," $4 "," $5 "," $6 "," cr($7) }' > "$tmp/expect"
 run usage report --by key --format csv
 sed -e '1d' -e '$d' "$tmp/out" > "$tmp/out.rows"
 if diff "$tmp/expect" "$tmp/out.rows" >/dev/null; then
-    pass "usage by key equals the ledger summed by sqlite3"
+    pass "usage by key equals the ledger summed by $sqlcli"
 else
-    fail "usage by key equals the ledger summed by sqlite3"
-    sed 's/^/#   sqlite3: /' "$tmp/expect"
+    fail "usage by key equals the ledger summed by $sqlcli"
+    sed "s/^/#   $sqlcli: /" "$tmp/expect"
 fi
 
 run usage report --by model

@@ -37,6 +37,7 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
   before(async () => {
     stack = await startStack({
       clock: nextHour(Math.floor(Date.now() / 1000)) + 600,
+      threads: N,
       seed: (s) => {
         addBillModel(s);
         mkUser(s, 'budget', { balance: 1000, budget: 10 });

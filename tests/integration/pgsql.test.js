@@ -35,6 +35,7 @@ describe('PostgreSQL: a throwaway cluster, two httpd on one database', { timeout
       backend: 'pgsql',
       pgCluster: cluster,
       clock: nextHour(Math.floor(Date.now() / 1000)) + 600,
+      threads: N,
       seed: (s) => {
         addBillModel(s);
         const mk = (name, { balance = null, budget = null } = {}) => {
@@ -50,7 +51,7 @@ describe('PostgreSQL: a throwaway cluster, two httpd on one database', { timeout
         subscribe(s, plan.email, 'pg-5h', plan.id, addPlan(s, 'pg-5h', String(FITS), '1000'));
       },
     });
-    b = await startStack({ peer: a });
+    b = await startStack({ peer: a, threads: N });
   });
   after(async () => {
     const errors = [];

@@ -6,7 +6,10 @@
 // x-provider-dropped-tools), the full response.* stream with sequence numbers
 // and its settlement, a function-tool round trip, custom and namespace tools,
 // the service's refusals (stateless, no images or files, forced hosted tools)
-// in the OpenAI error shape, and streams that fail before or after they began.
+// in the OpenAI error shape, streams that fail before or after they began,
+// and a plan's windows in Codex's rate-limit headers (x-codex-primary-* for 5
+// hours, x-codex-secondary-* for 7 days) with exhaustion answered as the
+// usage_limit_reached error that Codex shows as a usage limit.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,6 +42,8 @@ function mockUsage(contentBytes, maxTokens = null) {
 describe('POST /v1/responses', { timeout: 180000 }, () => {
   let stack;
   let user;
+  let planned;    // a plan (5 h: 0.001 credit, 7 d: 0.01 credit) and no balance
+  let spent;      // a plan too small for any request, and no balance
   const rates = CATALOG['prov-main'].rates;
 
   before(async () => {
@@ -47,6 +52,14 @@ describe('POST /v1/responses', { timeout: 180000 }, () => {
         seedCatalog(s);
         user = { id: s.addUser('resp@example.test', 1000) };
         user.key = s.createKey('resp@example.test');
+        s.ctl('plan', 'add', 'resp-plan', '--5h', '0.001', '--7d', '0.01');
+        s.ctl('plan', 'add', 'resp-tiny', '--5h', '0.000001', '--7d', '0.000001');
+        planned = { id: s.addUser('planned@example.test') };
+        planned.key = s.createKey('planned@example.test');
+        s.ctl('subscription', 'set', 'planned@example.test', 'resp-plan');
+        spent = { id: s.addUser('spent@example.test') };
+        spent.key = s.createKey('spent@example.test');
+        s.ctl('subscription', 'set', 'spent@example.test', 'resp-tiny');
       },
     });
   });
@@ -386,5 +399,45 @@ describe('POST /v1/responses', { timeout: 180000 }, () => {
     assert.ok(row && row.status !== 'reserved', `settled: ${JSON.stringify(row)}`);
     assert.equal(row.status, 'aborted');
     assert.ok(BigInt(row.credits) > 0n, 'not free by accident');
+  });
+
+  it("fills Codex's rate-limit headers from the plan's windows", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const stream of [false, true]) {
+      const res = await stack.request('POST', '/v1/responses', { key: planned.key.secret,
+        body: { model: 'prov-main', input: 'quota please', max_output_tokens: 5, stream } });
+      assert.equal(res.status, 200, res.text);
+      const h = (n) => res.headers.get(n);
+      assert.equal(h('x-codex-primary-window-minutes'), '300');
+      assert.equal(h('x-codex-secondary-window-minutes'), '10080');
+      // At reservation time the windows hold what was charged before plus this hold.
+      const rows = stack.sql(`SELECT CAST(credits AS TEXT) AS c, CAST(reserved AS TEXT) AS r,
+          request_id FROM ledger WHERE user_id = ${planned.id} ORDER BY rowid`);
+      const mine = rows.findIndex((row) => row.request_id === h('x-request-id'));
+      assert.ok(mine >= 0);
+      const used = rows.slice(0, mine).reduce((n, row) => n + BigInt(row.c), 0n) + BigInt(rows[mine].r);
+      const pct = (quota) => {
+        const tenths = used * 1000n / quota;
+        return tenths % 10n ? `${tenths / 10n}.${tenths % 10n}` : `${tenths / 10n}`;
+      };
+      assert.equal(h('x-codex-primary-used-percent'), pct(1000n));
+      assert.equal(h('x-codex-secondary-used-percent'), pct(10000n));
+      assert.notEqual(h('x-codex-primary-used-percent'), '0');
+      const r5 = Number(h('x-codex-primary-reset-at')) - now;
+      const r7 = Number(h('x-codex-secondary-reset-at')) - now;
+      assert.ok(r5 > 0 && r5 <= 5 * 3600 + 600, `primary reset in ${r5} s`);
+      assert.ok(r7 > 0 && r7 <= 7 * 86400 + 3600, `secondary reset in ${r7} s`);
+    }
+  });
+
+  it('answers an exhausted plan with usage_limit_reached and the service code', async () => {
+    const seq = (await stack.mock.last()).seq;
+    for (const stream of [false, true]) {
+      const res = await stack.request('POST', '/v1/responses', { key: spent.key.secret,
+        body: { model: 'prov-main', input: 'more please', stream } });
+      const e = assertOpenAIError(res, 429, 'SUBSCRIPTION_QUOTA_EXCEEDED');
+      assert.equal(e.type, 'usage_limit_reached');
+    }
+    assert.equal((await stack.mock.last()).seq, seq, 'the gateway was not called');
   });
 });
