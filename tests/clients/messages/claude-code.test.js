@@ -131,7 +131,10 @@ describe('Claude Code against /v1/messages', { timeout: 300000 }, () => {
     const ctx = `exit ${r.code ?? r.signal}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
     assert.equal(r.code, 0, ctx);
     const out = JSON.parse(r.stdout);
-    console.log(`claude -p ${JSON.stringify(prompt)} printed: ${r.stdout.trim().slice(0, 400)}...`);
+    const { type, subtype, is_error: isError, num_turns: turns, result, stop_reason: stop } = out;
+    console.log(`claude -p ${JSON.stringify(prompt)} --output-format json ${extra.join(' ')} printed `
+      + `${JSON.stringify({ type, subtype, is_error: isError, num_turns: turns, stop_reason: stop, result })} `
+      + `(usage ${JSON.stringify({ input: out.usage?.input_tokens, output: out.usage?.output_tokens })})`);
     const calls = proxy.seen.slice(from).filter((s) => s.method === 'POST'
       && s.url.split('?')[0] === '/v1/messages');
     assert.ok(calls.length >= 1, `no /v1/messages request: ${ctx}`);
