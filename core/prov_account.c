@@ -101,25 +101,6 @@ static const char *dup_or_null(const char *v, apr_pool_t *p)
     return v ? apr_pstrdup(p, v) : NULL;
 }
 
-/* Runs a labelled query and returns its first row; APR_NOTFOUND when none. */
-static apr_status_t select_one(apr_dbd_row_t **row, prov_store_t *s, const char *label,
-                               int nargs, const char *const *args, apr_pool_t *p)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *r = NULL;
-    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    rv = prov_store_row(s, res, &r, p);
-    if (rv == APR_EOF)
-        return APR_NOTFOUND;
-    if (rv != APR_SUCCESS)
-        return rv;
-    /* Random-access results are fully fetched: the rest needs no draining. */
-    *row = r;
-    return APR_SUCCESS;
-}
-
 /* USER_COLS: id, email, name, blocked, balance, created_at */
 static prov_user_t *user_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
@@ -157,7 +138,7 @@ static prov_apikey_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool
 static apr_status_t user_by_id(prov_user_t **u, prov_store_t *s, apr_int64_t id, apr_pool_t *p)
 {
     apr_dbd_row_t *row = NULL;
-    apr_status_t rv = select_one(&row, s, "user_by_id", PROV_ARGS(prov_i64(id, p)), p);
+    apr_status_t rv = prov_store_select_one(&row, s, "user_by_id", PROV_ARGS(prov_i64(id, p)), p);
     if (rv == APR_SUCCESS)
         *u = user_from_row(s, row, p);
     return rv;
@@ -180,21 +161,21 @@ apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
     rv = prov_store_begin(s, p);
     if (rv != APR_SUCCESS)
         return rv;
-    rv = select_one(&row, s, "user_by_email", PROV_ARGS(folded), p);
+    rv = prov_store_select_one(&row, s, "user_by_email", PROV_ARGS(folded), p);
     if (rv == APR_SUCCESS) {
         rv = APR_EEXIST;
         goto fail;
     }
     if (rv != APR_NOTFOUND)
         goto fail;
-    rv = select_one(&row, s, "user_add", PROV_ARGS(folded, nm, prov_i64(now, p)), p);
+    rv = prov_store_select_one(&row, s, "user_add", PROV_ARGS(folded, nm, prov_i64(now, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
     if (rv != APR_SUCCESS) {
         /* A concurrent add on PostgreSQL (whose BEGIN takes no write lock)
          * can win between the check and the insert: then it is a duplicate. */
         prov_store_rollback(s, p);
-        if (select_one(&row, s, "user_by_email", PROV_ARGS(folded), p) == APR_SUCCESS)
+        if (prov_store_select_one(&row, s, "user_by_email", PROV_ARGS(folded), p) == APR_SUCCESS)
             rv = APR_EEXIST;
         return rv;
     }
@@ -235,7 +216,7 @@ apr_status_t prov_user_find(prov_user_t **u, prov_store_t *s, const char *ref, a
     }
     if (strlen(ref) > EMAIL_MAX)
         return APR_NOTFOUND;
-    rv = select_one(&row, s, "user_by_email", PROV_ARGS(email_fold(ref, p)), p);
+    rv = prov_store_select_one(&row, s, "user_by_email", PROV_ARGS(email_fold(ref, p)), p);
     if (rv == APR_SUCCESS)
         *u = user_from_row(s, row, p);
     return rv;
@@ -305,7 +286,7 @@ apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_in
         rv = APR_ERANGE;
         goto fail;
     }
-    rv = select_one(&row, s, "balance_add",
+    rv = prov_store_select_one(&row, s, "balance_add",
                     PROV_ARGS(prov_i64(amount, p), prov_i64(user_id, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
@@ -355,7 +336,7 @@ apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_sto
     rv = prov_key_generate(&sec, &hash, &display, p);
     if (rv != APR_SUCCESS)
         return rv;
-    rv = select_one(&row, s, "key_add",
+    rv = prov_store_select_one(&row, s, "key_add",
                     PROV_ARGS(prov_i64(user_id, p), nm, hash, display,
                               has_budget ? prov_i64(weekly_budget, p) : NULL,
                               prov_i64(now, p)), p);
@@ -436,7 +417,7 @@ apr_status_t prov_apikey_get(prov_apikey_t **k, prov_store_t *s, apr_int64_t key
                              apr_pool_t *p)
 {
     apr_dbd_row_t *row = NULL;
-    apr_status_t rv = select_one(&row, s, "key_get", PROV_ARGS(prov_i64(key_id, p)), p);
+    apr_status_t rv = prov_store_select_one(&row, s, "key_get", PROV_ARGS(prov_i64(key_id, p)), p);
     if (rv == APR_SUCCESS)
         *k = key_from_row(s, row, p);
     return rv;
@@ -479,7 +460,7 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     if (!hash)
         return APR_EGENERAL;
     /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance */
-    rv = select_one(&row, s, "auth_lookup", PROV_ARGS(hash), p);
+    rv = prov_store_select_one(&row, s, "auth_lookup", PROV_ARGS(hash), p);
     if (rv != APR_SUCCESS)
         return rv;
     r = apr_pcalloc(p, sizeof(*r));

@@ -315,19 +315,11 @@ apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now)
 static apr_status_t one_i64(apr_int64_t *out, prov_store_t *s, const char *label, int nargs,
                             const char *const *args, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
-    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
-    int found = 0;
-    if (rv != APR_SUCCESS)
-        return rv;
-    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
-        if (!found++)
-            *out = prov_store_get_i64(s, row, 0, 0);
-    }
-    if (rv != APR_EOF)
-        return rv;
-    return found ? APR_SUCCESS : APR_NOTFOUND;
+    apr_status_t rv = prov_store_select_one(&row, s, label, nargs, args, p);
+    if (rv == APR_SUCCESS)
+        *out = prov_store_get_i64(s, row, 0, 0);
+    return rv;
 }
 
 /* The plan of user at now and its windows' use; has_plan 0 when none. */

@@ -45,24 +45,6 @@ static int quota_valid(prov_micro_t q)
     return q > 0 && q <= PROV_AMOUNT_MAX;
 }
 
-/* Runs a labelled query and returns its first row; APR_NOTFOUND when none. */
-static apr_status_t select_one(apr_dbd_row_t **row, prov_store_t *s, const char *label,
-                               int nargs, const char *const *args, apr_pool_t *p)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *r = NULL;
-    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    rv = prov_store_row(s, res, &r, p);
-    if (rv == APR_EOF)
-        return APR_NOTFOUND;
-    if (rv != APR_SUCCESS)
-        return rv;
-    *row = r;
-    return APR_SUCCESS;
-}
-
 /* PLAN_COLS: id, name, quota_5h, quota_7d, created_at */
 static prov_plan_t *plan_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
@@ -97,7 +79,7 @@ static prov_subscription_t *sub_from_row(prov_store_t *s, apr_dbd_row_t *row, ap
 static apr_status_t plan_by_id(prov_plan_t **pl, prov_store_t *s, apr_int64_t id, apr_pool_t *p)
 {
     apr_dbd_row_t *row = NULL;
-    apr_status_t rv = select_one(&row, s, "plan_by_id", PROV_ARGS(prov_i64(id, p)), p);
+    apr_status_t rv = prov_store_select_one(&row, s, "plan_by_id", PROV_ARGS(prov_i64(id, p)), p);
     if (rv == APR_SUCCESS)
         *pl = plan_from_row(s, row, p);
     return rv;
@@ -118,7 +100,7 @@ apr_status_t prov_plan_add(prov_plan_t **plan, prov_store_t *s, const char *name
     rv = prov_store_begin(s, p);
     if (rv != APR_SUCCESS)
         return rv;
-    rv = select_one(&row, s, "plan_by_name", PROV_ARGS(name), p);
+    rv = prov_store_select_one(&row, s, "plan_by_name", PROV_ARGS(name), p);
     if (rv == APR_SUCCESS) {
         prov_store_rollback(s, p);
         return APR_EEXIST;
@@ -127,14 +109,14 @@ apr_status_t prov_plan_add(prov_plan_t **plan, prov_store_t *s, const char *name
         prov_store_rollback(s, p);
         return rv;
     }
-    rv = select_one(&row, s, "plan_add",
+    rv = prov_store_select_one(&row, s, "plan_add",
                     PROV_ARGS(name, prov_i64(quota_5h, p), prov_i64(quota_7d, p),
                               prov_i64(now, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
     if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
-        if (select_one(&row, s, "plan_by_name", PROV_ARGS(name), p) == APR_SUCCESS)
+        if (prov_store_select_one(&row, s, "plan_by_name", PROV_ARGS(name), p) == APR_SUCCESS)
             rv = APR_EEXIST;
         return rv;
     }
@@ -170,7 +152,7 @@ apr_status_t prov_plan_find(prov_plan_t **plan, prov_store_t *s, const char *ref
     }
     if (!plan_name_valid(ref))
         return APR_NOTFOUND;
-    rv = select_one(&row, s, "plan_by_name", PROV_ARGS(ref), p);
+    rv = prov_store_select_one(&row, s, "plan_by_name", PROV_ARGS(ref), p);
     if (rv == APR_SUCCESS)
         *plan = plan_from_row(s, row, p);
     return rv;
@@ -237,14 +219,14 @@ apr_status_t prov_subscription_set(prov_subscription_t **sub, prov_store_t *s,
     rv = plan_by_id(&pl, s, plan_id, p);
     if (rv != APR_SUCCESS)
         goto fail;
-    rv = select_one(&row, s, "user_by_id", PROV_ARGS(prov_i64(user_id, p)), p);
+    rv = prov_store_select_one(&row, s, "user_by_id", PROV_ARGS(prov_i64(user_id, p)), p);
     if (rv != APR_SUCCESS)
         goto fail;
     rv = prov_store_exec(s, &n, "sub_cancel",
                          PROV_ARGS(snow, prov_i64(user_id, p), snow, snow), p);
     if (rv != APR_SUCCESS)
         goto fail;
-    rv = select_one(&row, s, "sub_add",
+    rv = prov_store_select_one(&row, s, "sub_add",
                     PROV_ARGS(prov_i64(user_id, p), prov_i64(plan_id, p), snow,
                               until_at ? prov_i64(until_at, p) : NULL), p);
     if (rv == APR_NOTFOUND)
@@ -281,7 +263,7 @@ apr_status_t prov_subscription_active(prov_subscription_t **sub, prov_store_t *s
 {
     apr_dbd_row_t *row = NULL;
     const char *snow = prov_i64(now, p);
-    apr_status_t rv = select_one(&row, s, "sub_active",
+    apr_status_t rv = prov_store_select_one(&row, s, "sub_active",
                                  PROV_ARGS(prov_i64(user_id, p), snow, snow), p);
     if (rv == APR_SUCCESS)
         *sub = sub_from_row(s, row, p);

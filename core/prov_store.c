@@ -175,6 +175,23 @@ apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const c
     return APR_SUCCESS;
 }
 
+apr_status_t prov_store_select_one(apr_dbd_row_t **row, prov_store_t *s, const char *label,
+                                   int nargs, const char *const *args, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *r = NULL;
+    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    rv = prov_store_row(s, res, &r, p);
+    if (rv == APR_EOF)
+        return APR_NOTFOUND;
+    if (rv != APR_SUCCESS)
+        return rv;
+    *row = r;
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
                             apr_pool_t *p)
 {

@@ -59,6 +59,10 @@ apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
 /* Runs a labelled query; all rows are fetched (random access). */
 apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,
                                int nargs, const char *const *args, apr_pool_t *p);
+/* Runs a labelled query and gives its first row (random-access results are
+ * fully fetched: the rest needs no draining); APR_NOTFOUND when none. */
+apr_status_t prov_store_select_one(apr_dbd_row_t **row, prov_store_t *s, const char *label,
+                                   int nargs, const char *const *args, apr_pool_t *p);
 /* Next row: APR_SUCCESS, APR_EOF when done, other on error. *row is the
  * cursor: set it to NULL before the first call on each result set. */
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
