@@ -342,8 +342,8 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
         op->err = refuse(op, PROV_E_KEY_BUDGET_EXCEEDED, ra,
             "This API key's weekly credit budget is used up: %s of %s credits in the last "
             "7 days, and this request may cost up to %s. Raise this key's budget "
-            "(providerctl key budget), or wait for earlier usage to leave the 7-day "
-            "window.%s",
+            "(providerctl key budget), or free plan quota for it: capacity returns as "
+            "earlier usage leaves the 7-day window.%s",
             prov_money_format(k->w.sum, p), prov_money_format(k->budget, p),
             prov_money_format(hold, p), ra > 0 ? when(ra, p)
                 : " This request alone costs more than the whole budget.");

@@ -186,18 +186,21 @@ static int schema_usable(request_rec *r, prov_store_t *store)
     int version = 0;
     if (schema_ok)
         return 1;
+    /* Only a failed check holds the next one back: requests racing a first
+     * check that has not finished yet check for themselves. */
     if (schema_checked_at && now - schema_checked_at < SCHEMA_RECHECK)
         return 0;
-    schema_checked_at = now;
     /* A connection opened before a migration reports SQLITE_SCHEMA once:
      * apr_dbd's sqlite3 driver does not re-prepare by itself. */
     if (prov_schema_current(&version, store, r->pool) != APR_SUCCESS
         && prov_schema_current(&version, store, r->pool) != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00101: cannot read the schema "
                       "version of the database");
+        schema_checked_at = now;
         return 0;
     }
     if (version != prov_schema_expected()) {
+        schema_checked_at = now;
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00102: the database has schema "
                       "version %d, this module needs %d: run `providerctl db migrate`",
                       version, prov_schema_expected());
