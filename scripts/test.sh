@@ -51,7 +51,7 @@ keep_log() {  # keep_log FROM TO (both *.log)
 status=0
 env -u PROVIDER_TEST_PGSQL make -j1 check || status=$?
 keep_log tests/integration/run.log tests/integration/run-sqlite.log
-logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/integration/run-sqlite.log tests/clients/run.log"
+logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/cli/providerctl_billing.log tests/integration/run-sqlite.log tests/clients/run.log"
 if [ "$status" -ne 0 ]; then
   print_failures $logs
 fi
@@ -80,7 +80,7 @@ for l in $logs; do
       # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
       set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
-    *providerctl.log)
+    *providerctl*.log)
       # TAP: "ok N - ..." / "not ok N - ..."
       p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
       passed=$((passed + p)); failed=$((failed + f)) ;;
