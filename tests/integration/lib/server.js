@@ -330,7 +330,7 @@ export class Stack {
         this.pgDatabase = this.pg.createDatabase();
       }
       if (this.clockFile) this.setClock(this.opts.clock);
-      this.ctl('db', 'migrate');
+      if (this.opts.migrate !== false) this.ctl('db', 'migrate');
     }
     if (this.opts.seed) await this.opts.seed(this);
     chownRun(this.dir);
