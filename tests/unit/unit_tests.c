@@ -61,6 +61,7 @@ int main(int argc, char **argv)
     prov_test_suite_chat();
     prov_test_suite_catalog();
     prov_test_suite_sse();
+    prov_test_suite_cache();
     prov_test_suite_messages();
     prov_test_suite_responses();
     CU_basic_set_mode(CU_BRM_NORMAL);

@@ -27,6 +27,7 @@ void prov_test_suite_usage(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_catalog(void);
 void prov_test_suite_sse(void);
+void prov_test_suite_cache(void);
 void prov_test_suite_messages(void);
 void prov_test_suite_responses(void);
 

@@ -1,0 +1,97 @@
+/* test_prov_cache.c: unit tests of the hot-path lookup caches: a put entry is
+ * found until its time to live runs out, copies are independent of the
+ * cache, a TTL of 0 caches nothing, and a full cache starts over. */
+#include <string.h>
+#include "unit_tests.h"
+#include "prov_cache.h"
+
+static prov_auth_t auth_of(const char *hash, apr_int64_t key_id)
+{
+    prov_auth_t a;
+    memset(&a, 0, sizeof(a));
+    a.key_hash = hash;
+    a.key_id = key_id;
+    a.user_id = 7;
+    a.key_display = "sk-prov-abcd";
+    a.has_budget = 1;
+    a.weekly_budget = 42;
+    return a;
+}
+
+static void test_auth(void)
+{
+    apr_pool_t *p = NULL;
+    prov_cache_t *c = NULL;
+    prov_auth_t a = auth_of("h1", 3), *got;
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 2, 16, p), APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    prov_cache_put_auth(c, &a, 100);
+    got = prov_cache_get_auth(c, "h1", 101, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(got->key_id, 3);
+    CU_ASSERT_EQUAL(got->weekly_budget, 42);
+    CU_ASSERT_STRING_EQUAL(got->key_hash, "h1");
+    CU_ASSERT_STRING_EQUAL(got->key_display, "sk-prov-abcd");
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 102, p));   /* expired */
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h2", 101, p));
+    apr_pool_destroy(p);
+}
+
+static void test_model_and_off(void)
+{
+    apr_pool_t *p = NULL;
+    prov_cache_t *c = NULL, *off = NULL;
+    prov_model_t m, *got;
+    apr_pool_create(&p, prov_test_pool());
+    memset(&m, 0, sizeof(m));
+    m.id = 9;
+    m.public_id = "pub";
+    m.display_name = "Pub";
+    m.upstream_id = "up";
+    m.family = NULL;
+    m.enabled = 1;
+    m.rates.input = 5;
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 5, 16, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&off, 0, 16, p), APR_SUCCESS);
+    prov_cache_put_model(c, &m, 10);
+    prov_cache_put_model(off, &m, 10);
+    got = prov_cache_get_model(c, "pub", 11, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_EQUAL(got->id, 9);
+    CU_ASSERT_STRING_EQUAL(got->upstream_id, "up");
+    CU_ASSERT_STRING_EQUAL(got->family, "");
+    CU_ASSERT_EQUAL(got->rates.input, 5);
+    /* An auth lookup of the same text is not a model. */
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "m:pub", 11, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_model(off, "pub", 11, p));
+    apr_pool_destroy(p);
+}
+
+static void test_full(void)
+{
+    apr_pool_t *p = NULL;
+    prov_cache_t *c = NULL;
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 60, 4, p), APR_SUCCESS);
+    for (i = 0; i < 6; i++) {
+        prov_auth_t a = auth_of(apr_psprintf(p, "k%d", i), i);
+        prov_cache_put_auth(c, &a, 100);
+    }
+    /* The fifth put emptied the cache: the last two are there, the first not. */
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "k0", 101, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "k5", 101, p));
+    /* Replacing an entry keeps one. */
+    {
+        prov_auth_t a = auth_of("k5", 55);
+        prov_cache_put_auth(c, &a, 100);
+        CU_ASSERT_EQUAL(prov_cache_get_auth(c, "k5", 101, p)->key_id, 55);
+    }
+    apr_pool_destroy(p);
+}
+
+void prov_test_suite_cache(void)
+{
+    PROV_SUITE("cache", PROV_TEST(test_auth), PROV_TEST(test_model_and_off), PROV_TEST(test_full));
+}
