@@ -38,6 +38,8 @@ static void *create_srv_conf(apr_pool_t *p, server_rec *s)
     c->models_ttl = PROVIDER_UNSET;
     c->default_max_tokens = PROVIDER_UNSET;
     c->ping_interval = PROVIDER_UNSET;
+    c->hold_timeout = PROVIDER_UNSET;
+    c->lookup_ttl = PROVIDER_UNSET;
     return c;
 }
 
@@ -58,6 +60,9 @@ static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(messages_family);
     MERGE_NUM(default_max_tokens);
     MERGE_NUM(ping_interval);
+    MERGE_NUM(hold_timeout);
+    MERGE_NUM(lookup_ttl);
+    MERGE_PTR(clock_file);
     return c;
 }
 
