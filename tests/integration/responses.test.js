@@ -412,7 +412,7 @@ describe('POST /v1/responses', { timeout: 180000 }, () => {
       assert.equal(h('x-codex-secondary-window-minutes'), '10080');
       // At reservation time the windows hold what was charged before plus this hold.
       const rows = stack.sql(`SELECT CAST(credits AS TEXT) AS c, CAST(reserved AS TEXT) AS r,
-          request_id FROM ledger WHERE user_id = ${planned.id} ORDER BY rowid`);
+          request_id FROM ledger WHERE user_id = ${planned.id} ORDER BY id`);
       const mine = rows.findIndex((row) => row.request_id === h('x-request-id'));
       assert.ok(mine >= 0);
       const used = rows.slice(0, mine).reduce((n, row) => n + BigInt(row.c), 0n) + BigInt(rows[mine].r);
