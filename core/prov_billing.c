@@ -255,6 +255,11 @@ apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *sco
     memset(w, 0, sizeof(*w));
     w->len = len;
     w->span = span;
+    w->listed = 1;
+    w->scope = scope;
+    w->id = id;
+    w->plan = plan;
+    w->now = now;
     /* A bucket counts while any of it overlaps (now - span, now]. */
     rv = prov_store_select(s, &res, "bill_buckets",
                            PROV_ARGS(scope, prov_i64(id, p),
@@ -269,9 +274,54 @@ apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *sco
     return rv == APR_EOF ? APR_SUCCESS : rv;
 }
 
+apr_status_t prov_window_sum(prov_window_t *w, prov_store_t *s, const char *scope,
+                             apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
+                             apr_int64_t now, apr_pool_t *p)
+{
+    apr_dbd_row_t *row = NULL;
+    apr_status_t rv;
+
+    memset(w, 0, sizeof(*w));
+    w->len = len;
+    w->span = span;
+    w->scope = scope;
+    w->id = id;
+    w->plan = plan;
+    w->now = now;
+    rv = prov_store_select_one(&row, s, "bill_bucket_sum",
+                               PROV_ARGS(scope, prov_i64(id, p),
+                                         prov_i64(prov_bucket_of(now - span, len), p)), p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    w->sum = prov_store_get_i64(s, row, plan ? 1 : 0, 0);
+    w->oldest = prov_store_get_i64(s, row, plan ? 3 : 2, 0);
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_window_list(prov_window_t *w, prov_store_t *s, apr_pool_t *p)
+{
+    prov_micro_t pending = w->pending;
+    apr_int64_t at = w->pending_at;
+    apr_status_t rv;
+    if (w->listed)
+        return APR_SUCCESS;
+    rv = prov_window_load(w, s, w->scope, w->id, w->len, w->span, w->plan, w->now, p);
+    if (rv == APR_SUCCESS && pending)
+        prov_window_add(w, at, pending, p);
+    return rv;
+}
+
 void prov_window_add(prov_window_t *w, apr_int64_t t, prov_micro_t amount, apr_pool_t *p)
 {
     apr_int64_t b = prov_bucket_of(t, w->len);
+    if (!w->listed) {
+        w->sum += amount;
+        w->pending += amount;
+        w->pending_at = t;
+        if (!w->oldest && amount > 0)
+            w->oldest = b;
+        return;
+    }
     w->sum += amount;
     if (w->n && w->start[w->n - 1] == b)
         w->amount[w->n - 1] += amount;
@@ -301,6 +351,10 @@ apr_int64_t prov_window_retry_after(const prov_window_t *w, prov_micro_t need,
 apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now)
 {
     int i;
+    if (!w->listed) {
+        apr_int64_t t = w->oldest + w->len + w->span - now;
+        return w->oldest ? (t > 0 ? t : 1) : 0;
+    }
     for (i = 0; i < w->n; i++) {
         if (w->amount[i] > 0) {
             apr_int64_t t = w->start[i] + w->len + w->span - now;
@@ -347,10 +401,10 @@ apr_status_t prov_billing_plan_windows(prov_plan_windows_t *pw, prov_window_t *w
         return rv;
     if (!pw->has_plan)
         return APR_SUCCESS;
-    if ((rv = prov_window_load(w5, s, "user:m", user_id, PROV_BUCKET_MINUTES, PROV_WINDOW_5H, 1,
-                               now, p)) != APR_SUCCESS
-        || (rv = prov_window_load(w7, s, "user:h", user_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 1,
-                                  now, p)) != APR_SUCCESS)
+    if ((rv = prov_window_sum(w5, s, "user:m", user_id, PROV_BUCKET_MINUTES, PROV_WINDOW_5H, 1,
+                              now, p)) != APR_SUCCESS
+        || (rv = prov_window_sum(w7, s, "user:h", user_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 1,
+                                 now, p)) != APR_SUCCESS)
         return rv;
     pw->used_5h = w5->sum;
     pw->used_7d = w7->sum;
@@ -380,8 +434,8 @@ apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset,
                                      apr_int64_t key_id, apr_int64_t now, apr_pool_t *p)
 {
     prov_window_t w;
-    apr_status_t rv = prov_window_load(&w, s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
-                                       0, now, p);
+    apr_status_t rv = prov_window_sum(&w, s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
+                                      0, now, p);
     if (rv != APR_SUCCESS)
         return rv;
     *spent_7d = w.sum;

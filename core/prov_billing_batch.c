@@ -242,8 +242,8 @@ static apr_status_t load_key(keyw_t **pk, batch_t *b, apr_int64_t key_id)
         }
         if (rv != APR_EOF)
             return rv;
-        rv = prov_window_load(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0,
-                              b->now, b->p);
+        rv = prov_window_sum(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0,
+                             b->now, b->p);
         if (rv != APR_SUCCESS)
             return rv;
         apr_hash_set(b->keys, id, sizeof(*id), k);
@@ -338,7 +338,10 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
         return APR_SUCCESS;
     }
     if (k->has_budget && k->w.sum + hold > k->budget) {
-        apr_int64_t ra = prov_window_retry_after(&k->w, hold, k->budget, b->now);
+        apr_int64_t ra;
+        if ((rv = prov_window_list(&k->w, b->s, b->p)) != APR_SUCCESS)
+            return rv;
+        ra = prov_window_retry_after(&k->w, hold, k->budget, b->now);
         op->err = refuse(op, PROV_E_KEY_BUDGET_EXCEEDED, ra,
             "This API key's weekly credit budget is used up: %s of %s credits in the last "
             "7 days, and this request may cost up to %s. Raise this key's budget "
@@ -357,9 +360,13 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
         from_plan = 0;
     }
     else if (a->plan.has_plan) {
-        apr_int64_t r5 = prov_window_retry_after(&a->w5, hold, a->plan.quota_5h, b->now);
-        apr_int64_t r7 = prov_window_retry_after(&a->w7, hold, a->plan.quota_7d, b->now);
-        apr_int64_t ra = (r5 < 0 || r7 < 0) ? -1 : (r5 > r7 ? r5 : r7);
+        apr_int64_t r5, r7, ra;
+        if ((rv = prov_window_list(&a->w5, b->s, b->p)) != APR_SUCCESS
+            || (rv = prov_window_list(&a->w7, b->s, b->p)) != APR_SUCCESS)
+            return rv;
+        r5 = prov_window_retry_after(&a->w5, hold, a->plan.quota_5h, b->now);
+        r7 = prov_window_retry_after(&a->w7, hold, a->plan.quota_7d, b->now);
+        ra = (r5 < 0 || r7 < 0) ? -1 : (r5 > r7 ? r5 : r7);
         op->err = refuse(op, PROV_E_QUOTA_EXCEEDED, ra,
             "The plan's quota is used up: %s of %s credits in the last 5 hours, %s of %s "
             "in the last 7 days, and this request may cost up to %s; the balance (%s) "

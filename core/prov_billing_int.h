@@ -51,6 +51,16 @@ typedef struct prov_window_t {
     prov_micro_t sum;
     apr_int64_t len;                /* bucket length */
     apr_int64_t span;               /* window length */
+    /* A window read as a sum only (the usual case) lists its buckets when a
+     * refusal needs Retry-After: what to read, and what was added since. */
+    int listed;
+    const char *scope;
+    apr_int64_t id;
+    int plan;
+    apr_int64_t now;
+    apr_int64_t oldest;             /* first bucket with usage, 0 = none */
+    prov_micro_t pending;           /* added in this batch, at pending_at */
+    apr_int64_t pending_at;
 } prov_window_t;
 
 apr_int64_t prov_bucket_of(apr_int64_t t, apr_int64_t len);
@@ -59,6 +69,12 @@ apr_int64_t prov_bucket_of(apr_int64_t t, apr_int64_t len);
 apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *scope,
                               apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
                               apr_int64_t now, apr_pool_t *p);
+/* The same as one sum (and the oldest bucket with usage): the check path. */
+apr_status_t prov_window_sum(prov_window_t *w, prov_store_t *s, const char *scope,
+                             apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
+                             apr_int64_t now, apr_pool_t *p);
+/* Lists the buckets of a window read as a sum (keeping what was added). */
+apr_status_t prov_window_list(prov_window_t *w, prov_store_t *s, apr_pool_t *p);
 /* Adds amount at the bucket of t (in-batch usage not yet written). */
 void prov_window_add(prov_window_t *w, apr_int64_t t, prov_micro_t amount, apr_pool_t *p);
 /* Seconds until enough usage has left the window for sum + need <= limit:

@@ -81,7 +81,10 @@ static void put(prov_cache_t *c, const char *key, entry_t *e)
         apr_pool_clear(c->pool);
         c->map = apr_hash_make(c->pool);
     }
-    /* The key string lives in the new entry: set before freeing the old one. */
+    /* The hash keeps the key pointer of the entry it first saw: drop the old
+     * entry (whose memory holds that key) before adding the new one. */
+    if (old)
+        apr_hash_set(c->map, key, APR_HASH_KEY_STRING, NULL);
     apr_hash_set(c->map, key, APR_HASH_KEY_STRING, e);
     free(old);
     pthread_mutex_unlock(&c->mutex);

@@ -143,6 +143,13 @@ static const prov_stmt_def_t statements[] = {
       "JOIN plans p ON p.id = s.plan_id WHERE s.user_id = %lld AND s.starts_at <= %lld "
       "AND s.cancelled_at IS NULL AND (s.until_at IS NULL OR s.until_at > %lld) "
       "ORDER BY s.starts_at DESC LIMIT 1" },
+    /* args: scope, id, first bucket still in the window: the check path's sums
+     * and the oldest buckets with usage (when capacity starts to return) */
+    { "bill_bucket_sum",
+      "SELECT COALESCE(SUM(credits), 0), COALESCE(SUM(plan_credits), 0), "
+      "MIN(CASE WHEN credits > 0 THEN bucket END), "
+      "MIN(CASE WHEN plan_credits > 0 THEN bucket END) FROM usage_buckets "
+      "WHERE scope = %s AND scope_id = %lld AND bucket >= %lld" },
     /* args: scope, id, first bucket still in the window: oldest first */
     { "bill_buckets",
       "SELECT bucket, credits, plan_credits FROM usage_buckets "

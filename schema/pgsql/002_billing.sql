@@ -6,6 +6,7 @@
 -- reservations are found through a partial index.
 DROP INDEX IF EXISTS ledger_status;
 CREATE INDEX ledger_reserved ON ledger(created_at) WHERE status = 'reserved';
+CREATE INDEX ledger_reserved_user ON ledger(user_id) WHERE status = 'reserved';
 CREATE INDEX subscriptions_active ON subscriptions(user_id, starts_at);
 DELETE FROM usage_buckets;
 INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests)

@@ -287,6 +287,7 @@ static void test_window_math(void)
     memset(&w, 0, sizeof(w));
     w.len = 300;
     w.span = PROV_WINDOW_5H;
+    w.listed = 1;
     prov_window_add(&w, 1000, 5, p);
     prov_window_add(&w, 1100, 5, p);    /* same bucket (900) */
     prov_window_add(&w, 1300, 7, p);    /* bucket 1200 */
@@ -298,6 +299,16 @@ static void test_window_math(void)
     CU_ASSERT_EQUAL(prov_window_retry_after(&w, 21, 20, 2000), -1);
     CU_ASSERT_EQUAL(prov_window_reset(&w, 2000), 900 + 300 + PROV_WINDOW_5H - 2000);
     CU_ASSERT_EQUAL(prov_bucket_of(-1, 300), -300);
+    /* A window read as a sum keeps the sum and the oldest bucket only. */
+    memset(&w, 0, sizeof(w));
+    w.len = 300;
+    w.span = PROV_WINDOW_5H;
+    CU_ASSERT_EQUAL(prov_window_reset(&w, 2000), 0);
+    prov_window_add(&w, 1000, 5, p);
+    prov_window_add(&w, 1300, 7, p);
+    CU_ASSERT_EQUAL(w.sum, 12);
+    CU_ASSERT_EQUAL(w.n, 0);
+    CU_ASSERT_EQUAL(prov_window_reset(&w, 2000), 900 + 300 + PROV_WINDOW_5H - 2000);
 }
 
 void prov_test_suite_billing(void)
