@@ -67,6 +67,12 @@ const char *prov_error_openai_json(const prov_error_t *e, apr_pool_t *p)
     json_object_object_add(err, "type", json_object_new_string(info->openai_type));
     json_object_object_add(err, "param", e->param ? json_object_new_string(e->param) : NULL);
     json_object_object_add(err, "code", json_object_new_string(info->code));
+    if (e->retry_after > 0) {
+        /* When capacity returns, for clients that show it (Codex reads
+         * resets_at / resets_in_seconds on a usage limit). */
+        json_object_object_add(err, "resets_in_seconds", json_object_new_int64(e->retry_after));
+        json_object_object_add(err, "resets_at", json_object_new_int64(prov_now() + e->retry_after));
+    }
     json_object_object_add(root, "error", err);
     return prov_json_dump(root, p);
 }

@@ -41,6 +41,15 @@ static void test_shapes(void)
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(err, "type"), "invalid_request_error");
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(err, "param"), "model");
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(err, "code"), "INVALID_REQUEST");
+    CU_ASSERT_PTR_NULL(prov_json_get(err, "resets_at", json_type_int));
+    e->retry_after = 90;
+    prov_clock_set(1000);
+    oa = prov_error_openai_json(e, p);
+    prov_clock_set(0);
+    o = prov_json_parse(oa, strlen(oa), &perr, p);
+    err = prov_json_get(o, "error", json_type_object);
+    CU_ASSERT_EQUAL(json_object_get_int64(prov_json_get(err, "resets_in_seconds", json_type_int)), 90);
+    CU_ASSERT_EQUAL(json_object_get_int64(prov_json_get(err, "resets_at", json_type_int)), 1090);
     o = prov_json_parse(an, strlen(an), &perr, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "type"), "error");
