@@ -23,7 +23,8 @@ static void die(const char *what)
     exit(1);
 }
 
-/* N ledger rows over the last week, then the buckets the engine derives. */
+/* N ledger rows spread evenly over the last week (so that every bucket of
+ * every window has usage, whatever N), then the buckets the engine derives. */
 static void fill(prov_store_t *s, apr_int64_t user, apr_int64_t key, apr_int64_t model,
                  long rows, apr_int64_t now, apr_pool_t *p)
 {
@@ -33,8 +34,8 @@ static void fill(prov_store_t *s, apr_int64_t user, apr_int64_t key, apr_int64_t
         "settled_at) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
         "WHERE x < %ld) SELECT 'fill-' || x, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %"
         APR_INT64_T_FMT ", 'chat', 10, 20, 0, 1, 0, 'balance', 'ok', %" APR_INT64_T_FMT
-        " - (x %% 604000), %" APR_INT64_T_FMT " - (x %% 604000) FROM c",
-        rows, user, key, model, now, now);
+        " - (x * 604000 / %ld), %" APR_INT64_T_FMT " - (x * 604000 / %ld) FROM c",
+        rows, user, key, model, now, rows, now, rows);
     static const char *const buckets[] = {
         "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests) "
         "SELECT 'key:h', key_id, created_at - created_at % 3600, SUM(credits), "
