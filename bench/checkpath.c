@@ -34,7 +34,8 @@ static void fill(prov_store_t *s, apr_int64_t user, apr_int64_t key, apr_int64_t
         "settled_at) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
         "WHERE x < %ld) SELECT 'fill-' || x, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %"
         APR_INT64_T_FMT ", 'chat', 10, 20, 0, 1, 0, 'balance', 'ok', %" APR_INT64_T_FMT
-        " - (x * 604000 / %ld), %" APR_INT64_T_FMT " - (x * 604000 / %ld) FROM c",
+        " - (CAST(x AS BIGINT) * 604000 / %ld), %" APR_INT64_T_FMT
+        " - (CAST(x AS BIGINT) * 604000 / %ld) FROM c",
         rows, user, key, model, now, rows, now, rows);
     static const char *const buckets[] = {
         "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests) "
