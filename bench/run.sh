@@ -21,7 +21,9 @@
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
-# BENCH_DBDMAX (1: mod_provider's DBDMax; more shows why 1 is the setting).
+# BENCH_DBDMAX (1: mod_provider's DBDMax; more shows why 1 is the setting),
+# BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
+# dir, DBDMax 16 unless BENCH_DBDMAX says otherwise).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +40,13 @@ C=${WRK_CONNECTIONS:-32}
 D=${WRK_DURATION:-10s}
 WARMUP=${BENCH_WARMUP:-2s}
 MODEL=${BENCH_MODEL:-gpt-4o-mini}
-DBDMAX=${BENCH_DBDMAX:-1}
+BACKEND=${BENCH_DB:-sqlite3}
+case $BACKEND in
+    sqlite3) DBDMAX=${BENCH_DBDMAX:-1} ;;
+    pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
+    *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
+esac
+PGBIN=/usr/lib/postgresql/15/bin
 
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 
@@ -67,6 +75,9 @@ cleanup() {
             while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
         fi
     done
+    if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
+        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -m fast -w stop" >/dev/null 2>&1 || true
+    fi
     if [ -n "$MOCKGW_PID" ]; then
         kill -TERM "$MOCKGW_PID" 2>/dev/null || true
         wait "$MOCKGW_PID" 2>/dev/null || true
@@ -110,7 +121,27 @@ done
 
 # ---- the database: a user with a big balance, a key, the priced model ------
 DB=$W/db/provider.db
-ctl() { "$CTL" --db "sqlite3:$DB" "$@"; }
+DBSPEC="sqlite3:$DB"
+if [ "$BACKEND" = pgsql ]; then
+    PGDATA_DIR=$W/pg/data
+    PGPORT=$(free_port)
+    mkdir -p "$W/pg" && chown postgres "$W/pg"
+    su postgres -s /bin/sh -c "$PGBIN/initdb -D '$PGDATA_DIR' --auth=trust -U postgres --no-sync" \
+        >"$W/logs/initdb.log" 2>&1 || { cat "$W/logs/initdb.log" >&2; die "initdb failed"; }
+    su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off\" start" \
+        >/dev/null 2>&1 || { cat "$W/pg/log" >&2; die "PostgreSQL did not start"; }
+    psql -h "$W/pg" -p "$PGPORT" -U postgres -qc 'CREATE DATABASE bench' || die "cannot create the database"
+    DBSPEC="pgsql:host=$W/pg port=$PGPORT user=postgres dbname=bench"
+fi
+ctl() { "$CTL" --db "$DBSPEC" "$@"; }
+# q SQL: one query against the benchmark database, plain output.
+q() {
+    if [ "$BACKEND" = pgsql ]; then
+        psql -h "$W/pg" -p "$PGPORT" -U postgres -d bench -At -c "$1"
+    else
+        sqlite3 -cmd '.timeout 5000' "$DB" "$1"
+    fi
+}
 ctl db migrate >/dev/null
 ctl user add bench@example.com --name Bench >/dev/null
 ctl balance add bench@example.com 1000000000 --reason bench >/dev/null
@@ -165,6 +196,17 @@ LoadModule provider_module $MODULE
 ProviderEngine On
 ProviderGatewayURL http://$GW
 ProviderGatewayTokenFile "$W/gateway.token"
+EOF
+    if [ "$BACKEND" = pgsql ]; then
+        cat <<EOF
+DBDriver pgsql
+DBDParams "host=$W/pg port=$PGPORT user=postgres dbname=bench"
+DBDMin 1
+DBDKeep $DBDMAX
+DBDMax $DBDMAX
+EOF
+    else
+        cat <<EOF
 DBDriver sqlite3
 DBDParams "$DB"
 DBDInitSQL "PRAGMA synchronous=NORMAL"
@@ -174,6 +216,7 @@ DBDMin 1
 DBDKeep 1
 DBDMax $DBDMAX
 EOF
+    fi
 } >"$W/provider.conf"
 
 {
@@ -235,7 +278,7 @@ run_wrk() {
 # field NAME KEY: a value from the BENCH line.
 field() { sed -n "s/^BENCH .*[[:space:]]$2=\([0-9]*\).*/\1/p; s/^BENCH $2=\([0-9]*\).*/\1/p" "$W/$1.wrk" | head -n 1; }
 
-ledger_rows() { sqlite3 -cmd '.timeout 5000' "$DB" "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
+ledger_rows() { q "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
 
 echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
 
@@ -250,7 +293,7 @@ sleep 2
 ROWS_AFTER=$(ledger_rows)
 
 # ---- the table ---------------------------------------------------------------
-awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" \
+awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" -v backend="$BACKEND" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
     -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
@@ -266,7 +309,10 @@ BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
     printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
     printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
-    printf "mod_provider: SQLite (WAL, synchronous=NORMAL, busy_timeout 5000), DBDMax %s\n\n", dbdmax
+    if (backend == "pgsql")
+        printf "mod_provider: PostgreSQL 15 (local socket, fsync off), DBDMax %s\n\n", dbdmax
+    else
+        printf "mod_provider: SQLite (WAL, synchronous=NORMAL, busy_timeout 5000), DBDMax %s\n\n", dbdmax
     printf "%-22s %14s %14s %10s\n", "", "mod_provider", "mod_proxy", "ratio"
     printf "%-22s %14.1f %14.1f %10s\n", "requests/s", pr_rps, px_rps, ratio(pr_rps, px_rps)
     printf "%-22s %14.2f %14.2f %10s\n", "latency p50 (ms)", pr_p50 / 1000, px_p50 / 1000, ratio(pr_p50, px_p50)
@@ -282,8 +328,8 @@ ROWS=$((ROWS_AFTER - ROWS_BEFORE))
 echo
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
 echo "ledger rows by status (whole run, including warm-up):"
-sqlite3 -cmd '.timeout 5000' "$DB" "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
-UNSETTLED=$(sqlite3 -cmd '.timeout 5000' "$DB" "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
+q "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
+UNSETTLED=$(q "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
 # wrk stops counting at the deadline; up to one request per connection may
 # still be answered (and charged) after it, so the ledger may lead by <= C.
 if [ "$OK2XX" -gt 0 ] && [ "$UNSETTLED" = 0 ] &&
