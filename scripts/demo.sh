@@ -182,7 +182,7 @@ do_start() {
     ctl model add gpt-4o --upstream gpt-4o --name "GPT-4o" >/dev/null
     ctl model price gpt-4o --input 2.5 --output 10 --cache 1.25 >/dev/null
     ctl model add claude-sonnet-4 --upstream claude-sonnet-4 --name "Claude Sonnet 4" \
-        --family anthropic >/dev/null
+        --family anthropic --messages >/dev/null
     ctl model price claude-sonnet-4 --input 3 --output 15 --cache 0.3 >/dev/null
     keyjson=$(ctl key create demo@example.com --name demo --json)
     key=$(printf '%s\n' "$keyjson" | sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
@@ -277,6 +277,14 @@ Try it:
     -H "Authorization: Bearer $key" \\
     -H "Content-Type: application/json" \\
     -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}],"max_tokens":64}'
+
+  curl -s $base/v1/messages \\
+    -H "x-api-key: $key" -H "anthropic-version: 2023-06-01" \\
+    -d '{"model":"claude-sonnet-4","max_tokens":64,"messages":[{"role":"user","content":"Hello!"}]}'
+
+  curl -s $base/v1/responses \\
+    -H "Authorization: Bearer $key" \\
+    -d '{"model":"gpt-4o-mini","input":"Hello!"}'
 
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
 The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
