@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include <curl/curl.h>
+#include <apr_time.h>
 #include "prov_gateway.h"
 #include "prov_log.h"
 
@@ -80,6 +81,9 @@ typedef struct xfer_t {
     prov_gw_tick_cb *tick;
     void *baton;
     int aborted;
+    apr_time_t last_data;           /* streams: when the gateway last sent bytes */
+    apr_time_t idle_limit;          /* streams: the longest silence allowed */
+    int idled;
     CURL *h;
     int *status;
     apr_pool_t *p;
@@ -91,6 +95,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
     xfer_t *x = ud;
     size_t n = size * nmemb;
+    x->last_data = apr_time_now();
     if (x->cb) {
         if (x->status && *x->status == 0) {
             long code = 0;
@@ -124,7 +129,11 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 {
     xfer_t *x = ud;
     (void)dltotal; (void)dlnow; (void)ultotal; (void)ulnow;
-    if (x->tick(x->baton) != APR_SUCCESS) {
+    if (x->idle_limit && apr_time_now() - x->last_data > x->idle_limit) {
+        x->idled = 1;
+        return 1;
+    }
+    if (x->tick && x->tick(x->baton) != APR_SUCCESS) {
         x->aborted = 1;
         return 1;
     }
@@ -174,7 +183,17 @@ static apr_status_t perform(prov_gateway_t *gw, const char *path, const char *bo
     curl_easy_setopt(h, CURLOPT_URL, apr_pstrcat(x->p, gw->base_url, path, NULL));
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, gw->connect_timeout_ms);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, gw->timeout_ms);
+    if (streaming) {
+        /* A stream may rightly last longer than any total limit: what it
+         * must not do is stall. The timeout bounds the silence instead,
+         * checked by the progress function (about once a second). */
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
+        x->idle_limit = apr_time_from_msec(gw->timeout_ms);
+        x->last_data = apr_time_now();
+    }
+    else {
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, gw->timeout_ms);
+    }
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
@@ -182,7 +201,7 @@ static apr_status_t perform(prov_gateway_t *gw, const char *path, const char *bo
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     if (streaming)
         curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 16384L);
-    if (x->tick) {
+    if (x->tick || x->idle_limit) {
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -224,7 +243,7 @@ static apr_status_t perform(prov_gateway_t *gw, const char *path, const char *bo
         break;
     case CURLE_WRITE_ERROR:
     case CURLE_ABORTED_BY_CALLBACK:
-        rv = x->aborted ? APR_ECONNABORTED : APR_EGENERAL;
+        rv = x->idled ? APR_TIMEUP : x->aborted ? APR_ECONNABORTED : APR_EGENERAL;
         break;
     default:
         rv = APR_EGENERAL;
