@@ -42,40 +42,7 @@ T=1894708800
 echo "$T" > "$tmp/clock"
 PROVIDERCTL_CLOCK_FILE="$tmp/clock"
 export PROVIDER_DB PROVIDERCTL_CONF PROVIDERCTL_CLOCK_FILE
-have_node=0
-command -v node >/dev/null 2>&1 && have_node=1
-
-n=0
-fails=0
-rc=0
-
-run() {
-    $PROV_WRAP "$PCTL" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-}
-pass() { n=$((n + 1)); echo "ok $n - $1"; }
-fail() {
-    n=$((n + 1)); fails=$((fails + 1))
-    echo "not ok $n - $1"
-    echo "#   exit status $rc"
-    sed 's/^/#   stdout: /' "$tmp/out"
-    sed 's/^/#   stderr: /' "$tmp/err"
-}
-exits() { if [ "$rc" = "$2" ]; then pass "$1: exit $2"; else fail "$1: exit $2 expected"; fi; }
-says() { if grep -qF -- "$2" "$tmp/out"; then pass "$1"; else fail "$1: stdout lacks '$2'"; fi; }
-complains() { if grep -qF -- "$2" "$tmp/err"; then pass "$1"; else fail "$1: stderr lacks '$2'"; fi; }
-json() {
-    if [ "$have_node" = 1 ]; then
-        if node -e "const j = JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'));
-                    process.exit((${2}) ? 0 : 1);" "$tmp/out" 2>>"$tmp/err"; then
-            pass "$1"
-        else
-            fail "$1: JSON does not satisfy: $2"
-        fi
-    else
-        says "$1" "$3"
-    fi
-}
+. "$here/tap.sh"
 # same DESC FILE: stdout is exactly FILE
 same() {
     if diff "$2" "$tmp/out" >"$tmp/diff" 2>&1; then
