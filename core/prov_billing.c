@@ -5,6 +5,7 @@
  * holds; the window arithmetic over usage buckets; and the account and key
  * status shown by providerctl. The batch itself is in prov_billing_batch.c. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
@@ -13,7 +14,6 @@
 #define SWEEP_EVERY 30
 
 static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
 static prov_op_t *q_head, *q_tail;
 static int q_leader;
 static apr_int64_t q_hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
@@ -109,8 +109,80 @@ static void lead(prov_op_t *batch, const prov_store_source_t *src, apr_pool_t *p
     apr_pool_destroy(scratch);
 }
 
-static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src)
+/* A settlement or release does not wait for its batch when another thread
+ * is leading one: it is queued (copied out of the request's memory) and the
+ * running leader commits it before its own request ends, so its thread can
+ * answer at once. With no batch running, it leads its own batch and returns
+ * the result, as a reservation always does. */
+static prov_op_t *async_copy(const prov_op_t *op)
 {
+    const prov_reservation_t *r = op->res;
+    apr_size_t lid = strlen(r->request_id) + 1, lt = strlen(r->transport) + 1,
+               ls = strlen(op->status) + 1;
+    prov_op_t *c = malloc(sizeof(*c) + sizeof(*r) + lid + lt + ls);
+    prov_reservation_t *cr;
+    char *str;
+    if (!c)
+        return NULL;
+    *c = *op;
+    cr = (prov_reservation_t *)(c + 1);
+    *cr = *r;
+    str = (char *)(cr + 1);
+    cr->request_id = memcpy(str, r->request_id, lid);
+    cr->transport = memcpy(str + lid, r->transport, lt);
+    c->status = memcpy(str + lid + lt, op->status, ls);
+    cr->windows.plan_name = NULL;
+    c->res = cr;
+    c->p = NULL;
+    c->async = 1;
+    return c;
+}
+
+/* Ends a batch's operations (q_mutex held): a waiting thread is woken, a
+ * queued settlement is freed (mine: the caller's, freed by the caller). */
+static void complete(prov_op_t *batch, prov_op_t *mine)
+{
+    prov_op_t *o, *next;
+    for (o = batch; o; o = next) {
+        next = o->next;              /* o may be gone once done is seen */
+        if (o->async) {
+            if (o->rv != APR_SUCCESS && o->rv != APR_EINCOMPLETE)
+                prov_log(PROV_LOG_ERR, o->rv, "PROV00052: request %s was not %s; its hold "
+                         "of %" APR_INT64_T_FMT " micro-credits stays reserved until it "
+                         "expires", o->res->request_id, o->charge ? "settled" : "released",
+                         o->res->hold);
+            o->done = 1;
+            if (o != mine)
+                free(o);
+            continue;
+        }
+        o->done = 1;
+        if (o != mine)
+            pthread_cond_signal(&o->cond);
+    }
+}
+
+/* The first queued operation whose thread waits for it (q_mutex held). */
+static prov_op_t *first_waiting(void)
+{
+    prov_op_t *o;
+    for (o = q_head; o && o->async; o = o->next)
+        ;
+    return o;
+}
+
+/* Each waiting thread sleeps on its own condition: when a batch ends, its
+ * leader wakes exactly the threads whose operations it carried, and the
+ * first queued waiter (if any) to lead the next batch. A broadcast would
+ * wake every waiter to find most of them not done yet. A leader whose
+ * queue holds only settlements of threads that did not wait runs them too
+ * before it returns. */
+static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *pool)
+{
+    apr_status_t rv;
+    int async = op->async;
+    if (!async)
+        pthread_cond_init(&op->cond, NULL);
     pthread_mutex_lock(&q_mutex);
     op->next = NULL;
     if (q_tail)
@@ -118,28 +190,37 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src)
     else
         q_head = op;
     q_tail = op;
-    while (!op->done) {
+    if (async && q_leader) {
+        pthread_mutex_unlock(&q_mutex);
+        return APR_SUCCESS;
+    }
+    for (;;) {
+        /* Done: unless nobody leads and only unwaited settlements are left. */
+        if (op->done && (q_leader || !q_head || first_waiting()))
+            break;
         if (!q_leader) {
-            prov_op_t *batch = q_head, *o;
+            prov_op_t *batch = q_head, *w;
             q_leader = 1;
             q_head = q_tail = NULL;
             pthread_mutex_unlock(&q_mutex);
-            lead(batch, src, op->p);
+            lead(batch, src, pool);
             pthread_mutex_lock(&q_mutex);
-            for (o = batch; o; ) {
-                prov_op_t *next = o->next;   /* o may be gone once done is seen */
-                o->done = 1;
-                o = next;
-            }
             q_leader = 0;
-            pthread_cond_broadcast(&q_cond);
+            complete(batch, op);
+            if ((w = first_waiting()) != NULL && w != op)
+                pthread_cond_signal(&w->cond);
         }
         else {
-            pthread_cond_wait(&q_cond, &q_mutex);
+            pthread_cond_wait(&op->cond, &q_mutex);
         }
     }
     pthread_mutex_unlock(&q_mutex);
-    return op->rv;
+    rv = op->rv;
+    if (async)
+        free(op);
+    else
+        pthread_cond_destroy(&op->cond);
+    return rv;
 }
 
 apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
@@ -159,7 +240,7 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     op.transport = transport;
     op.request_id = request_id;
     op.hold = hold < 0 ? 0 : hold;
-    if ((rv = submit(&op, src)) != APR_SUCCESS)
+    if ((rv = submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
     *err = op.err;
@@ -183,7 +264,10 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
         op.tokens = *t;
     op.charge = charge < 0 ? 0 : charge;
     op.status = status;
-    rv = submit(&op, src);
+    {
+        prov_op_t *q = async_copy(&op);
+        rv = q ? submit(q, src, p) : submit(&op, src, p);
+    }
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
     return rv;
@@ -211,7 +295,7 @@ apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int
     op.kind = PROV_OP_SWEEP;
     op.p = p;
     op.now = now;
-    rv = submit(&op, src);
+    rv = submit(&op, src, p);
     if (rv == APR_SUCCESS && n)
         *n = op.swept;
     return rv;

@@ -5,6 +5,7 @@
 #ifndef PROV_BILLING_INT_H
 #define PROV_BILLING_INT_H
 
+#include <pthread.h>
 #include "prov_billing.h"
 
 typedef enum {
@@ -34,6 +35,8 @@ typedef struct prov_op_t {
     prov_error_t *err;              /* ... and the refusal */
     int swept;                      /* sweep: holds expired */
     int done;
+    int async;                      /* a copied settlement nobody waits for */
+    pthread_cond_t cond;            /* signalled when done, or to lead */
     struct prov_op_t *next;
 } prov_op_t;
 

@@ -53,6 +53,19 @@ apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
+apr_status_t prov_request_id(const char **out, apr_int64_t usec, apr_pool_t *p)
+{
+    const char *rnd = NULL;
+    apr_status_t rv = prov_random_token(&rnd, 9, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    if (usec < 0)
+        usec = 0;
+    *out = apr_psprintf(p, "req_%013" APR_UINT64_T_HEX_FMT "%s",
+                        (apr_uint64_t)usec & APR_UINT64_C(0xfffffffffffff), rnd);
+    return APR_SUCCESS;
+}
+
 const char *prov_key_hash(const char *s, apr_pool_t *p)
 {
     unsigned char md[EVP_MAX_MD_SIZE];

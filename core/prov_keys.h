@@ -24,5 +24,9 @@ const char *prov_key_display(const char *secret, apr_pool_t *p);
 apr_status_t prov_random_bytes(unsigned char *buf, apr_size_t n);
 /* base64url without padding of n random bytes. */
 apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p);
+/* A request id: "req_", the time in microseconds as 13 hex digits, then 12
+ * random base64url characters. Ids sort by time, so the ledger's unique
+ * index on them grows at its end instead of at a random page per request. */
+apr_status_t prov_request_id(const char **out, apr_int64_t usec, apr_pool_t *p);
 
 #endif

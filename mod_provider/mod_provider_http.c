@@ -32,11 +32,9 @@ const char *provider_request_id(request_rec *r)
 {
     const char *id = apr_table_get(r->notes, "provider-request-id");
     if (!id) {
-        const char *tok = NULL;
-        if (prov_random_token(&tok, 12, r->pool) != APR_SUCCESS)
-            tok = apr_psprintf(r->pool, "%" APR_TIME_T_FMT "%lx", r->request_time,
-                               (unsigned long)r->connection->id);
-        id = apr_pstrcat(r->pool, "req_", tok, NULL);
+        if (prov_request_id(&id, apr_time_now(), r->pool) != APR_SUCCESS)
+            id = apr_psprintf(r->pool, "req_%013" APR_UINT64_T_HEX_FMT "%lx",
+                              (apr_uint64_t)apr_time_now(), (unsigned long)r->connection->id);
         apr_table_setn(r->notes, "provider-request-id", id);
         apr_table_setn(r->err_headers_out, "x-request-id", id);
     }

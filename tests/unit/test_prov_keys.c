@@ -1,5 +1,7 @@
-/* test_prov_keys.c: unit tests of secrets: key shape, uniqueness, hashing
+/* test_prov_keys.c: unit tests of secrets and ids: key shape, uniqueness, hashing,
+ * request ids that sort by time,
  * and the display prefix that is all that is shown after creation. */
+#include <ctype.h>
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_keys.h"
@@ -38,8 +40,26 @@ static void test_hash_known(void)
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+static void test_request_id(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    const char *a = NULL, *b = NULL, *c = NULL;
+    apr_size_t i;
+    CU_ASSERT_EQUAL(prov_request_id(&a, APR_INT64_C(1795000000123456), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_request_id(&b, APR_INT64_C(1795000000123457), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_request_id(&c, APR_INT64_C(1795000000123457), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(strlen(a), 4 + 13 + 12);
+    CU_ASSERT_EQUAL(strncmp(a, "req_6608b01611240", 17), 0);
+    for (i = 4; i < strlen(a); i++)
+        CU_ASSERT_TRUE(isalnum((unsigned char)a[i]) || a[i] == '-' || a[i] == '_');
+    /* later ids sort after earlier ones; ids of the same microsecond differ */
+    CU_ASSERT_TRUE(strcmp(a, b) < 0);
+    CU_ASSERT_TRUE(strcmp(a, c) < 0);
+    CU_ASSERT_STRING_NOT_EQUAL(b, c);
+}
+
 void prov_test_suite_keys(void)
 {
     PROV_SUITE("keys", PROV_TEST(test_generate), PROV_TEST(test_wellformed),
-               PROV_TEST(test_hash_known));
+               PROV_TEST(test_hash_known), PROV_TEST(test_request_id));
 }
