@@ -3,7 +3,9 @@
  * windows used before the balance and rolling back as usage leaves them,
  * refusals that leave nothing behind, exact settlement that happens once,
  * expired holds released once, a batch of many operations as strict as
- * one at a time, and the account status. */
+ * one at a time, threads whose settlements queue behind a running batch,
+ * and the account status. */
+#include <pthread.h>
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
@@ -253,6 +255,68 @@ static void test_batch_exact(void)
     apr_pool_destroy(f.p);
 }
 
+/* Threads that reserve and settle at once: settlements queued behind a
+ * running batch are committed by its leader, none is lost or run twice. */
+#define RACE_THREADS 8
+#define RACE_ROUNDS 40
+
+typedef struct racer_t {
+    fixture_t *f;
+    apr_pool_t *p;
+    int n;
+    int ok, settled;
+} racer_t;
+
+static void *race(void *arg)
+{
+    racer_t *rc = arg;
+    prov_tokens_t t = { 5, 5, 0, 0 };
+    int i;
+    for (i = 0; i < RACE_ROUNDS; i++) {
+        prov_reservation_t *r = NULL;
+        prov_error_t *e = NULL;
+        const char *id = apr_psprintf(rc->p, "race-%d-%d", rc->n, i);
+        if (prov_billing_reserve(&r, &e, rc->f->src, rc->f->auth, rc->f->m->id, "chat", id,
+                                 3 * C, T0, rc->p) != APR_SUCCESS || !r)
+            continue;
+        rc->ok++;
+        if (prov_billing_settle(rc->f->src, r, &t, 1000 + rc->n, "ok", T0 + 1, rc->p)
+            == APR_SUCCESS)
+            rc->settled++;
+    }
+    return NULL;
+}
+
+static void test_threads_settle(void)
+{
+    fixture_t f;
+    pthread_t th[RACE_THREADS];
+    racer_t rc[RACE_THREADS];
+    prov_micro_t charged = 0;
+    int i, ok = 0, settled = 0;
+    setup(&f, 100 * C, 0, 0);
+    for (i = 0; i < RACE_THREADS; i++) {
+        memset(&rc[i], 0, sizeof(rc[i]));
+        rc[i].f = &f;
+        rc[i].n = i;
+        apr_pool_create(&rc[i].p, f.p);
+    }
+    for (i = 0; i < RACE_THREADS; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, race, &rc[i]), 0);
+    for (i = 0; i < RACE_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ok += rc[i].ok;
+        settled += rc[i].settled;
+        charged += (prov_micro_t)rc[i].settled * (1000 + i);
+    }
+    CU_ASSERT_EQUAL(ok, RACE_THREADS * RACE_ROUNDS);
+    CU_ASSERT_EQUAL(settled, ok);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 0);
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), ok);
+    CU_ASSERT_EQUAL(balance_of(&f), 100 * C - charged);
+    apr_pool_destroy(f.p);
+}
+
 static void test_status(void)
 {
     fixture_t f;
@@ -316,6 +380,7 @@ void prov_test_suite_billing(void)
     PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_reserve_settle),
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
-               PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_status),
+               PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
+               PROV_TEST(test_status),
                PROV_TEST(test_window_math));
 }
