@@ -1,7 +1,7 @@
-/* prov_billing.c: the spend engine's entry points. The estimate; the queue
- * that groups the reservations and settlements of one process into batches
- * (a thread that finds no batch running leads the next one; the others wait
- * for their result); the hold timeout and the occasional sweep of expired
+/* prov_billing.c: the spend engine's entry points. The estimate; the queues
+ * (one per database) that group the reservations and settlements of one
+ * process into batches (a thread that finds no batch running leads the next
+ * one; the others wait for their result); the hold timeout and the occasional sweep of expired
  * holds; the window arithmetic over usage buckets; and the account and key
  * status shown by providerctl. The batch itself is in prov_billing_batch.c. */
 #include <pthread.h>
@@ -14,10 +14,17 @@
 #define SWEEP_EVERY 30
 
 static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
-static prov_op_t *q_head, *q_tail;
-static int q_leader;
+/* One queue per channel (database); all under q_mutex. */
+typedef struct queue_t {
+    const void *channel;
+    prov_op_t *head, *tail;
+    int leader;                     /* a thread runs a batch of this queue */
+    apr_int64_t last_sweep;
+    struct queue_t *next;
+} queue_t;
+
+static queue_t *q_list;
 static apr_int64_t q_hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
-static apr_int64_t q_last_sweep;
 
 void prov_billing_configure(apr_int64_t hold_timeout)
 {
@@ -62,12 +69,14 @@ prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
     src->open = fixed_open;
     src->close = fixed_close;
     src->baton = s;
+    src->channel = s;
     return src;
 }
 
 /* ---- the queue ----------------------------------------------------------- */
 
-static void lead(prov_op_t *batch, const prov_store_source_t *src, apr_pool_t *pool)
+static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
+                 apr_pool_t *pool)
 {
     apr_pool_t *scratch = NULL;
     prov_store_t *s = NULL;
@@ -83,10 +92,10 @@ static void lead(prov_op_t *batch, const prov_store_source_t *src, apr_pool_t *p
             sweep = 1;
     }
     pthread_mutex_lock(&q_mutex);
-    if (now - q_last_sweep >= SWEEP_EVERY || now < q_last_sweep)
+    if (now - q->last_sweep >= SWEEP_EVERY || now < q->last_sweep)
         sweep = 1;
     if (sweep)
-        q_last_sweep = now;
+        q->last_sweep = now;
     timeout = q_hold_timeout;
     pthread_mutex_unlock(&q_mutex);
 
@@ -163,12 +172,29 @@ static void complete(prov_op_t *batch, prov_op_t *mine)
 }
 
 /* The first queued operation whose thread waits for it (q_mutex held). */
-static prov_op_t *first_waiting(void)
+static prov_op_t *first_waiting(const queue_t *q)
 {
     prov_op_t *o;
-    for (o = q_head; o && o->async; o = o->next)
+    for (o = q->head; o && o->async; o = o->next)
         ;
     return o;
+}
+
+/* The channel's queue, made on first use; they live as long as the
+ * process (one per database a process writes to). NULL without memory. */
+static queue_t *queue_of(const void *channel)
+{
+    queue_t *q;
+    for (q = q_list; q; q = q->next) {
+        if (q->channel == channel)
+            return q;
+    }
+    if ((q = calloc(1, sizeof(*q))) != NULL) {
+        q->channel = channel;
+        q->next = q_list;
+        q_list = q;
+    }
+    return q;
 }
 
 /* Each waiting thread sleeps on its own condition: when a batch ends, its
@@ -181,33 +207,40 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
 {
     apr_status_t rv;
     int async = op->async;
+    queue_t *q;
+    pthread_mutex_lock(&q_mutex);
+    if ((q = queue_of(src->channel)) == NULL) {
+        pthread_mutex_unlock(&q_mutex);
+        if (async)
+            free(op);
+        return APR_ENOMEM;
+    }
     if (!async)
         pthread_cond_init(&op->cond, NULL);
-    pthread_mutex_lock(&q_mutex);
     op->next = NULL;
-    if (q_tail)
-        q_tail->next = op;
+    if (q->tail)
+        q->tail->next = op;
     else
-        q_head = op;
-    q_tail = op;
-    if (async && q_leader) {
+        q->head = op;
+    q->tail = op;
+    if (async && q->leader) {
         pthread_mutex_unlock(&q_mutex);
         return APR_SUCCESS;
     }
     for (;;) {
         /* Done: unless nobody leads and only unwaited settlements are left. */
-        if (op->done && (q_leader || !q_head || first_waiting()))
+        if (op->done && (q->leader || !q->head || first_waiting(q)))
             break;
-        if (!q_leader) {
-            prov_op_t *batch = q_head, *w;
-            q_leader = 1;
-            q_head = q_tail = NULL;
+        if (!q->leader) {
+            prov_op_t *batch = q->head, *w;
+            q->leader = 1;
+            q->head = q->tail = NULL;
             pthread_mutex_unlock(&q_mutex);
-            lead(batch, src, pool);
+            lead(q, batch, src, pool);
             pthread_mutex_lock(&q_mutex);
-            q_leader = 0;
+            q->leader = 0;
             complete(batch, op);
-            if ((w = first_waiting()) != NULL && w != op)
+            if ((w = first_waiting(q)) != NULL && w != op)
                 pthread_cond_signal(&w->cond);
         }
         else {

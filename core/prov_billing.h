@@ -36,6 +36,10 @@ typedef struct prov_store_source_t {
     apr_status_t (*open)(prov_store_t **s, void *baton, apr_pool_t *p);
     void (*close)(prov_store_t *s, void *baton);
     void *baton;
+    /* Which database the source opens: operations queue and batch per
+     * channel, so a batch never carries an operation to another database
+     * (two virtual hosts with their own DBDParams). NULL is a channel too. */
+    const void *channel;
 } prov_store_source_t;
 
 /* A source that always hands out s (providerctl, unit tests). */

@@ -153,6 +153,9 @@ static const prov_store_source_t *source(provider_infer_t *in)
     src->open = source_open;
     src->close = source_close;
     src->baton = in;
+    /* A virtual host may have a database of its own (DBDParams inside
+     * <VirtualHost>): batches never mix the operations of two servers. */
+    src->channel = in->r->server;
     return src;
 }
 
