@@ -26,6 +26,15 @@ provider_srv_conf *provider_conf(request_rec *r)
     return ap_get_module_config(r->server->module_config, &provider_module);
 }
 
+/* server_rec* -> prov_cache_t*, filled at child_init, read-only after. */
+static apr_hash_t *server_lookups;
+
+prov_cache_t *provider_lookups(request_rec *r)
+{
+    server_rec *s = r->server;
+    return server_lookups ? apr_hash_get(server_lookups, &s, sizeof(s)) : NULL;
+}
+
 /* ---- configuration -------------------------------------------------------- */
 
 static void *create_srv_conf(apr_pool_t *p, server_rec *s)
@@ -256,13 +265,23 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     server_rec *vs;
+    server_lookups = apr_hash_make(pchild);
     for (vs = s; vs; vs = vs->next) {
         provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
-        if (c->engine == 1 && !c->catalog
-            && (prov_catalog_cache_create(&c->catalog, c->models_ttl, pchild) != APR_SUCCESS
-                || prov_cache_create(&c->lookups, c->lookup_ttl, 4096, pchild) != APR_SUCCESS))
+        prov_cache_t *lookups = NULL;
+        server_rec **key;
+        if (c->engine != 1)
+            continue;
+        if ((!c->catalog
+             && prov_catalog_cache_create(&c->catalog, c->models_ttl, pchild) != APR_SUCCESS)
+            || prov_cache_create(&lookups, c->lookup_ttl, 4096, pchild) != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_ERR, 0, vs, "PROV00005: cannot create the "
                          "catalog and lookup caches");
+            continue;
+        }
+        key = apr_palloc(pchild, sizeof(*key));
+        *key = vs;
+        apr_hash_set(server_lookups, key, sizeof(*key), lookups);
     }
 }
 

@@ -62,11 +62,17 @@ typedef struct provider_srv_conf {
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
     prov_catalog_cache_t *catalog;
-    prov_cache_t *lookups;          /* per child */
 } provider_srv_conf;
 
-/* The effective configuration of r's server. */
+/* The effective configuration of r's server. A virtual host without
+ * directives of this module shares its main server's structure. */
 provider_srv_conf *provider_conf(request_rec *r);
+/* The key and model lookup cache of r's server (per child; NULL when
+ * ProviderLookupCacheTTL is 0). One per server, not per configuration:
+ * servers that share this module's configuration may still have databases
+ * of their own (DBDParams inside <VirtualHost>), and a key of one must never
+ * be found through the other's cache. */
+prov_cache_t *provider_lookups(request_rec *r);
 
 /* mod_provider_http.c */
 /* A request id for logs and the x-request-id header (set on err_headers_out). */

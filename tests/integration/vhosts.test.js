@@ -2,7 +2,8 @@
 // each have their own database (mod_dbd's DBDriver/DBDParams inside the
 // <VirtualHost>). Every request is reserved, charged and recorded in its own
 // virtual host's database, also when requests for both arrive together and
-// the billing engine groups them into batches.
+// the billing engine groups them into batches; a key of one host is unknown
+// to the other, whatever its lookup cache holds.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -94,5 +95,16 @@ describe('two virtual hosts with their own databases', { timeout: 120000 }, () =
       assert.equal(spent, charged[host], `${host}: the ledger holds what the answers said`);
       assert.equal(stack.balance(user.id), START - spent, `${host}: the balance`);
     }
+  });
+
+  it("refuses one host's key on the other, also while its lookup is cached", async () => {
+    // both keys were just used, so both lookups are in their hosts' caches
+    const aOnB = await chatAt(port2, userA.key.secret, BODY);
+    assert.equal(aOnB.status, 401, aOnB.text);
+    assert.equal(JSON.parse(aOnB.text).error.code, 'INVALID_API_KEY');
+    const bOnA = await a.chat(userB.key.secret, BODY);
+    assert.equal(bOnA.status, 401, bOnA.text);
+    assert.equal(b.sql("SELECT COUNT(*) AS n FROM ledger")[0].n, N);
+    assert.equal(a.sql("SELECT COUNT(*) AS n FROM ledger")[0].n, N);
   });
 });
