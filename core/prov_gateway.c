@@ -1,6 +1,8 @@
-/* prov_gateway.c: the internal gateway's HTTP client over libcurl. Each
- * thread keeps one easy handle (and with it the open connections) for all its
- * requests; the handle is released when the thread ends. The service token
+/* prov_gateway.c: the internal gateway's HTTP client. Answers that are not
+ * streamed from a plain http:// gateway go through the lean keep-alive
+ * client of prov_gateway_http.c; streams and https:// go through libcurl,
+ * where each thread keeps one easy handle (and with it the open connections)
+ * for all its requests; the handle is released when the thread ends. The service token
  * goes into an Authorization header and nowhere else; failures are logged by
  * libcurl's error code only, because curl's own messages name the host. */
 #include <pthread.h>
@@ -9,12 +11,14 @@
 #include <strings.h>
 #include <curl/curl.h>
 #include <apr_time.h>
-#include "prov_gateway.h"
+#include "prov_gateway_int.h"
 #include "prov_log.h"
 
 struct prov_gateway_t {
     const char *base_url;
     const char *auth_header;     /* "Authorization: Bearer ..." or NULL */
+    int plain;                   /* http://: target is set */
+    prov_gw_target_t target;
     long connect_timeout_ms;
     long timeout_ms;
 };
@@ -70,6 +74,7 @@ apr_status_t prov_gateway_create(prov_gateway_t **pgw, const char *base_url, con
                                         : NULL;
     gw->connect_timeout_ms = connect_timeout_ms > 0 ? connect_timeout_ms : 5000;
     gw->timeout_ms = timeout_ms > 0 ? timeout_ms : 300000;
+    gw->plain = prov_gw_target_parse(&gw->target, gw->base_url, p) == APR_SUCCESS;
     *pgw = gw;
     return APR_SUCCESS;
 }
@@ -265,6 +270,15 @@ apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
     apr_status_t rv;
     prov_gw_response_t *r;
 
+    if (gw->plain) {
+        const char *why = NULL;
+        rv = prov_gw_http_request(resp, &gw->target, gw, gw->auth_header, gw->connect_timeout_ms,
+                                  gw->timeout_ms, path, body, len, headers, &why, p);
+        if (rv != APR_SUCCESS)
+            prov_log(PROV_LOG_WARN, rv, "PROV00030: gateway call %s failed: %s", path,
+                     why ? why : "unknown error");
+        return rv;
+    }
     memset(&x, 0, sizeof(x));
     x.p = p;
     rv = perform(gw, path, body, len, headers, &x, &code, 0);
@@ -308,4 +322,51 @@ apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const cha
     if (code)
         *status = (int)code;
     return rv;
+}
+
+/* ---- plain http:// targets -------------------------------------------------- */
+
+apr_status_t prov_gw_target_parse(prov_gw_target_t *t, const char *url, apr_pool_t *p)
+{
+    const char *hp, *slash, *host_end, *port = NULL;
+    const char *host;
+    if (strncasecmp(url, "http://", 7))
+        return APR_ENOTIMPL;
+    hp = url + 7;
+    slash = strchr(hp, '/');
+    if (!slash)
+        slash = hp + strlen(hp);
+    if (slash == hp || memchr(hp, '@', (apr_size_t)(slash - hp))
+        || memchr(hp, '?', (apr_size_t)(slash - hp)) || strpbrk(slash, "?#"))
+        return APR_EINVAL;
+    if (*hp == '[') {
+        host_end = memchr(hp, ']', (apr_size_t)(slash - hp));
+        if (!host_end)
+            return APR_EINVAL;
+        host = apr_pstrndup(p, hp + 1, (apr_size_t)(host_end - hp - 1));
+        host_end++;
+    }
+    else {
+        host_end = memchr(hp, ':', (apr_size_t)(slash - hp));
+        if (!host_end)
+            host_end = slash;
+        host = apr_pstrndup(p, hp, (apr_size_t)(host_end - hp));
+    }
+    if (host_end < slash) {
+        const char *c;
+        if (*host_end != ':' || host_end + 1 == slash || slash - host_end > 6)
+            return APR_EINVAL;
+        for (c = host_end + 1; c < slash; c++) {
+            if (*c < '0' || *c > '9')
+                return APR_EINVAL;
+        }
+        port = apr_pstrndup(p, host_end + 1, (apr_size_t)(slash - host_end - 1));
+    }
+    if (!*host)
+        return APR_EINVAL;
+    t->host = host;
+    t->port = port ? port : "80";
+    t->host_header = apr_pstrndup(p, hp, (apr_size_t)(slash - hp));
+    t->prefix = apr_pstrdup(p, slash);
+    return APR_SUCCESS;
 }
