@@ -242,10 +242,20 @@ static apr_status_t load_key(keyw_t **pk, batch_t *b, apr_int64_t key_id)
         }
         if (rv != APR_EOF)
             return rv;
-        rv = prov_window_sum(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0,
-                             b->now, b->p);
-        if (rv != APR_SUCCESS)
-            return rv;
+        /* The key's week is read only when a budget limits it. */
+        if (k->has_budget) {
+            rv = prov_window_sum(&k->w, b->s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
+                                 0, b->now, b->p);
+            if (rv != APR_SUCCESS)
+                return rv;
+        }
+        else {
+            k->w.len = PROV_BUCKET_HOUR;
+            k->w.span = PROV_WINDOW_7D;
+            k->w.scope = "key:h";
+            k->w.id = key_id;
+            k->w.now = b->now;
+        }
         apr_hash_set(b->keys, id, sizeof(*id), k);
     }
     *pk = k;
