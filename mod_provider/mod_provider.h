@@ -108,6 +108,7 @@ int provider_db_available(void);
 typedef struct provider_infer_t {
     request_rec *r;
     provider_srv_conf *conf;
+    prov_cache_t *lookups;        /* r's server's lookup cache, or NULL */
     provider_family_e family;
     const char *transport;        /* "chat", "messages", "responses" */
     const char *request_id;

@@ -30,6 +30,7 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
 
     in->r = r;
     in->conf = provider_conf(r);
+    in->lookups = provider_lookups(r);
     in->family = family;
     in->transport = transport;
     in->request_id = provider_request_id(r);
@@ -47,9 +48,8 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
                     : "Missing API key: send 'Authorization: Bearer <API_KEY>'.");
     if (!prov_key_wellformed(secret))
         return fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.");
-    in->auth = provider_lookups(r)
-        ? prov_cache_get_auth(provider_lookups(r), prov_key_hash(secret, r->pool), prov_now(),
-                              r->pool)
+    in->auth = in->lookups
+        ? prov_cache_get_auth(in->lookups, prov_key_hash(secret, r->pool), prov_now(), r->pool)
         : NULL;
     if (!in->auth) {
         if (!(in->store = provider_db_open(r, &err)))
@@ -62,8 +62,8 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
                 : fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
                        "The service's database is unavailable; try again later.");
         }
-        if (provider_lookups(r))
-            prov_cache_put_auth(provider_lookups(r), in->auth, prov_now());
+        if (in->lookups)
+            prov_cache_put_auth(in->lookups, in->auth, prov_now());
     }
     apr_table_setn(r->notes, "provider-key", in->auth->key_display);
     if (in->auth->user_blocked) {
@@ -94,14 +94,14 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
     apr_status_t rv = APR_SUCCESS;
     int usable;
 
-    in->model = provider_lookups(r)
-        ? prov_cache_get_model(provider_lookups(r), public_id, prov_now(), r->pool) : NULL;
+    in->model = in->lookups
+        ? prov_cache_get_model(in->lookups, public_id, prov_now(), r->pool) : NULL;
     if (!in->model) {
         if (!in->store && !(in->store = provider_db_open(r, &err)))
             return provider_send_error(r, in->family, err);
         rv = prov_model_find(&in->model, in->store, public_id, r->pool);
-        if (rv == APR_SUCCESS && provider_lookups(r))
-            prov_cache_put_model(provider_lookups(r), in->model, prov_now());
+        if (rv == APR_SUCCESS && in->lookups)
+            prov_cache_put_model(in->lookups, in->model, prov_now());
     }
     usable = rv == APR_SUCCESS && in->model->enabled;
 
