@@ -20,6 +20,8 @@ typedef struct queue_t {
     prov_op_t *head, *tail;
     int leader;                     /* a thread runs a batch of this queue */
     apr_int64_t last_sweep;
+    apr_int64_t last_now;           /* engine time of the last batch */
+    prov_leases_t leases;
     struct queue_t *next;
 } queue_t;
 
@@ -75,8 +77,8 @@ prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
 
 /* ---- the queue ----------------------------------------------------------- */
 
-static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
-                 apr_pool_t *pool)
+static apr_status_t lead(queue_t *q, prov_op_t *batch, prov_slot_t *work,
+                         apr_int64_t *pnow, const prov_store_source_t *src, apr_pool_t *pool)
 {
     apr_pool_t *scratch = NULL;
     prov_store_t *s = NULL;
@@ -91,7 +93,22 @@ static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
         if (op->kind == PROV_OP_SWEEP)
             sweep = 1;
     }
+    {
+        /* A batch of leases' work only: the latest time it carries. */
+        const prov_slot_t *w;
+        const prov_entry_t *e;
+        for (w = work; w; w = w->work_next) {
+            for (e = w->taken; e; e = e->next) {
+                apr_int64_t t = e->complete ? e->settled_at : e->created_at;
+                if (t > now)
+                    now = t;
+            }
+        }
+    }
     pthread_mutex_lock(&q_mutex);
+    if (!now)
+        now = q->last_now;
+    *pnow = now;
     if (now - q->last_sweep >= SWEEP_EVERY || now < q->last_sweep)
         sweep = 1;
     if (sweep)
@@ -102,11 +119,11 @@ static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
     apr_pool_create(&scratch, pool);
     rv = src->open(&s, src->baton, scratch);
     if (rv == APR_SUCCESS) {
-        rv = prov_billing_run_batch(s, batch, sweep, timeout, scratch);
+        rv = prov_billing_run_batch(s, batch, work, now, sweep, timeout, scratch);
         /* One retry: a busy database (another process's writer) is the
          * usual cause, and it is gone a moment later. */
         if (rv != APR_SUCCESS)
-            rv = prov_billing_run_batch(s, batch, sweep, timeout, scratch);
+            rv = prov_billing_run_batch(s, batch, work, now, sweep, timeout, scratch);
         src->close(s, src->baton);
     }
     if (rv != APR_SUCCESS) {
@@ -116,6 +133,7 @@ static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
             op->rv = rv;
     }
     apr_pool_destroy(scratch);
+    return rv;
 }
 
 /* A settlement or release does not wait for its batch when another thread
@@ -123,26 +141,30 @@ static void lead(queue_t *q, prov_op_t *batch, const prov_store_source_t *src,
  * running leader commits it before its own request ends, so its thread can
  * answer at once. With no batch running, it leads its own batch and returns
  * the result, as a reservation always does. */
-static prov_op_t *async_copy(const prov_op_t *op)
+prov_op_t *prov_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
+                             prov_micro_t charge, const char *status, apr_int64_t now)
 {
-    const prov_reservation_t *r = op->res;
     apr_size_t lid = strlen(r->request_id) + 1, lt = strlen(r->transport) + 1,
-               ls = strlen(op->status) + 1;
-    prov_op_t *c = malloc(sizeof(*c) + sizeof(*r) + lid + lt + ls);
+               ls = strlen(status) + 1;
+    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + lid + lt + ls);
     prov_reservation_t *cr;
     char *str;
     if (!c)
         return NULL;
-    *c = *op;
+    c->kind = PROV_OP_SETTLE;
+    c->now = now;
+    if (t)
+        c->tokens = *t;
+    c->charge = charge;
     cr = (prov_reservation_t *)(c + 1);
     *cr = *r;
     str = (char *)(cr + 1);
     cr->request_id = memcpy(str, r->request_id, lid);
     cr->transport = memcpy(str + lid, r->transport, lt);
-    c->status = memcpy(str + lid + lt, op->status, ls);
+    c->status = memcpy(str + lid + lt, status, ls);
     cr->windows.plan_name = NULL;
+    cr->slot = cr->entry = NULL;
     c->res = cr;
-    c->p = NULL;
     c->async = 1;
     return c;
 }
@@ -154,6 +176,9 @@ static void complete(prov_op_t *batch, prov_op_t *mine)
     prov_op_t *o, *next;
     for (o = batch; o; o = next) {
         next = o->next;              /* o may be gone once done is seen */
+        if (o->retry) {
+            continue;                /* queued again by the caller */
+        }
         if (o->async) {
             if (o->rv != APR_SUCCESS && o->rv != APR_EINCOMPLETE)
                 prov_log(PROV_LOG_ERR, o->rv, "PROV00052: request %s was not %s; its hold "
@@ -228,18 +253,50 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
         return APR_SUCCESS;
     }
     for (;;) {
-        /* Done: unless nobody leads and only unwaited settlements are left. */
-        if (op->done && (q->leader || !q->head || first_waiting(q)))
+        /* Done: unless nobody leads and settlements nobody waits for (or
+         * what leases drew) are left. */
+        if (op->done && (q->leader || first_waiting(q)
+                         || (!q->head && !prov_lease_due(&q->leases))))
             break;
         if (!q->leader) {
-            prov_op_t *batch = q->head, *w;
+            prov_op_t *batch = q->head, *w, *again, *o;
+            prov_slot_t *work;
+            apr_int64_t now = 0;
             q->leader = 1;
             q->head = q->tail = NULL;
+            work = prov_lease_take(&q->leases, batch);
             pthread_mutex_unlock(&q_mutex);
-            lead(q, batch, src, pool);
+            rv = lead(q, batch, work, &now, src, pool);
             pthread_mutex_lock(&q_mutex);
             q->leader = 0;
+            if (now > q->last_now)
+                q->last_now = now;
+            again = prov_lease_done(&q->leases, work, batch, now, rv);
             complete(batch, op);
+            /* Reservations refused while a lease of their account was
+             * held run again first, then the settlements of rows that were
+             * written while their requests ended. */
+            for (o = batch; o; o = w) {
+                w = o->next;
+                if (o->retry) {
+                    o->retry = 0;
+                    o->retried = 1;
+                    o->next = q->head;
+                    q->head = o;
+                    if (!q->tail)
+                        q->tail = o;
+                }
+            }
+            while (again) {
+                o = again;
+                again = again->next;
+                o->next = NULL;
+                if (q->tail)
+                    q->tail->next = o;
+                else
+                    q->head = o;
+                q->tail = o;
+            }
             if ((w = first_waiting(q)) != NULL && w != op)
                 pthread_cond_signal(&w->cond);
         }
@@ -264,6 +321,17 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
 {
     prov_op_t op;
     apr_status_t rv;
+    queue_t *q;
+    int drawn = 0;
+    pthread_mutex_lock(&q_mutex);
+    if ((q = queue_of(src->channel)) != NULL)
+        drawn = prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
+                                hold < 0 ? 0 : hold, now, p);
+    pthread_mutex_unlock(&q_mutex);
+    if (drawn) {
+        *err = NULL;
+        return APR_SUCCESS;
+    }
     memset(&op, 0, sizeof(op));
     op.kind = PROV_OP_RESERVE;
     op.p = p;
@@ -286,8 +354,32 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
 {
     prov_op_t op;
     apr_status_t rv;
+    queue_t *q;
+    int handled = 0, idle = 0;
     if (r->settled)
         return APR_EINCOMPLETE;
+    pthread_mutex_lock(&q_mutex);
+    if ((q = queue_of(src->channel)) != NULL) {
+        handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
+        idle = !q->leader;
+    }
+    pthread_mutex_unlock(&q_mutex);
+    if (handled) {
+        /* A drawn request: the running batch's leader writes it next; with
+         * none running, this thread writes it now. */
+        r->settled = 1;
+        if (idle) {
+            memset(&op, 0, sizeof(op));
+            op.kind = PROV_OP_FLUSH;
+            op.p = p;
+            op.now = now;
+            rv = submit(&op, src, p);
+            if (rv != APR_SUCCESS)
+                prov_log(PROV_LOG_ERR, rv, "PROV00055: request %s was settled but not "
+                         "written yet; the next batch writes it", r->request_id);
+        }
+        return APR_SUCCESS;
+    }
     memset(&op, 0, sizeof(op));
     op.kind = PROV_OP_SETTLE;
     op.p = p;
@@ -298,8 +390,8 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     op.charge = charge < 0 ? 0 : charge;
     op.status = status;
     {
-        prov_op_t *q = async_copy(&op);
-        rv = q ? submit(q, src, p) : submit(&op, src, p);
+        prov_op_t *c = prov_async_settle(r, t, op.charge, status, now);
+        rv = c ? submit(c, src, p) : submit(&op, src, p);
     }
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
@@ -539,7 +631,7 @@ apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t
     apr_status_t rv;
 
     if ((rv = one_i64(&balance, s, "user_by_id_balance", PROV_ARGS(uid), p)) != APR_SUCCESS
-        || (rv = one_i64(&held, s, "bill_held", PROV_ARGS(uid), p)) != APR_SUCCESS)
+        || (rv = one_i64(&held, s, "bill_held", PROV_ARGS(uid, uid), p)) != APR_SUCCESS)
         return rv;
     memset(st, 0, sizeof(*st));
     st->balance = balance;

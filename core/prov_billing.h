@@ -12,7 +12,17 @@
  * queued so far and runs them in one transaction, while the others wait for
  * their result. Each operation is checked against the state left by the ones
  * before it in the same batch, so a batch is exactly as strict as one
- * transaction per request, at a fraction of the writes. */
+ * transaction per request, at a fraction of the writes.
+ *
+ * Under concurrent load a process takes a lease for a key and model: one
+ * hold, checked like a reservation, from which its next requests draw in
+ * memory without waiting for a transaction; their ledger rows are written
+ * complete, in groups, by the following batches, and the lease is renewed
+ * or returned as they go. Leases are granted only while the limits they
+ * count against keep room for twice the lease, every batch that checks a
+ * reservation of the account returns the account's leases first, and a
+ * lease that is not renewed expires like a hold: near a limit every request
+ * is checked in the database, and refusals stay exact. */
 #ifndef PROV_BILLING_H
 #define PROV_BILLING_H
 
@@ -69,7 +79,12 @@ typedef struct prov_reservation_t {
     int from_plan;                  /* funded by the plan (else by the balance) */
     apr_int64_t created_at;
     int settled;                    /* settled or released: nothing more to do */
+    int leased;                     /* drawn from this process's lease */
     prov_plan_windows_t windows;    /* filled when the account has a plan */
+    /* The engine's own: the key and model's slot, and the request's entry
+     * while its row is not written yet (a lease draw). */
+    void *slot;
+    void *entry;
 } prov_reservation_t;
 
 /* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */

@@ -349,6 +349,10 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
     }
     if (k->has_budget && k->w.sum + hold > k->budget) {
         apr_int64_t ra;
+        if (op->retry_ok) {
+            op->retry = 1;           /* first return this process's lease */
+            return APR_SUCCESS;
+        }
         if ((rv = prov_window_list(&k->w, b->s, b->p)) != APR_SUCCESS)
             return rv;
         ra = prov_window_retry_after(&k->w, hold, k->budget, b->now);
@@ -368,6 +372,10 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
     }
     else if (a->balance >= hold) {
         from_plan = 0;
+    }
+    else if (op->retry_ok) {
+        op->retry = 1;
+        return APR_SUCCESS;
     }
     else if (a->plan.has_plan) {
         apr_int64_t r5, r7, ra;
@@ -433,6 +441,278 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
     return APR_SUCCESS;
 }
 
+/* ---- leases ------------------------------------------------------------------ */
+
+/* A renewal smaller than this part of the lease's headroom is not worth it. */
+#define LEASE_MIN_PART 64
+
+static const char *source_of(int from_plan)
+{
+    return from_plan ? "plan" : "balance";
+}
+
+/* Moves amount of a lease's hold: into (amount > 0) or out of the buckets
+ * of time at and the balance. */
+static void lease_move(batch_t *b, const prov_slot_t *w, apr_int64_t at, prov_micro_t amount)
+{
+    if (!amount)
+        return;
+    usage_deltas(b, w->user_id, w->key_id, at, amount, w->from_plan, 0);
+    if (!w->from_plan)
+        add_balance(b, w->user_id, -amount);
+}
+
+/* Writes the entries a lease's slot handed over, and returns the lease (or
+ * all but what its unwritten entries still hold: the base a renewal starts
+ * from). */
+static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
+{
+    apr_pool_t *p = b->p;
+    prov_entry_t *e;
+    apr_status_t rv;
+    int n = 0;
+
+    for (e = w->taken; e; e = e->next) {
+        prov_micro_t amount = e->complete ? e->charge : e->hold;
+        if (e->complete)
+            rv = prov_store_exec(b->s, NULL, "bill_ledger_complete",
+                PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
+                          prov_i64(e->model_id, p), e->transport, prov_i64(e->tokens.input, p),
+                          prov_i64(e->tokens.output, p), prov_i64(e->tokens.cache, p),
+                          prov_i64(e->tokens.reasoning, p), prov_i64(e->hold, p),
+                          prov_i64(e->charge, p), prov_i64(e->from_plan ? e->charge : 0, p),
+                          source_of(e->from_plan), e->status, prov_i64(e->created_at, p),
+                          prov_i64(e->settled_at, p)), p);
+        else
+            rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
+                PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
+                          prov_i64(e->model_id, p), e->transport, prov_i64(e->hold, p),
+                          source_of(e->from_plan), prov_i64(e->created_at, p)), p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        usage_deltas(b, e->user_id, e->key_id, e->created_at, amount, e->from_plan, 1);
+        if (!e->from_plan)
+            add_balance(b, e->user_id, -amount);
+    }
+    if (!w->id[0])
+        return APR_SUCCESS;
+    if (w->closing) {
+        rv = prov_store_exec(b->s, &n, "bill_lease_delete", PROV_ARGS(w->id), p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        if (n == 1)
+            lease_move(b, w, w->at, -w->amount);
+        else
+            w->res_gone = 1;
+        return APR_SUCCESS;
+    }
+    /* Kept: the rest moves to now; lease_renew tops it up and writes it. */
+    lease_move(b, w, w->at, -w->amount);
+    lease_move(b, w, b->now, w->amount - w->writing);
+    return APR_SUCCESS;
+}
+
+/* What is left under the tightest limit of a lease's scope (negative when
+ * a limit is passed, or the account no longer funds it this way). */
+static prov_micro_t lease_room(const acct_t *a, const keyw_t *k, int from_plan)
+{
+    prov_micro_t room;
+    if (from_plan) {
+        prov_micro_t r7 = a->plan.quota_7d - a->w7.sum;
+        if (!a->plan.has_plan)
+            return -1;
+        room = a->plan.quota_5h - a->w5.sum;
+        if (r7 < room)
+            room = r7;
+    }
+    else {
+        if (a->plan.has_plan)
+            return -1;
+        room = a->balance;
+    }
+    if (k->has_budget && k->budget - k->w.sum < room)
+        room = k->budget - k->w.sum;
+    return room;
+}
+
+/* Whether the key, account and model still allow the lease at all. */
+static apr_status_t lease_valid(int *ok, batch_t *b, const prov_slot_t *w, const char *hash,
+                                acct_t **pa, keyw_t **pk)
+{
+    int enabled = 0;
+    apr_status_t rv;
+    *ok = 0;
+    if ((rv = load_account(pa, b, w->user_id)) != APR_SUCCESS
+        || (rv = load_key(pk, b, w->key_id)) != APR_SUCCESS
+        || (rv = model_enabled(&enabled, b, w->model_id)) != APR_SUCCESS)
+        return rv;
+    *ok = enabled && !(*pa)->blocked && (*pk)->live && (*pk)->hash
+          && (!hash || !strcmp((*pk)->hash, hash))
+          && (w->from_plan ? (*pa)->plan.has_plan : !(*pa)->plan.has_plan);
+    return APR_SUCCESS;
+}
+
+/* The plan windows a drawn reservation reports: the account's use without
+ * the unused part of the lease. */
+static void lease_windows(prov_plan_windows_t *pw, char *name, apr_size_t len, const acct_t *a,
+                          prov_micro_t unused, apr_int64_t now)
+{
+    memset(pw, 0, sizeof(*pw));
+    name[0] = '\0';
+    if (!a->plan.has_plan)
+        return;
+    *pw = a->plan;
+    pw->plan_name = NULL;
+    if (a->plan.plan_name)
+        apr_cpystrn(name, a->plan.plan_name, len);
+    pw->used_5h = a->w5.sum - unused > 0 ? a->w5.sum - unused : 0;
+    pw->used_7d = a->w7.sum - unused > 0 ? a->w7.sum - unused : 0;
+    pw->reset_5h = prov_window_reset(&a->w5, now);
+    pw->reset_7d = prov_window_reset(&a->w7, now);
+}
+
+static void lease_add(batch_t *b, const prov_slot_t *w, acct_t *a, keyw_t *k,
+                      prov_micro_t amount)
+{
+    lease_move(b, w, b->now, amount);
+    if (k->has_budget)
+        prov_window_add(&k->w, b->now, amount, b->p);
+    if (w->from_plan) {
+        prov_window_add(&a->w5, b->now, amount, b->p);
+        prov_window_add(&a->w7, b->now, amount, b->p);
+    }
+    else {
+        a->balance -= amount;
+    }
+}
+
+/* A kept lease: checked again, topped up to its headroom when that still
+ * fits with room for as much again, and written. Drained (no more draws)
+ * when the key, account or model no longer allow it or a limit is passed. */
+static apr_status_t lease_renew(batch_t *b, prov_slot_t *w)
+{
+    prov_micro_t base = w->amount - w->writing, extra = 0;
+    acct_t *a = NULL;
+    keyw_t *k = NULL;
+    int ok = 0, n = 0;
+    apr_status_t rv;
+
+    if ((rv = lease_valid(&ok, b, w, w->key_hash, &a, &k)) != APR_SUCCESS)
+        return rv;
+    if (ok) {
+        /* Up to the headroom, and never more than half of the room left:
+         * near a limit leases shrink, and requests go to the database. */
+        prov_micro_t want = w->unit - (w->amount - w->take_drawn), room = lease_room(a, k,
+                                                                                   w->from_plan);
+        if (room < 0)
+            ok = 0;                  /* a limit was lowered below what is held */
+        else if (want > 0)
+            extra = want < room / 2 ? want : room / 2;
+        if (extra < w->unit / LEASE_MIN_PART)
+            extra = 0;
+    }
+    if (extra)
+        lease_add(b, w, a, k, extra);
+    rv = prov_store_exec(b->s, &n, "bill_lease_update",
+                         PROV_ARGS(prov_i64(base + extra, b->p), prov_i64(b->now, b->p), w->id),
+                         b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    if (n != 1) {
+        /* Expired meanwhile (its process stopped renewing it for the
+         * hold timeout): it is no longer held; undo the move. */
+        lease_move(b, w, b->now, -(base + extra));
+        lease_move(b, w, w->at, w->amount);
+        w->res_gone = 1;
+        return APR_SUCCESS;
+    }
+    w->res_amount = base + extra;
+    w->res_drain = !ok;
+    lease_windows(&w->res_windows, w->res_plan_name, sizeof(w->res_plan_name), a,
+                  w->res_amount - (w->take_drawn - w->writing), b->now);
+    return APR_SUCCESS;
+}
+
+/* A reservation of a key with others in flight: a lease of lease_unit when
+ * the account funds it the same way and room for as much again is left. */
+static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
+{
+    prov_slot_t w;
+    acct_t *a = NULL;
+    keyw_t *k = NULL;
+    unsigned char rnd[12];
+    int ok = 0, i;
+    apr_status_t rv;
+
+    memset(&w, 0, sizeof(w));
+    w.user_id = op->auth->user_id;
+    w.key_id = op->auth->key_id;
+    w.model_id = op->model_id;
+    w.from_plan = op->out->from_plan;
+    if ((rv = lease_valid(&ok, b, &w, op->auth->key_hash, &a, &k)) != APR_SUCCESS)
+        return rv;
+    if (!ok || lease_room(a, k, w.from_plan) < 2 * op->lease_unit)
+        return APR_SUCCESS;
+    if (apr_generate_random_bytes(rnd, sizeof(rnd)) != APR_SUCCESS)
+        return APR_SUCCESS;          /* no lease: requests reserve one by one */
+    memcpy(op->lease_id, "lease_", 6);
+    for (i = 0; i < (int)sizeof(rnd); i++)
+        apr_snprintf(op->lease_id + 6 + 2 * i, 3, "%02x", rnd[i]);
+    rv = prov_store_exec(b->s, NULL, "bill_lease_insert",
+                         PROV_ARGS(op->lease_id, prov_i64(w.user_id, b->p),
+                                   prov_i64(w.key_id, b->p), prov_i64(w.model_id, b->p),
+                                   source_of(w.from_plan), prov_i64(op->lease_unit, b->p),
+                                   prov_i64(b->now, b->p)), b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    lease_add(b, &w, a, k, op->lease_unit);
+    op->granted = op->lease_unit;
+    lease_windows(&op->lease_windows, op->lease_plan_name, sizeof(op->lease_plan_name), a,
+                  op->lease_unit, b->now);
+    return APR_SUCCESS;
+}
+
+/* Leases whose process stopped renewing them: released. */
+static apr_status_t sweep_leases(batch_t *b, apr_int64_t hold_timeout)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *stale = apr_array_make(b->p, 4, sizeof(prov_slot_t));
+    apr_status_t rv = prov_store_select(b->s, &res, "bill_stale_leases",
+                                        PROV_ARGS(prov_i64(b->now - hold_timeout, b->p)), b->p);
+    int i, count = 0;
+    if (rv != APR_SUCCESS)
+        return rv;
+    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+        prov_slot_t *w = apr_array_push(stale);
+        const char *id = prov_store_get(b->s, row, 0), *source = prov_store_get(b->s, row, 3);
+        memset(w, 0, sizeof(*w));
+        apr_cpystrn(w->id, id ? id : "", sizeof(w->id));
+        w->user_id = prov_store_get_i64(b->s, row, 1, 0);
+        w->key_id = prov_store_get_i64(b->s, row, 2, 0);
+        w->from_plan = source && !strcmp(source, "plan");
+        w->amount = prov_store_get_i64(b->s, row, 4, 0);
+        w->at = prov_store_get_i64(b->s, row, 5, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    for (i = 0; i < stale->nelts; i++) {
+        prov_slot_t *w = &APR_ARRAY_IDX(stale, i, prov_slot_t);
+        int n = 0;
+        if ((rv = prov_store_exec(b->s, &n, "bill_lease_delete", PROV_ARGS(w->id), b->p))
+            != APR_SUCCESS)
+            return rv;
+        if (n == 1) {
+            lease_move(b, w, w->at, -w->amount);
+            count++;
+        }
+    }
+    if (count)
+        prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00056: released %d lease(s) not renewed for "
+                 "%" APR_INT64_T_FMT " s (their process stopped)", count, hold_timeout);
+    return APR_SUCCESS;
+}
+
 /* ---- the batch ------------------------------------------------------------- */
 
 static int cmp_i64(const void *x, const void *y)
@@ -442,10 +722,11 @@ static int cmp_i64(const void *x, const void *y)
 }
 
 /* PostgreSQL: lock the accounts in id order before anything else. */
-static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops)
+static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
 {
     apr_array_header_t *ids = apr_array_make(b->p, 8, sizeof(apr_int64_t));
     prov_op_t *op;
+    prov_slot_t *w;
     int i;
     if (b->s->dialect != PROV_DIALECT_PGSQL)
         return APR_SUCCESS;
@@ -455,6 +736,8 @@ static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops)
         else if (op->kind == PROV_OP_SETTLE)
             APR_ARRAY_PUSH(ids, apr_int64_t) = op->res->user_id;
     }
+    for (w = work; w; w = w->work_next)
+        APR_ARRAY_PUSH(ids, apr_int64_t) = w->user_id;
     qsort(ids->elts, ids->nelts, sizeof(apr_int64_t), cmp_i64);
     for (i = 0; i < ids->nelts; i++) {
         apr_dbd_results_t *res = NULL;
@@ -472,15 +755,18 @@ static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops)
     return APR_SUCCESS;
 }
 
-static apr_status_t run(batch_t *b, prov_op_t *ops, int do_sweep, apr_int64_t hold_timeout)
+static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sweep,
+                        apr_int64_t hold_timeout)
 {
     prov_op_t *op;
+    prov_slot_t *w;
     int swept = 0;
     apr_status_t rv;
 
-    if ((rv = lock_accounts(b, ops)) != APR_SUCCESS)
+    if ((rv = lock_accounts(b, ops, work)) != APR_SUCCESS)
         return rv;
-    if (do_sweep && (rv = sweep(b, hold_timeout, &swept)) != APR_SUCCESS)
+    if (do_sweep && ((rv = sweep(b, hold_timeout, &swept)) != APR_SUCCESS
+                     || (rv = sweep_leases(b, hold_timeout)) != APR_SUCCESS))
         return rv;
     for (op = ops; op; op = op->next) {
         int moved = 0;
@@ -493,6 +779,10 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, int do_sweep, apr_int64_t ho
             return rv;
         op->rv = moved ? APR_SUCCESS : APR_EINCOMPLETE;
     }
+    for (w = work; w; w = w->work_next) {
+        if ((rv = lease_write(b, w)) != APR_SUCCESS)
+            return rv;
+    }
     /* Reservations see the settlements' effects through the database. */
     if ((rv = flush(b)) != APR_SUCCESS)
         return rv;
@@ -500,12 +790,23 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, int do_sweep, apr_int64_t ho
         if (op->kind == PROV_OP_RESERVE && (rv = reserve_one(b, op)) != APR_SUCCESS)
             return rv;
     }
+    for (w = work; w; w = w->work_next) {
+        if (!w->closing && !w->res_gone && (rv = lease_renew(b, w)) != APR_SUCCESS)
+            return rv;
+    }
+    for (op = ops; op; op = op->next) {
+        if (op->kind == PROV_OP_RESERVE && op->out && op->lease_unit
+            && (rv = lease_grant(b, op)) != APR_SUCCESS)
+            return rv;
+    }
     return flush(b);
 }
 
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int do_sweep,
-                                    apr_int64_t hold_timeout, apr_pool_t *p)
+apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                                    apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
+                                    apr_pool_t *p)
 {
+    prov_slot_t *w;
     apr_pool_t *bp = NULL;
     batch_t b;
     prov_op_t *op;
@@ -520,15 +821,23 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int do_swee
     b.models = apr_hash_make(bp);
     b.deltas = apr_hash_make(bp);
     b.balances = apr_hash_make(bp);
+    b.now = now;
     for (op = ops; op; op = op->next) {
         if (op->now > b.now)
             b.now = op->now;
         op->rv = APR_SUCCESS;
         op->out = NULL;
         op->err = NULL;
+        op->retry = 0;
+        op->granted = 0;
+    }
+    for (w = work; w; w = w->work_next) {
+        w->res_amount = 0;
+        w->res_gone = w->res_drain = 0;
+        memset(&w->res_windows, 0, sizeof(w->res_windows));
     }
     if ((rv = prov_store_begin(s, bp)) == APR_SUCCESS) {
-        rv = run(&b, ops, do_sweep, hold_timeout);
+        rv = run(&b, ops, work, do_sweep, hold_timeout);
         if (rv == APR_SUCCESS)
             rv = prov_store_commit(s, bp);
         else
@@ -538,6 +847,8 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int do_swee
         for (op = ops; op; op = op->next) {
             op->out = NULL;
             op->err = NULL;
+            op->retry = 0;
+            op->granted = 0;
         }
     }
     apr_pool_destroy(bp);

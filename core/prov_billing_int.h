@@ -11,8 +11,76 @@
 typedef enum {
     PROV_OP_RESERVE = 0,
     PROV_OP_SETTLE,
-    PROV_OP_SWEEP
+    PROV_OP_SWEEP,
+    PROV_OP_FLUSH                   /* nothing itself: the batch writes what leases drew */
 } prov_op_kind_e;
+
+/* ---- leases (prov_billing_lease.c) -------------------------------------------
+ * A slot is one key and model of one queue (database) in this process: it
+ * counts their reservations in flight and may hold a lease. An entry is one
+ * request drawn from a lease whose ledger row is not written yet. All of
+ * their fields are guarded by the engine's queue mutex, except what a batch
+ * reads of the slots and entries handed to it: those do not change until the
+ * batch ends. */
+typedef enum {
+    PROV_ENT_INFLIGHT = 0,          /* drawn, not settled, not written */
+    PROV_ENT_SETTLED,               /* settled, not written */
+    PROV_ENT_WRITING,               /* in the running batch */
+    PROV_ENT_WRITTEN                /* its row is a hold now: settled as one */
+} prov_entry_state_e;
+
+typedef enum {
+    PROV_LEASE_NONE = 0,
+    PROV_LEASE_OPEN,                /* requests may draw from it */
+    PROV_LEASE_DRAINING             /* no more draws: the next batch returns it */
+} prov_lease_state_e;
+
+typedef struct prov_slot_t prov_slot_t;
+
+typedef struct prov_entry_t {
+    prov_slot_t *slot;
+    prov_entry_state_e state;
+    int complete;                   /* WRITING: written as a settled row */
+    int settled;                    /* WRITING: settled while its hold was written */
+    apr_int64_t user_id, key_id, model_id, created_at, settled_at;
+    apr_time_t drawn_at;            /* wall clock: old holds are written */
+    int from_plan;
+    prov_micro_t hold, charge;
+    prov_tokens_t tokens;
+    char *request_id, *transport;
+    char status[24];
+    struct prov_entry_t *next;
+} prov_entry_t;
+
+struct prov_slot_t {
+    apr_int64_t key_id, model_id, user_id;
+    int busy;                       /* reservations in flight, drawn or not */
+    prov_lease_state_e state;
+    char id[48];                    /* the lease's row in billing_leases */
+    char *key_hash;                 /* the key's secret as checked by the lease */
+    int from_plan;
+    prov_micro_t amount;            /* what the database holds for the lease */
+    prov_micro_t drawn;             /* of it, by entries not yet written */
+    prov_micro_t unit;              /* the headroom a renewal aims for */
+    prov_micro_t unit_max;
+    int exhausted;                  /* a draw found too little: grow the unit */
+    apr_int64_t at;                 /* engine time the lease was last placed */
+    prov_plan_windows_t windows;    /* for the reservations drawn */
+    char plan_name[64];
+    prov_entry_t *pending;          /* drawn, not written, newest first */
+    /* the running batch's work (set when taken, read by the batch) */
+    prov_entry_t *taken;
+    prov_micro_t writing;           /* the taken entries' amounts */
+    prov_micro_t take_drawn;        /* drawn when taken */
+    int closing;                    /* the batch returns the lease */
+    struct prov_slot_t *work_next;
+    /* the batch's results */
+    prov_micro_t res_amount;
+    int res_gone, res_drain;
+    prov_plan_windows_t res_windows;
+    char res_plan_name[64];
+    struct prov_slot_t *next;
+};
 
 typedef struct prov_op_t {
     prov_op_kind_e kind;
@@ -34,17 +102,61 @@ typedef struct prov_op_t {
     prov_reservation_t *out;        /* reserve: the reservation, or NULL ... */
     prov_error_t *err;              /* ... and the refusal */
     int swept;                      /* sweep: holds expired */
+    prov_micro_t lease_unit;        /* reserve: also grant a lease of this size */
+    prov_micro_t granted;           /* ... granted (0: none) */
+    char lease_id[48];
+    prov_plan_windows_t lease_windows;
+    char lease_plan_name[64];
+    int retry_ok;                   /* reserve: a lease of the account is held here ... */
+    int retry;                      /* ... and a refusal runs again once it is returned */
+    int retried;
     int done;
     int async;                      /* a copied settlement nobody waits for */
     pthread_cond_t cond;            /* signalled when done, or to lead */
     struct prov_op_t *next;
 } prov_op_t;
 
-/* Runs ops (a list) in one transaction on s; sweep: also expire stale holds
- * older than hold_timeout. Sets each op's results; returns non-success only
+/* A settlement nobody waits for, copied out of r (malloc; the engine frees
+ * it once committed). NULL without memory. */
+prov_op_t *prov_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
+                             prov_micro_t charge, const char *status, apr_int64_t now);
+
+/* Runs ops (a list) and the leases' work (slots linked by work_next) in one
+ * transaction on s at engine time now (0: the latest of the ops'); sweep:
+ * also expire stale holds and leases older than hold_timeout. Sets each op's and slot's results; returns non-success only
  * when the transaction failed (then every op failed with it). */
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, int sweep,
-                                    apr_int64_t hold_timeout, apr_pool_t *p);
+apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                                    apr_int64_t now, int sweep, apr_int64_t hold_timeout,
+                                    apr_pool_t *p);
+
+/* The queue side of leases, all called with the queue mutex held. A lease
+ * table is one per queue. */
+typedef struct prov_leases_t {
+    prov_slot_t *buckets[64];
+    int failing;                    /* the last batch failed: no draws, no eager batches */
+} prov_leases_t;
+
+/* Draws r (allocated in p) from an open lease of auth's key and model;
+ * returns 0 when none has room (the caller reserves in the database). */
+int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,
+                    apr_int64_t model_id, const char *transport, const char *request_id,
+                    prov_micro_t hold, apr_int64_t now, apr_pool_t *p);
+/* Records the end of r. Returns 1 when nothing more is to be done in the
+ * database now (a drawn request: the next batch writes it), 0 when the
+ * caller queues an ordinary settlement. */
+int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
+                      prov_micro_t charge, const char *status, apr_int64_t now);
+/* Before a batch runs ops: decides which leases it renews or returns, hands
+ * it their unwritten entries, and marks the reservations that may be
+ * granted a lease. Returns the work list. */
+prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops);
+/* After the batch (rv its result): applies its results; settlements that
+ * came while their holds were written are returned as ops to queue. */
+prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
+                           apr_int64_t now, apr_status_t rv);
+/* Whether the leases have work for a batch now (written rows, leases to
+ * return). */
+int prov_lease_due(const prov_leases_t *L);
 
 /* The buckets of one scope still overlapping a window, oldest first. */
 typedef struct prov_window_t {

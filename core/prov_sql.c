@@ -170,6 +170,25 @@ static const prov_stmt_def_t statements[] = {
       "reasoning_tokens = %lld, credits = %lld, "
       "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
       "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'reserved'" },
+    /* A request drawn from a lease, written once it is settled: the whole
+     * row at once. args: id, user, key, model, transport, tokens x4, hold,
+     * charge, plan charge, source, status, created, settled */
+    { "bill_ledger_complete",
+      "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
+      "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
+      "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
+      "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld)" },
+    /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at */
+    { "bill_lease_insert",
+      "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at) "
+      "VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld)" },
+    /* args: amount, at, id */
+    { "bill_lease_update", "UPDATE billing_leases SET amount = %lld, at = %lld WHERE id = %s" },
+    { "bill_lease_delete", "DELETE FROM billing_leases WHERE id = %s" },
+    /* arg: older than: leases of processes that stopped renewing them */
+    { "bill_stale_leases",
+      "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE at < %lld "
+      "ORDER BY at LIMIT 100" },
     /* arg: older than: holds whose worker never came back, a batch at a time */
     { "bill_stale_holds",
       "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
@@ -177,7 +196,8 @@ static const prov_stmt_def_t statements[] = {
     { "user_by_id_balance", "SELECT balance FROM users WHERE id = %lld" },
     /* args: user: what requests in flight hold of the balance */
     { "bill_held",
-      "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
+      "SELECT COALESCE(SUM(reserved), 0) + (SELECT COALESCE(SUM(amount), 0) "
+      "FROM billing_leases WHERE user_id = %lld AND source = 'balance') FROM ledger "
       "WHERE user_id = %lld AND status = 'reserved' AND source = 'balance'" },
 
     { NULL, NULL, NULL }

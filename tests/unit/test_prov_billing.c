@@ -4,7 +4,8 @@
  * refusals that leave nothing behind, exact settlement that happens once,
  * expired holds released once, a batch of many operations as strict as
  * one at a time, threads whose settlements queue behind a running batch,
- * and the account status. */
+ * leases (requests drawn in memory, written later, exact at a limit,
+ * released when their process is gone) and the account status. */
 #include <pthread.h>
 #include <string.h>
 #include "unit_tests.h"
@@ -27,6 +28,9 @@ typedef struct fixture_t {
 #define C PROV_MICRO_PER_CREDIT
 #define T0 APR_INT64_C(1700000000)   /* a multiple of 3600 plus 800 s */
 
+static char channels[256];
+static int next_channel;
+
 static void setup(fixture_t *f, prov_micro_t balance, int has_budget, prov_micro_t budget)
 {
     apr_pool_create(&f->p, prov_test_pool());
@@ -42,6 +46,9 @@ static void setup(fixture_t *f, prov_micro_t balance, int has_budget, prov_micro
     CU_ASSERT_EQUAL_FATAL(prov_model_add(&f->m, f->s, "m1", "up-m1", NULL, NULL, f->p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_auth_lookup(&f->auth, f->s, f->secret, f->p), APR_SUCCESS);
+    /* The engine keeps per-database state (queues, leases) for the life of
+     * the process: every test gets a database of its own. */
+    f->src->channel = &channels[next_channel++ % (int)sizeof(channels)];
 }
 
 static void with_plan(fixture_t *f, prov_micro_t q5, prov_micro_t q7, apr_int64_t now)
@@ -242,7 +249,7 @@ static void test_batch_exact(void)
         ops[i].hold = C;
         ops[i].next = i < 11 ? &ops[i + 1] : NULL;
     }
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, 0, 3600, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
     for (i = 0; i < 12; i++) {
         if (ops[i].out)
             ok++;
@@ -317,6 +324,185 @@ static void test_threads_settle(void)
     apr_pool_destroy(f.p);
 }
 
+static apr_int64_t one_value(fixture_t *f, const char *sql)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_int64_t n = -1;
+    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(f->s->driver, f->p, f->s->handle, &res, sql, 1), 0);
+    while (apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
+        n = prov_store_get_i64(f->s, row, 0, 0);
+    return n;
+}
+
+/* Threads on a key with plenty of credit: most requests draw from a lease;
+ * when they are done every row is written complete, the balance equals the
+ * charges, the buckets hold exactly the charges and no lease is left. */
+#define LEASE_THREADS 6
+#define LEASE_ROUNDS 150
+
+typedef struct leaser_t {
+    fixture_t *f;
+    apr_pool_t *p;
+    int n;
+    int ok, settled, leased;
+} leaser_t;
+
+static void *lease_race(void *arg)
+{
+    leaser_t *lc = arg;
+    prov_tokens_t t = { 5, 5, 0, 0 };
+    int i;
+    for (i = 0; i < LEASE_ROUNDS; i++) {
+        prov_reservation_t *r = NULL, *r2 = NULL;
+        prov_error_t *e = NULL;
+        apr_pool_t *p = NULL;
+        apr_pool_create(&p, lc->p);
+        if (prov_billing_reserve(&r, &e, lc->f->src, lc->f->auth, lc->f->m->id, "chat",
+                                 apr_psprintf(p, "lease-%d-%d", lc->n, i), 3 * C, T0, p)
+            != APR_SUCCESS || !r) {
+            apr_pool_destroy(p);
+            continue;
+        }
+        lc->ok++;
+        lc->leased += r->leased;
+        /* Every tenth round a second request overlaps the first. */
+        if (i % 10 == 0 && prov_billing_reserve(&r2, &e, lc->f->src, lc->f->auth, lc->f->m->id,
+                                                "chat", apr_psprintf(p, "lease-%d-%d-b", lc->n, i),
+                                                3 * C, T0, p) == APR_SUCCESS && r2) {
+            lc->ok++;
+            lc->leased += r2->leased;
+            if (prov_billing_settle(lc->f->src, r2, &t, 2000 + lc->n, "ok", T0 + 1, p)
+                == APR_SUCCESS)
+                lc->settled++;
+        }
+        if (prov_billing_settle(lc->f->src, r, &t, 1000 + lc->n, "ok", T0 + 1, p)
+            == APR_SUCCESS)
+            lc->settled++;
+        apr_pool_destroy(p);
+    }
+    return NULL;
+}
+
+static void test_lease_threads(void)
+{
+    fixture_t f;
+    pthread_t th[LEASE_THREADS];
+    leaser_t lc[LEASE_THREADS];
+    prov_micro_t charged = 0;
+    apr_int64_t requests = 0;
+    int i, ok = 0, settled = 0, leased = 0;
+    setup(&f, 1000000 * C, 0, 0);
+    for (i = 0; i < LEASE_THREADS; i++) {
+        memset(&lc[i], 0, sizeof(lc[i]));
+        lc[i].f = &f;
+        lc[i].n = i;
+        apr_pool_create_unmanaged(&lc[i].p);
+    }
+    for (i = 0; i < LEASE_THREADS; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, lease_race, &lc[i]), 0);
+    for (i = 0; i < LEASE_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ok += lc[i].ok;
+        settled += lc[i].settled;
+        leased += lc[i].leased;
+        requests += LEASE_ROUNDS + LEASE_ROUNDS / 10;
+        charged += (prov_micro_t)LEASE_ROUNDS * (1000 + i) + (LEASE_ROUNDS / 10) * (2000 + i);
+        apr_pool_destroy(lc[i].p);
+    }
+    CU_ASSERT_EQUAL(ok, (int)requests);
+    CU_ASSERT_EQUAL(settled, ok);
+    CU_ASSERT_TRUE(leased > 0);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 0);
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), requests);
+    CU_ASSERT_EQUAL(balance_of(&f), 1000000 * C - charged);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger"), charged);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    charged);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'user:m'"),
+                    charged);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(requests) FROM usage_buckets "
+                                  "WHERE scope = 'user:h'"), requests);
+    apr_pool_destroy(f.p);
+}
+
+/* Requests held in flight together on a budget of exactly 1000 holds:
+ * leases serve most of them, yet exactly 1000 pass, the next is refused
+ * with the budget's code and an exact Retry-After, and every hold is a
+ * ledger row by then. Releasing them all gives everything back. */
+static void test_lease_exact_limit(void)
+{
+    fixture_t f;
+    prov_reservation_t *rs[1001];
+    prov_error_t *err = NULL;
+    int i, n = 0, leased = 0;
+    setup(&f, 100000 * C, 1, 1000 * C);
+    for (i = 0; i < 1001; i++) {
+        err = NULL;
+        rs[i] = reserve(&f, apr_psprintf(f.p, "x-%d", i), C, T0 + 10, &err);
+        if (!rs[i])
+            break;
+        n++;
+        leased += rs[i]->leased;
+    }
+    CU_ASSERT_EQUAL(n, 1000);
+    CU_ASSERT_TRUE(leased > 900);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_KEY_BUDGET_EXCEEDED);
+    CU_ASSERT_EQUAL(err->retry_after, prov_bucket_of(T0 + 10, 3600) + 3600 + PROV_WINDOW_7D
+                                      - (T0 + 10));
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 1000);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 99000 * C);
+    for (i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 20, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(count_status(&f, "failed"), 1000);
+    CU_ASSERT_EQUAL(balance_of(&f), 100000 * C);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    0);
+    apr_pool_destroy(f.p);
+}
+
+/* The lease of a process that stopped (its row, and what it held of the
+ * balance and the buckets) is released once it is older than the hold
+ * timeout, exactly once. */
+static void test_lease_expire(void)
+{
+    fixture_t f;
+    int n = -1;
+    apr_int64_t hb = prov_bucket_of(T0, 3600), mb = prov_bucket_of(T0, 300);
+    const char *sql;
+    setup(&f, 10 * C, 0, 0);
+    sql = apr_psprintf(f.p,
+        "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at) "
+        "VALUES ('lease_dead', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
+        ", 'balance', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
+        f.u->id, f.k->id, f.m->id, 4 * C, T0);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(f.s, sql, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(f.s, apr_psprintf(f.p, "UPDATE users SET balance = "
+                          "balance - %" APR_INT64_T_FMT, 4 * C), f.p), APR_SUCCESS);
+    sql = apr_psprintf(f.p,
+        "INSERT INTO usage_buckets (scope, scope_id, bucket, credits) VALUES "
+        "('key:h', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT "), "
+        "('user:h', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT "), "
+        "('user:m', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
+        f.k->id, hb, 4 * C, f.u->id, hb, 4 * C, f.u->id, mb, 4 * C);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(f.s, sql, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), 6 * C);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 60, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets"), 0);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 100, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), 10 * C);
+    apr_pool_destroy(f.p);
+}
+
 static void test_status(void)
 {
     fixture_t f;
@@ -381,6 +567,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
-               PROV_TEST(test_status),
+               PROV_TEST(test_lease_threads), PROV_TEST(test_lease_exact_limit),
+               PROV_TEST(test_lease_expire), PROV_TEST(test_status),
                PROV_TEST(test_window_math));
 }

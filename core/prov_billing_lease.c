@@ -1,0 +1,464 @@
+/* prov_billing_lease.c: the in-memory half of billing leases. A queue
+ * (one database) keeps a slot per key and model that this process serves:
+ * how many of their reservations are in flight and, under concurrent load,
+ * a lease: an amount the database holds for this process, from which
+ * requests draw without a transaction. A drawn request is an entry until a
+ * batch writes its ledger row: complete when it was settled by then, as an
+ * ordinary hold when it is still running after a second (streams), or when
+ * the lease is returned. Here: drawing, settling a drawn request, choosing
+ * what the next batch writes, renews or returns, and applying its result.
+ * Every function runs under the engine's queue mutex (prov_billing.c); the
+ * SQL of it is in prov_billing_batch.c. */
+#include <stdlib.h>
+#include <string.h>
+#include "prov_billing_int.h"
+#include "prov_log.h"
+
+/* The headroom a lease aims for, in holds of the request that asked for it,
+ * and how far it grows when requests find it too small. */
+#define LEASE_HOLDS     64
+#define LEASE_HOLDS_MAX 1024
+/* A drawn request still running after this long gets its hold written. */
+#define ENTRY_WRITE_AFTER apr_time_from_sec(1)
+/* Accounts with a lease told apart when a batch is taken; beyond, every
+ * refusal is checked twice. */
+#define HELD_MAX 64
+
+static unsigned slot_hash(apr_int64_t key_id, apr_int64_t model_id)
+{
+    apr_uint64_t h = (apr_uint64_t)key_id * 0x9E3779B97F4A7C15ULL ^ (apr_uint64_t)model_id;
+    return (unsigned)(h >> 32) % 64;
+}
+
+static prov_slot_t *slot_find(const prov_leases_t *L, apr_int64_t key_id, apr_int64_t model_id)
+{
+    prov_slot_t *s;
+    for (s = L->buckets[slot_hash(key_id, model_id)]; s; s = s->next) {
+        if (s->key_id == key_id && s->model_id == model_id)
+            return s;
+    }
+    return NULL;
+}
+
+static prov_slot_t *slot_get(prov_leases_t *L, apr_int64_t key_id, apr_int64_t model_id,
+                             apr_int64_t user_id)
+{
+    prov_slot_t *s = slot_find(L, key_id, model_id);
+    unsigned h;
+    if (s)
+        return s;
+    if ((s = calloc(1, sizeof(*s))) == NULL)
+        return NULL;
+    s->key_id = key_id;
+    s->model_id = model_id;
+    s->user_id = user_id;
+    h = slot_hash(key_id, model_id);
+    s->next = L->buckets[h];
+    L->buckets[h] = s;
+    return s;
+}
+
+static void lease_clear(prov_slot_t *s)
+{
+    free(s->key_hash);
+    s->key_hash = NULL;
+    s->state = PROV_LEASE_NONE;
+    s->amount = 0;
+    s->id[0] = '\0';
+}
+
+/* A slot with nothing in flight and no lease is forgotten. */
+static void slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
+{
+    prov_slot_t **pp;
+    if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken)
+        return;
+    for (pp = &L->buckets[slot_hash(s->key_id, s->model_id)]; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            free(s->key_hash);
+            free(s);
+            return;
+        }
+    }
+}
+
+static void entry_free(prov_entry_t *e)
+{
+    free(e->request_id);
+    free(e->transport);
+    free(e);
+}
+
+static prov_micro_t entry_amount(const prov_entry_t *e)
+{
+    return e->state == PROV_ENT_SETTLED ? e->charge : e->hold;
+}
+
+int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,
+                    apr_int64_t model_id, const char *transport, const char *request_id,
+                    prov_micro_t hold, apr_int64_t now, apr_pool_t *p)
+{
+    prov_slot_t *s = slot_find(L, auth->key_id, model_id);
+    prov_reservation_t *r;
+    prov_entry_t *e;
+
+    if (!s || s->state != PROV_LEASE_OPEN || L->failing || s->user_id != auth->user_id)
+        return 0;
+    if (auth->key_hash && (!s->key_hash || strcmp(s->key_hash, auth->key_hash)))
+        return 0;
+    if (s->drawn + hold > s->amount) {
+        s->exhausted = 1;
+        return 0;
+    }
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return 0;
+    e->request_id = strdup(request_id);
+    e->transport = strdup(transport);
+    if (!e->request_id || !e->transport) {
+        entry_free(e);
+        return 0;
+    }
+    e->slot = s;
+    e->state = PROV_ENT_INFLIGHT;
+    e->user_id = auth->user_id;
+    e->key_id = auth->key_id;
+    e->model_id = model_id;
+    e->created_at = now;
+    e->drawn_at = apr_time_now();
+    e->from_plan = s->from_plan;
+    e->hold = hold;
+    e->next = s->pending;
+    s->pending = e;
+    s->drawn += hold;
+    s->busy++;
+
+    r = apr_pcalloc(p, sizeof(*r));
+    r->request_id = apr_pstrdup(p, request_id);
+    r->user_id = auth->user_id;
+    r->key_id = auth->key_id;
+    r->model_id = model_id;
+    r->transport = apr_pstrdup(p, transport);
+    r->hold = hold;
+    r->from_plan = s->from_plan;
+    r->created_at = now;
+    r->leased = 1;
+    r->windows = s->windows;
+    r->windows.plan_name = s->windows.has_plan ? apr_pstrdup(p, s->plan_name) : NULL;
+    r->slot = s;
+    r->entry = e;
+    *pr = r;
+    return 1;
+}
+
+int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
+                      prov_micro_t charge, const char *status, apr_int64_t now)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    prov_slot_t *s = r->slot;
+    prov_entry_t *e = r->entry;
+
+    r->slot = NULL;
+    r->entry = NULL;
+    if (s)
+        s->busy--;
+    if (!e) {
+        slot_maybe_free(L, s);
+        return 0;
+    }
+    if (e->state == PROV_ENT_WRITTEN) {
+        /* Its hold is in the ledger: an ordinary settlement from here. */
+        entry_free(e);
+        slot_maybe_free(L, s);
+        return 0;
+    }
+    e->tokens = t ? *t : none;
+    e->charge = charge;
+    e->settled_at = now;
+    apr_cpystrn(e->status, status, sizeof(e->status));
+    if (e->state == PROV_ENT_INFLIGHT) {
+        e->state = PROV_ENT_SETTLED;
+        e->slot->drawn += charge - e->hold;
+    }
+    else {
+        e->settled = 1;              /* WRITING: queued as a settlement when written */
+    }
+    return 1;
+}
+
+/* Whether a slot still has a lease held in the database or entries. */
+static int has_work(const prov_slot_t *s)
+{
+    return s->state != PROV_LEASE_NONE || s->pending;
+}
+
+prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
+{
+    prov_slot_t *work = NULL, *s;
+    prov_op_t *op, *o2;
+    apr_time_t wall = apr_time_now();
+    apr_int64_t held[HELD_MAX];
+    int i, nheld = 0;
+
+    for (i = 0; i < 64; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            prov_entry_t *e, *next, *keep = NULL;
+            int closing;
+            if (!has_work(s))
+                continue;
+            closing = s->state != PROV_LEASE_OPEN || s->busy == 0;
+            s->writing = 0;
+            s->take_drawn = s->drawn;
+            for (e = s->pending; e; e = next) {
+                next = e->next;
+                if (closing || e->state == PROV_ENT_SETTLED
+                    || wall - e->drawn_at >= ENTRY_WRITE_AFTER) {
+                    s->writing += entry_amount(e);
+                    e->complete = e->state == PROV_ENT_SETTLED;
+                    e->settled = 0;
+                    e->state = PROV_ENT_WRITING;
+                    e->next = s->taken;
+                    s->taken = e;
+                }
+                else {
+                    e->next = keep;
+                    keep = e;
+                }
+            }
+            s->pending = keep;
+            if (!closing && s->exhausted && s->unit) {
+                s->unit = s->unit * 2;
+                if (s->unit > s->unit_max)
+                    s->unit = s->unit_max;
+            }
+            /* A lease with enough headroom and nothing to write waits. */
+            if (!closing && !s->taken && !s->exhausted && s->amount - s->drawn >= s->unit / 2)
+                continue;
+            s->exhausted = 0;
+            s->closing = closing;
+            if (closing)
+                s->state = PROV_LEASE_DRAINING;
+            s->res_amount = 0;
+            s->res_gone = s->res_drain = 0;
+            s->work_next = work;
+            work = s;
+        }
+    }
+    /* The accounts with a lease that this batch keeps. */
+    for (i = 0; i < 64; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            if (s->state == PROV_LEASE_NONE || s->closing)
+                continue;
+            if (nheld < HELD_MAX)
+                held[nheld] = s->user_id;
+            nheld++;
+        }
+    }
+    for (op = ops; op; op = op->next) {
+        int dup = 0;
+        if (op->kind != PROV_OP_RESERVE)
+            continue;
+        op->lease_unit = 0;
+        op->retry_ok = 0;
+        /* A refusal while this process holds a lease of the account is
+         * checked again once the lease is returned: the lease's unused
+         * part must not refuse anybody. */
+        if (!op->retried) {
+            op->retry_ok = nheld > HELD_MAX;
+            for (i = 0; i < nheld && i < HELD_MAX && !op->retry_ok; i++)
+                op->retry_ok = held[i] == op->auth->user_id;
+        }
+        if (L->failing)
+            continue;
+        for (o2 = ops; o2 != op; o2 = o2->next) {
+            if (o2->kind == PROV_OP_RESERVE && o2->auth->key_id == op->auth->key_id
+                && o2->model_id == op->model_id) {
+                dup = 1;
+                if (o2->lease_unit)
+                    break;
+            }
+        }
+        if (o2 != op)
+            continue;                /* an earlier one asks for the lease */
+        s = slot_find(L, op->auth->key_id, op->model_id);
+        /* Leases are for keys with requests in flight together. */
+        if (!dup && !(s && s->busy > 0))
+            continue;
+        if (s && s->state == PROV_LEASE_OPEN && !s->closing)
+            continue;
+        op->lease_unit = op->hold * LEASE_HOLDS;
+        if (s && s->unit > op->lease_unit)
+            op->lease_unit = s->unit;
+    }
+    return work;
+}
+
+prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, apr_int64_t now,
+                           apr_status_t rv)
+{
+    prov_op_t *requeue = NULL, *op;
+    prov_slot_t *s, *next_s;
+    int i;
+
+    for (s = work; s; s = next_s) {
+        prov_entry_t *e, *next;
+        next_s = s->work_next;
+        s->work_next = NULL;
+        for (e = s->taken; e; e = next) {
+            next = e->next;
+            e->next = NULL;
+            if (rv == APR_SUCCESS) {
+                if (e->complete) {
+                    entry_free(e);
+                }
+                else if (e->settled) {
+                    /* Settled while its hold was written: settle the row. */
+                    prov_reservation_t r;
+                    prov_op_t *c;
+                    memset(&r, 0, sizeof(r));
+                    r.request_id = e->request_id;
+                    r.user_id = e->user_id;
+                    r.key_id = e->key_id;
+                    r.model_id = e->model_id;
+                    r.transport = e->transport;
+                    r.hold = e->hold;
+                    r.from_plan = e->from_plan;
+                    r.created_at = e->created_at;
+                    c = prov_async_settle(&r, &e->tokens, e->charge, e->status, e->settled_at);
+                    if (c) {
+                        c->next = requeue;
+                        requeue = c;
+                    }
+                    else {
+                        prov_log(PROV_LOG_ERR, APR_ENOMEM, "PROV00053: request %s was not "
+                                 "settled (no memory); its hold stays until it expires",
+                                 e->request_id);
+                    }
+                    entry_free(e);
+                }
+                else {
+                    e->state = PROV_ENT_WRITTEN;
+                    e->slot = NULL;
+                }
+            }
+            else {
+                if (e->complete) {
+                    e->state = PROV_ENT_SETTLED;
+                }
+                else if (e->settled) {
+                    e->state = PROV_ENT_SETTLED;
+                    s->drawn += e->charge - e->hold;
+                }
+                else {
+                    e->state = PROV_ENT_INFLIGHT;
+                }
+                e->next = s->pending;
+                s->pending = e;
+            }
+        }
+        s->taken = NULL;
+        if (rv == APR_SUCCESS) {
+            s->drawn -= s->writing;
+            if (s->closing || s->res_gone) {
+                lease_clear(s);
+            }
+            else {
+                s->amount = s->res_amount;
+                s->at = now;
+                s->state = s->res_drain ? PROV_LEASE_DRAINING : PROV_LEASE_OPEN;
+                if (s->res_windows.has_plan) {
+                    s->windows = s->res_windows;
+                    memcpy(s->plan_name, s->res_plan_name, sizeof(s->plan_name));
+                }
+            }
+        }
+        else if (s->closing) {
+            s->state = PROV_LEASE_DRAINING;
+        }
+        s->writing = 0;
+        s->closing = 0;
+    }
+    for (op = ops; op; op = op->next) {
+        if (op->kind != PROV_OP_RESERVE)
+            continue;
+        if (op->retry) {
+            /* Refused while a lease of the account was held: return every
+             * lease of it in the next batch, then check again. */
+            for (i = 0; i < 64; i++) {
+                for (s = L->buckets[i]; s; s = s->next) {
+                    if (s->user_id == op->auth->user_id && s->state == PROV_LEASE_OPEN)
+                        s->state = PROV_LEASE_DRAINING;
+                }
+            }
+            continue;
+        }
+        if (!op->out)
+            continue;
+        s = slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id);
+        if (!s) {                    /* no memory: it settles without a slot */
+            if (op->granted > 0)
+                prov_log(PROV_LOG_ERR, APR_ENOMEM, "PROV00054: lease %s is released when "
+                         "it expires (no memory)", op->lease_id);
+            continue;
+        }
+        s->busy++;
+        op->out->slot = s;
+        if (op->granted > 0 && (s->state != PROV_LEASE_NONE || s->pending))
+            prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00054: lease %s was granted to a key "
+                     "that has one; it is released when it expires", op->lease_id);
+        else if (op->granted > 0) {
+            s->state = PROV_LEASE_OPEN;
+            memcpy(s->id, op->lease_id, sizeof(s->id));
+            free(s->key_hash);
+            s->key_hash = op->auth->key_hash ? strdup(op->auth->key_hash) : NULL;
+            s->from_plan = op->out->from_plan;
+            s->amount = op->granted;
+            s->drawn = 0;
+            s->unit = op->lease_unit;
+            s->unit_max = op->hold * LEASE_HOLDS_MAX;
+            if (s->unit_max < s->unit)
+                s->unit_max = s->unit;
+            s->exhausted = 0;
+            s->at = now;
+            s->windows = op->lease_windows;
+            memcpy(s->plan_name, op->lease_plan_name, sizeof(s->plan_name));
+        }
+    }
+    L->failing = rv != APR_SUCCESS;
+    if (L->failing) {
+        for (i = 0; i < 64; i++) {
+            for (s = L->buckets[i]; s; s = s->next) {
+                if (s->state == PROV_LEASE_OPEN)
+                    s->state = PROV_LEASE_DRAINING;
+            }
+        }
+    }
+    for (i = 0; i < 64; i++) {
+        for (s = L->buckets[i]; s; s = next_s) {
+            next_s = s->next;
+            slot_maybe_free(L, s);
+        }
+    }
+    return requeue;
+}
+
+int prov_lease_due(const prov_leases_t *L)
+{
+    apr_time_t wall = apr_time_now();
+    const prov_slot_t *s;
+    int i;
+    if (L->failing)
+        return 0;
+    for (i = 0; i < 64; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            const prov_entry_t *e;
+            if (s->state == PROV_LEASE_DRAINING || (s->state == PROV_LEASE_OPEN && !s->busy))
+                return 1;
+            for (e = s->pending; e; e = e->next) {
+                if (e->state == PROV_ENT_SETTLED || wall - e->drawn_at >= ENTRY_WRITE_AFTER)
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
