@@ -12,6 +12,10 @@
 
 /* How often (in engine time) a batch also sweeps expired holds. */
 #define SWEEP_EVERY 30
+/* A request's thread leads at most this many batches in a row: a
+ * settlement that comes during the last one waits and takes over, so that
+ * no request is kept from answering by other requests' work. */
+#define LEADER_ROUNDS 3
 
 static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* One queue per channel (database); all under q_mutex. */
@@ -19,6 +23,7 @@ typedef struct queue_t {
     const void *channel;
     prov_op_t *head, *tail;
     int leader;                     /* a thread runs a batch of this queue */
+    int rounds;                     /* batches its leader has started in a row */
     apr_int64_t last_sweep;
     apr_int64_t last_now;           /* engine time of the last batch */
     prov_leases_t leases;
@@ -231,7 +236,7 @@ static queue_t *queue_of(const void *channel)
 static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *pool)
 {
     apr_status_t rv;
-    int async = op->async;
+    int async = op->async, led = 0;
     queue_t *q;
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) == NULL) {
@@ -240,29 +245,30 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             free(op);
         return APR_ENOMEM;
     }
-    if (!async)
-        pthread_cond_init(&op->cond, NULL);
     op->next = NULL;
     if (q->tail)
         q->tail->next = op;
     else
         q->head = op;
     q->tail = op;
-    if (async && q->leader) {
+    if (async && q->leader && q->rounds < LEADER_ROUNDS) {
         pthread_mutex_unlock(&q_mutex);
         return APR_SUCCESS;
     }
+    op->async = 0;                   /* this thread waits for it (and frees it) */
+    pthread_cond_init(&op->cond, NULL);
     for (;;) {
         /* Done: unless nobody leads and settlements nobody waits for (or
          * what leases drew) are left. */
-        if (op->done && (q->leader || first_waiting(q)
+        if (op->done && (q->leader || first_waiting(q) || led >= LEADER_ROUNDS
                          || (!q->head && !prov_lease_due(&q->leases))))
             break;
         if (!q->leader) {
-            prov_op_t *batch = q->head, *w, *again, *o;
+            prov_op_t *batch = q->head, *w, *again, *o, *retry = NULL;
             prov_slot_t *work;
             apr_int64_t now = 0;
             q->leader = 1;
+            q->rounds = ++led;
             q->head = q->tail = NULL;
             work = prov_lease_take(&q->leases, batch);
             pthread_mutex_unlock(&q_mutex);
@@ -272,20 +278,26 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             if (now > q->last_now)
                 q->last_now = now;
             again = prov_lease_done(&q->leases, work, batch, now, rv);
-            complete(batch, op);
             /* Reservations refused while a lease of their account was
              * held run again first, then the settlements of rows that were
-             * written while their requests ended. */
-            for (o = batch; o; o = w) {
-                w = o->next;
+             * written while their requests ended. (Collected before the
+             * others are completed: their threads may be gone after.) */
+            for (o = batch; o; o = o->next) {
                 if (o->retry) {
-                    o->retry = 0;
-                    o->retried = 1;
-                    o->next = q->head;
-                    q->head = o;
-                    if (!q->tail)
-                        q->tail = o;
+                    o->retry_next = retry;
+                    retry = o;
                 }
+            }
+            complete(batch, op);
+            while (retry) {
+                o = retry;
+                retry = retry->retry_next;
+                o->retry = 0;
+                o->retried = 1;
+                o->next = q->head;
+                q->head = o;
+                if (!q->tail)
+                    q->tail = o;
             }
             while (again) {
                 o = again;
@@ -306,10 +318,9 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
     }
     pthread_mutex_unlock(&q_mutex);
     rv = op->rv;
+    pthread_cond_destroy(&op->cond);
     if (async)
         free(op);
-    else
-        pthread_cond_destroy(&op->cond);
     return rv;
 }
 
@@ -324,15 +335,21 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     queue_t *q;
     int drawn = 0;
     pthread_mutex_lock(&q_mutex);
-    if ((q = queue_of(src->channel)) != NULL)
+    memset(&op, 0, sizeof(op));
+    if ((q = queue_of(src->channel)) != NULL) {
         drawn = prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
                                 hold < 0 ? 0 : hold, now, p);
+        if (!drawn) {
+            op.auth = auth;
+            op.model_id = model_id;
+            prov_lease_pending(&q->leases, &op);
+        }
+    }
     pthread_mutex_unlock(&q_mutex);
     if (drawn) {
         *err = NULL;
         return APR_SUCCESS;
     }
-    memset(&op, 0, sizeof(op));
     op.kind = PROV_OP_RESERVE;
     op.p = p;
     op.now = now;
@@ -355,13 +372,13 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     prov_op_t op;
     apr_status_t rv;
     queue_t *q;
-    int handled = 0, idle = 0;
+    int handled = 0, idle = 1;
     if (r->settled)
         return APR_EINCOMPLETE;
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) != NULL) {
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
-        idle = !q->leader;
+        idle = !q->leader || q->rounds >= LEADER_ROUNDS;
     }
     pthread_mutex_unlock(&q_mutex);
     if (handled) {
@@ -390,7 +407,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     op.charge = charge < 0 ? 0 : charge;
     op.status = status;
     {
-        prov_op_t *c = prov_async_settle(r, t, op.charge, status, now);
+        prov_op_t *c = idle ? NULL : prov_async_settle(r, t, op.charge, status, now);
         rv = c ? submit(c, src, p) : submit(&op, src, p);
     }
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)

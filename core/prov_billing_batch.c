@@ -506,9 +506,9 @@ static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
             w->res_gone = 1;
         return APR_SUCCESS;
     }
-    /* Kept: the rest moves to now; lease_renew tops it up and writes it. */
-    lease_move(b, w, w->at, -w->amount);
-    lease_move(b, w, b->now, w->amount - w->writing);
+    /* Kept: what the entries took leaves the lease (for a balance lease
+     * that nets out with their charges); lease_keep writes the rest. */
+    lease_move(b, w, w->at, -w->writing);
     return APR_SUCCESS;
 }
 
@@ -586,50 +586,66 @@ static void lease_add(batch_t *b, const prov_slot_t *w, acct_t *a, keyw_t *k,
     }
 }
 
-/* A kept lease: checked again, topped up to its headroom when that still
- * fits with room for as much again, and written. Drained (no more draws)
- * when the key, account or model no longer allow it or a limit is passed. */
-static apr_status_t lease_renew(batch_t *b, prov_slot_t *w)
+/* A kept lease, after the batch's reservations: written with what is left
+ * of it. When its headroom runs low, its unit grew or its last check is
+ * old (w->renew), the key, account and model are checked again and it is
+ * topped up to its headroom while half the room left covers that; it is
+ * drained (no more draws) when they no longer allow it or a limit is
+ * passed. It moves to the current bucket when topped up or when its own
+ * bucket is over, so that it never leaves a window while it is held. */
+static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
 {
     prov_micro_t base = w->amount - w->writing, extra = 0;
+    apr_int64_t at = w->at;
     acct_t *a = NULL;
     keyw_t *k = NULL;
-    int ok = 0, n = 0;
+    int ok = 1, n = 0;
     apr_status_t rv;
 
-    if ((rv = lease_valid(&ok, b, w, w->key_hash, &a, &k)) != APR_SUCCESS)
-        return rv;
-    if (ok) {
-        /* Up to the headroom, and never more than half of the room left:
-         * near a limit leases shrink, and requests go to the database. */
-        prov_micro_t want = w->unit - (w->amount - w->take_drawn), room = lease_room(a, k,
-                                                                                   w->from_plan);
-        if (room < 0)
-            ok = 0;                  /* a limit was lowered below what is held */
-        else if (want > 0)
-            extra = want < room / 2 ? want : room / 2;
-        if (extra < w->unit / LEASE_MIN_PART)
-            extra = 0;
+    if (w->renew) {
+        if ((rv = lease_valid(&ok, b, w, w->key_hash, &a, &k)) != APR_SUCCESS)
+            return rv;
+        if (ok) {
+            /* Up to the headroom, never more than half of the room left:
+             * near a limit leases shrink, and requests go to the database. */
+            prov_micro_t want = w->unit - (w->amount - w->take_drawn),
+                         room = lease_room(a, k, w->from_plan);
+            if (room < 0)
+                ok = 0;              /* a limit was lowered below what is held */
+            else if (want > 0)
+                extra = want < room / 2 ? want : room / 2;
+            if (extra < w->unit / LEASE_MIN_PART)
+                extra = 0;
+        }
     }
-    if (extra)
-        lease_add(b, w, a, k, extra);
+    if (extra || prov_bucket_of(at, PROV_BUCKET_MINUTES)
+                 != prov_bucket_of(b->now, PROV_BUCKET_MINUTES))
+        at = b->now;
     rv = prov_store_exec(b->s, &n, "bill_lease_update",
-                         PROV_ARGS(prov_i64(base + extra, b->p), prov_i64(b->now, b->p), w->id),
+                         PROV_ARGS(prov_i64(base + extra, b->p), prov_i64(at, b->p), w->id),
                          b->p);
     if (rv != APR_SUCCESS)
         return rv;
     if (n != 1) {
-        /* Expired meanwhile (its process stopped renewing it for the
-         * hold timeout): it is no longer held; undo the move. */
-        lease_move(b, w, b->now, -(base + extra));
-        lease_move(b, w, w->at, w->amount);
+        /* Expired meanwhile (its process stopped renewing it for the hold
+         * timeout): it is no longer held; what lease_write took out of it
+         * goes back. */
+        lease_move(b, w, w->at, w->writing);
         w->res_gone = 1;
         return APR_SUCCESS;
     }
+    if (at != w->at) {
+        lease_move(b, w, w->at, -base);
+        lease_move(b, w, at, base);
+    }
+    if (extra)
+        lease_add(b, w, a, k, extra);
     w->res_amount = base + extra;
+    w->res_at = at;
     w->res_drain = !ok;
-    lease_windows(&w->res_windows, w->res_plan_name, sizeof(w->res_plan_name), a,
-                  w->res_amount - (w->take_drawn - w->writing), b->now);
+    if (w->renew && a)
+        lease_windows(&w->res_windows, w->res_plan_name, sizeof(w->res_plan_name), a,
+                      w->res_amount - (w->take_drawn - w->writing), b->now);
     return APR_SUCCESS;
 }
 
@@ -760,7 +776,7 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
 {
     prov_op_t *op;
     prov_slot_t *w;
-    int swept = 0;
+    int swept = 0, reads = 0;
     apr_status_t rv;
 
     if ((rv = lock_accounts(b, ops, work)) != APR_SUCCESS)
@@ -782,16 +798,21 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
     for (w = work; w; w = w->work_next) {
         if ((rv = lease_write(b, w)) != APR_SUCCESS)
             return rv;
+        if (!w->closing && w->renew)
+            reads = 1;
     }
-    /* Reservations see the settlements' effects through the database. */
-    if ((rv = flush(b)) != APR_SUCCESS)
+    for (op = ops; op; op = op->next)
+        reads |= op->kind == PROV_OP_RESERVE;
+    /* Reservations (and leases checked again) see the settlements' and
+     * the written entries' effects through the database. */
+    if (reads && (rv = flush(b)) != APR_SUCCESS)
         return rv;
     for (op = ops; op; op = op->next) {
         if (op->kind == PROV_OP_RESERVE && (rv = reserve_one(b, op)) != APR_SUCCESS)
             return rv;
     }
     for (w = work; w; w = w->work_next) {
-        if (!w->closing && !w->res_gone && (rv = lease_renew(b, w)) != APR_SUCCESS)
+        if (!w->closing && !w->res_gone && (rv = lease_keep(b, w)) != APR_SUCCESS)
             return rv;
     }
     for (op = ops; op; op = op->next) {
@@ -833,6 +854,7 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
     }
     for (w = work; w; w = w->work_next) {
         w->res_amount = 0;
+        w->res_at = w->at;
         w->res_gone = w->res_drain = 0;
         memset(&w->res_windows, 0, sizeof(w->res_windows));
     }

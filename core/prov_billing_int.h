@@ -73,9 +73,12 @@ struct prov_slot_t {
     prov_micro_t writing;           /* the taken entries' amounts */
     prov_micro_t take_drawn;        /* drawn when taken */
     int closing;                    /* the batch returns the lease */
+    int renew;                      /* ... or checks it again and tops it up */
+    apr_time_t checked;             /* wall clock of its last check */
     struct prov_slot_t *work_next;
     /* the batch's results */
     prov_micro_t res_amount;
+    apr_int64_t res_at;
     int res_gone, res_drain;
     prov_plan_windows_t res_windows;
     char res_plan_name[64];
@@ -102,6 +105,7 @@ typedef struct prov_op_t {
     prov_reservation_t *out;        /* reserve: the reservation, or NULL ... */
     prov_error_t *err;              /* ... and the refusal */
     int swept;                      /* sweep: holds expired */
+    prov_slot_t *slot;              /* reserve: its key and model's slot (counted busy) */
     prov_micro_t lease_unit;        /* reserve: also grant a lease of this size */
     prov_micro_t granted;           /* ... granted (0: none) */
     char lease_id[48];
@@ -114,6 +118,7 @@ typedef struct prov_op_t {
     int async;                      /* a copied settlement nobody waits for */
     pthread_cond_t cond;            /* signalled when done, or to lead */
     struct prov_op_t *next;
+    struct prov_op_t *retry_next;
 } prov_op_t;
 
 /* A settlement nobody waits for, copied out of r (malloc; the engine frees
@@ -141,6 +146,9 @@ typedef struct prov_leases_t {
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,
                     apr_int64_t model_id, const char *transport, const char *request_id,
                     prov_micro_t hold, apr_int64_t now, apr_pool_t *p);
+/* Counts a reservation that goes to the database as in flight from now on
+ * (op->slot), so that its key's lease is not returned as idle meanwhile. */
+void prov_lease_pending(prov_leases_t *L, prov_op_t *op);
 /* Records the end of r. Returns 1 when nothing more is to be done in the
  * database now (a drawn request: the next batch writes it), 0 when the
  * caller queues an ordinary settlement. */

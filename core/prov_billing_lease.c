@@ -20,6 +20,9 @@
 #define LEASE_HOLDS_MAX 1024
 /* A drawn request still running after this long gets its hold written. */
 #define ENTRY_WRITE_AFTER apr_time_from_sec(1)
+/* How often a lease in use is checked against the key, account and model
+ * again (a deleted key or a blocked account stops drawing within this). */
+#define LEASE_CHECK_EVERY apr_time_from_msec(100)
 /* Accounts with a lease told apart when a batch is taken; beyond, every
  * refusal is checked twice. */
 #define HELD_MAX 64
@@ -151,6 +154,13 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     return 1;
 }
 
+void prov_lease_pending(prov_leases_t *L, prov_op_t *op)
+{
+    op->slot = slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id);
+    if (op->slot)
+        op->slot->busy++;
+}
+
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
                       prov_micro_t charge, const char *status, apr_int64_t now)
 {
@@ -231,8 +241,10 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
                 if (s->unit > s->unit_max)
                     s->unit = s->unit_max;
             }
+            s->renew = !closing && (s->exhausted || s->amount - s->drawn < s->unit / 2
+                                    || wall - s->checked >= LEASE_CHECK_EVERY);
             /* A lease with enough headroom and nothing to write waits. */
-            if (!closing && !s->taken && !s->exhausted && s->amount - s->drawn >= s->unit / 2)
+            if (!closing && !s->taken && !s->renew)
                 continue;
             s->exhausted = 0;
             s->closing = closing;
@@ -281,8 +293,9 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
         if (o2 != op)
             continue;                /* an earlier one asks for the lease */
         s = slot_find(L, op->auth->key_id, op->model_id);
-        /* Leases are for keys with requests in flight together. */
-        if (!dup && !(s && s->busy > 0))
+        /* Leases are for keys with requests in flight together (this one
+         * is counted already). */
+        if (!dup && !(s && s->busy > 1))
             continue;
         if (s && s->state == PROV_LEASE_OPEN && !s->closing)
             continue;
@@ -364,7 +377,9 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             }
             else {
                 s->amount = s->res_amount;
-                s->at = now;
+                s->at = s->res_at;
+                if (s->renew)
+                    s->checked = apr_time_now();
                 s->state = s->res_drain ? PROV_LEASE_DRAINING : PROV_LEASE_OPEN;
                 if (s->res_windows.has_plan) {
                     s->windows = s->res_windows;
@@ -377,6 +392,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
         }
         s->writing = 0;
         s->closing = 0;
+        s->renew = 0;
     }
     for (op = ops; op; op = op->next) {
         if (op->kind != PROV_OP_RESERVE)
@@ -392,16 +408,23 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             }
             continue;
         }
-        if (!op->out)
+        if (!op->out) {
+            if ((s = op->slot) != NULL) {
+                op->slot = NULL;
+                s->busy--;
+            }
             continue;
-        s = slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id);
+        }
+        if ((s = op->slot) == NULL
+            && (s = slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id)) != NULL)
+            s->busy++;
+        op->slot = NULL;
         if (!s) {                    /* no memory: it settles without a slot */
             if (op->granted > 0)
                 prov_log(PROV_LOG_ERR, APR_ENOMEM, "PROV00054: lease %s is released when "
                          "it expires (no memory)", op->lease_id);
             continue;
         }
-        s->busy++;
         op->out->slot = s;
         if (op->granted > 0 && (s->state != PROV_LEASE_NONE || s->pending))
             prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00054: lease %s was granted to a key "
@@ -420,6 +443,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
                 s->unit_max = s->unit;
             s->exhausted = 0;
             s->at = now;
+            s->checked = apr_time_now();
             s->windows = op->lease_windows;
             memcpy(s->plan_name, op->lease_plan_name, sizeof(s->plan_name));
         }

@@ -1,5 +1,6 @@
 /* prov_json.c: json-c objects tied to APR pools, typed getters, and credit
  * amounts written as exact decimal JSON numbers. */
+#include <locale.h>
 #include <stdint.h>
 #include <string.h>
 #include "prov_json.h"
@@ -18,6 +19,8 @@ json_object *prov_json_own(json_object *obj, apr_pool_t *p)
     return obj;
 }
 
+static __thread int c_locale_set;
+
 json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
 {
     json_tokener *tok;
@@ -27,6 +30,15 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
     if (len > (apr_size_t)0x7fffffff) {
         *err = "body too large";
         return NULL;
+    }
+    /* json-c switches to the C locale around every parse, duplicating the
+     * thread's locale under glibc's global locale lock: a thread already in
+     * the static C locale makes that free (and httpd runs in "C" anyway). */
+    if (!c_locale_set) {
+        locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (c)
+            uselocale(c);
+        c_locale_set = 1;
     }
     tok = json_tokener_new();
     if (!tok) {

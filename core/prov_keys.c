@@ -1,6 +1,7 @@
 /* prov_keys.c: random secrets from OpenSSL, their SHA-256 digests (what is
  * stored) and display prefixes (what is shown after creation). */
 #include <string.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include "prov_keys.h"
@@ -53,12 +54,39 @@ apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
+/* Request ids need to be unique, not secret: each thread draws them from
+ * its own splitmix64 sequence, seeded from the CSPRNG once per thread and
+ * process (RAND_bytes per request was measurable, and serialises threads). */
+static __thread apr_uint64_t rid_state;
+static __thread pid_t rid_pid;
+
+static apr_status_t rid_next(apr_uint64_t *v)
+{
+    apr_uint64_t z;
+    if (rid_pid != getpid()) {
+        apr_status_t rv = prov_random_bytes((unsigned char *)&rid_state, sizeof(rid_state));
+        if (rv != APR_SUCCESS)
+            return rv;
+        rid_pid = getpid();
+    }
+    z = (rid_state += APR_UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * APR_UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * APR_UINT64_C(0x94D049BB133111EB);
+    *v = z ^ (z >> 31);
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_request_id(const char **out, apr_int64_t usec, apr_pool_t *p)
 {
-    const char *rnd = NULL;
-    apr_status_t rv = prov_random_token(&rnd, 9, p);
-    if (rv != APR_SUCCESS)
+    unsigned char buf[9];
+    apr_uint64_t a = 0, b = 0;
+    const char *rnd;
+    apr_status_t rv;
+    if ((rv = rid_next(&a)) != APR_SUCCESS || (rv = rid_next(&b)) != APR_SUCCESS)
         return rv;
+    memcpy(buf, &a, 8);
+    buf[8] = (unsigned char)b;
+    rnd = b64url_encode(buf, sizeof(buf), p);
     if (usec < 0)
         usec = 0;
     *out = apr_psprintf(p, "req_%013" APR_UINT64_T_HEX_FMT "%s",
