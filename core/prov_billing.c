@@ -379,11 +379,14 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     if ((q = queue_of(src->channel)) != NULL) {
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
         idle = !q->leader || q->rounds >= LEADER_ROUNDS;
+        if (handled && idle)
+            idle = prov_lease_due(&q->leases);
     }
     pthread_mutex_unlock(&q_mutex);
     if (handled) {
         /* A drawn request: the running batch's leader writes it next; with
-         * none running, this thread writes it now. */
+         * none running, this thread writes it now, unless it waits for the
+         * next settlements (prov_lease_due). */
         r->settled = 1;
         if (idle) {
             memset(&op, 0, sizeof(op));

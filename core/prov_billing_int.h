@@ -68,6 +68,9 @@ struct prov_slot_t {
     prov_plan_windows_t windows;    /* for the reservations drawn */
     char plan_name[64];
     prov_entry_t *pending;          /* drawn, not written, newest first */
+    int settled_n;                  /* of them settled ... */
+    apr_time_t settled_since;       /* ... the first at (wall clock) */
+    apr_time_t last_draw;           /* wall clock */
     /* the running batch's work (set when taken, read by the batch) */
     prov_entry_t *taken;
     prov_micro_t writing;           /* the taken entries' amounts */

@@ -20,6 +20,12 @@
 #define LEASE_HOLDS_MAX 1024
 /* A drawn request still running after this long gets its hold written. */
 #define ENTRY_WRITE_AFTER apr_time_from_sec(1)
+/* Settled entries wait for company before a batch writes them, while more
+ * requests of the key are in flight and new ones keep coming: at most this
+ * many, this long. */
+#define WRITE_GROUP 32
+#define WRITE_WAIT apr_time_from_msec(2)
+#define WRITE_BUSY 4
 /* How often a lease in use is checked against the key, account and model
  * again (a deleted key or a blocked account stops drawing within this). */
 #define LEASE_CHECK_EVERY apr_time_from_msec(100)
@@ -135,6 +141,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     s->pending = e;
     s->drawn += hold;
     s->busy++;
+    s->last_draw = e->drawn_at;
 
     r = apr_pcalloc(p, sizeof(*r));
     r->request_id = apr_pstrdup(p, request_id);
@@ -189,6 +196,8 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     if (e->state == PROV_ENT_INFLIGHT) {
         e->state = PROV_ENT_SETTLED;
         e->slot->drawn += charge - e->hold;
+        if (!e->slot->settled_n++)
+            e->slot->settled_since = apr_time_now();
     }
     else {
         e->settled = 1;              /* WRITING: queued as a settlement when written */
@@ -236,6 +245,7 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
                 }
             }
             s->pending = keep;
+            s->settled_n = 0;
             if (!closing && s->exhausted && s->unit) {
                 s->unit = s->unit * 2;
                 if (s->unit > s->unit_max)
@@ -355,12 +365,12 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
                 }
             }
             else {
-                if (e->complete) {
+                if (e->complete || e->settled) {
+                    if (!e->complete)
+                        s->drawn += e->charge - e->hold;
                     e->state = PROV_ENT_SETTLED;
-                }
-                else if (e->settled) {
-                    e->state = PROV_ENT_SETTLED;
-                    s->drawn += e->charge - e->hold;
+                    if (!s->settled_n++)
+                        s->settled_since = apr_time_now();
                 }
                 else {
                     e->state = PROV_ENT_INFLIGHT;
@@ -466,6 +476,27 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
     return requeue;
 }
 
+/* Whether a slot has work for a batch now. Settled entries wait for more
+ * while the key is busy and requests keep starting (the next settlements
+ * come soon and see them); once few requests are left in flight or none
+ * has started for a moment, they are written at once, so a burst never
+ * ends with rows unwritten. */
+static int slot_due(const prov_slot_t *s, apr_time_t wall)
+{
+    const prov_entry_t *e;
+    if (s->state == PROV_LEASE_DRAINING || (s->state == PROV_LEASE_OPEN && !s->busy))
+        return 1;
+    if (s->settled_n && (s->settled_n >= WRITE_GROUP || s->busy < WRITE_BUSY
+                         || wall - s->settled_since >= WRITE_WAIT
+                         || wall - s->last_draw >= WRITE_WAIT))
+        return 1;
+    for (e = s->pending; e; e = e->next) {
+        if (e->state == PROV_ENT_INFLIGHT && wall - e->drawn_at >= ENTRY_WRITE_AFTER)
+            return 1;
+    }
+    return 0;
+}
+
 int prov_lease_due(const prov_leases_t *L)
 {
     apr_time_t wall = apr_time_now();
@@ -475,13 +506,8 @@ int prov_lease_due(const prov_leases_t *L)
         return 0;
     for (i = 0; i < 64; i++) {
         for (s = L->buckets[i]; s; s = s->next) {
-            const prov_entry_t *e;
-            if (s->state == PROV_LEASE_DRAINING || (s->state == PROV_LEASE_OPEN && !s->busy))
+            if (slot_due(s, wall))
                 return 1;
-            for (e = s->pending; e; e = e->next) {
-                if (e->state == PROV_ENT_SETTLED || wall - e->drawn_at >= ENTRY_WRITE_AFTER)
-                    return 1;
-            }
         }
     }
     return 0;
