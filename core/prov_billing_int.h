@@ -71,6 +71,7 @@ struct prov_slot_t {
     int settled_n;                  /* of them settled ... */
     apr_time_t settled_since;       /* ... the first at (wall clock) */
     apr_time_t last_draw;           /* wall clock */
+    apr_time_t closed_at;           /* wall clock its last lease was returned */
     /* the running batch's work (set when taken, read by the batch) */
     prov_entry_t *taken;
     prov_micro_t writing;           /* the taken entries' amounts */

@@ -16,8 +16,11 @@
 
 /* The headroom a lease aims for, in holds of the request that asked for it,
  * and how far it grows when requests find it too small. */
-#define LEASE_HOLDS     64
-#define LEASE_HOLDS_MAX 1024
+#define LEASE_HOLDS     256
+#define LEASE_HOLDS_MAX 4096
+/* A key whose lease was returned this recently gets a new one with its
+ * next reservation (its requests come and go in waves). */
+#define LEASE_RECENT apr_time_from_sec(1)
 /* A drawn request still running after this long gets its hold written. */
 #define ENTRY_WRITE_AFTER apr_time_from_sec(1)
 /* Settled entries wait for company before a batch writes them, while more
@@ -69,6 +72,8 @@ static prov_slot_t *slot_get(prov_leases_t *L, apr_int64_t key_id, apr_int64_t m
 
 static void lease_clear(prov_slot_t *s)
 {
+    if (s->state != PROV_LEASE_NONE)
+        s->closed_at = apr_time_now();
     free(s->key_hash);
     s->key_hash = NULL;
     s->state = PROV_LEASE_NONE;
@@ -80,7 +85,8 @@ static void lease_clear(prov_slot_t *s)
 static void slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
 {
     prov_slot_t **pp;
-    if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken)
+    if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken
+        || apr_time_now() - s->closed_at < LEASE_RECENT)
         return;
     for (pp = &L->buckets[slot_hash(s->key_id, s->model_id)]; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
@@ -304,8 +310,8 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             continue;                /* an earlier one asks for the lease */
         s = slot_find(L, op->auth->key_id, op->model_id);
         /* Leases are for keys with requests in flight together (this one
-         * is counted already). */
-        if (!dup && !(s && s->busy > 1))
+         * is counted already), or that had one a moment ago. */
+        if (!dup && !(s && (s->busy > 1 || wall - s->closed_at < LEASE_RECENT)))
             continue;
         if (s && s->state == PROV_LEASE_OPEN && !s->closing)
             continue;
