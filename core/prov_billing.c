@@ -379,16 +379,22 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     if ((q = queue_of(src->channel)) != NULL) {
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
         idle = !q->leader || q->rounds >= LEADER_ROUNDS;
-        if (handled && idle)
+        if (handled == 1 && idle)
             idle = prov_lease_due(&q->leases);
     }
     pthread_mutex_unlock(&q_mutex);
     if (handled) {
-        /* A drawn request: the running batch's leader writes it next; with
-         * none running, this thread writes it now, unless it waits for the
-         * next settlements (prov_lease_due). */
+        /* A drawn request. The last of its key in flight waits for the
+         * batch that writes it (and returns the lease): when the burst's
+         * answers are out, its rows are written. Another one leaves it to
+         * the running leader, or (when a batch is due and nobody runs it)
+         * to the caller once the answer is out (prov_billing_flush). */
         r->settled = 1;
-        if (idle) {
+        if (handled == 1) {
+            r->flush_due = idle;
+            return APR_SUCCESS;
+        }
+        {
             memset(&op, 0, sizeof(op));
             op.kind = PROV_OP_FLUSH;
             op.p = p;
@@ -416,6 +422,24 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
     return rv;
+}
+
+apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p)
+{
+    prov_op_t op;
+    queue_t *q;
+    int due = 0;
+    pthread_mutex_lock(&q_mutex);
+    if ((q = queue_of(src->channel)) != NULL)
+        due = (!q->leader || q->rounds >= LEADER_ROUNDS) && prov_lease_due(&q->leases);
+    pthread_mutex_unlock(&q_mutex);
+    if (!due)
+        return APR_SUCCESS;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_FLUSH;
+    op.p = p;
+    op.now = now;
+    return submit(&op, src, p);
 }
 
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,

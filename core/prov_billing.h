@@ -80,6 +80,7 @@ typedef struct prov_reservation_t {
     apr_int64_t created_at;
     int settled;                    /* settled or released: nothing more to do */
     int leased;                     /* drawn from this process's lease */
+    int flush_due;                  /* settled: call prov_billing_flush once answered */
     prov_plan_windows_t windows;    /* filled when the account has a plan */
     /* The engine's own: the key and model's slot, and the request's entry
      * while its row is not written yet (a lease draw). */
@@ -113,6 +114,11 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
                                  const prov_tokens_t *t, prov_micro_t charge, const char *status,
                                  apr_int64_t now, apr_pool_t *p);
+/* A settlement of a request drawn from a lease may leave a batch due
+ * without running it (r->flush_due), so that its answer does not wait for
+ * other requests' rows: the caller calls this once the answer is out.
+ * Runs the batch (in this thread) when one is still due and nobody runs it. */
+apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p);
 /* Returns the hold: no charge, the ledger row records status ("failed"...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   const char *status, apr_int64_t now, apr_pool_t *p);

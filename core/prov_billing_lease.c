@@ -208,7 +208,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     else {
         e->settled = 1;              /* WRITING: queued as a settlement when written */
     }
-    return 1;
+    return s && !s->busy ? 2 : 1;
 }
 
 /* Whether a slot still has a lease held in the database or entries. */

@@ -285,6 +285,13 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
+/* Runs once the answer is out: billing work a request left for then. */
+static int log_transaction(request_rec *r)
+{
+    provider_infer_after(r);
+    return DECLINED;
+}
+
 /* ---- routing ------------------------------------------------------------------ */
 
 static provider_endpoint_e route(const char *uri)
@@ -362,6 +369,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_translate_name(translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_log_transaction(log_transaction, NULL, NULL, APR_HOOK_LAST);
 }
 
 AP_DECLARE_MODULE(provider) = {

@@ -143,6 +143,9 @@ prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
 /* Returns the hold without a charge; the ledger row records status. */
 void provider_infer_release(provider_infer_t *in, const char *status);
+/* After the answer is out (log_transaction): runs a billing batch that the
+ * request's settlement left due (prov_billing_flush). */
+void provider_infer_after(request_rec *r);
 /* A gateway transport failure (prov_gateway_* result): release, 504/502. */
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
 
