@@ -1,0 +1,158 @@
+// tests/integration/leases.test.js: billing leases, on SQLite and
+// (PROVIDER_TEST_PGSQL=1) PostgreSQL. When requests of one key arrive
+// together, the process holds one lease for them and writes their ledger
+// rows in groups: waves of concurrent requests funded by the balance and by
+// a plan are each charged exactly once, the balance, the plan windows and
+// the buckets equal the ledger, and when the burst is over no lease and no
+// hold is left. A child killed while its lease is out loses nothing that
+// was answered: its lease (and any hold it wrote) is released after
+// ProviderHoldTimeout, once, and the requests it never answered are never
+// charged.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startStack } from './lib/server.js';
+import {
+  addBillModel, addPlan, subscribe, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
+  BILL_RATE, FULL_CHARGE, MICRO,
+} from './lib/billing.js';
+
+const WAVE = 48;
+const HOLD_TIMEOUT = 60;
+const SLOWISH = 'lease-slowish';   // answers after 300 ms: a wave overlaps for sure
+const SLOW = 'lease-slow';         // answers after 4 s: still in flight when the child dies
+
+describe('billing leases: requests of one key at once', { timeout: 240000 }, () => {
+  let stack;
+  let t0;
+  const u = {};
+
+  function mkUser(s, name, { balance = null, budget = null, plan = null } = {}) {
+    const email = `${name}@lease.test`;
+    const id = s.addUser(email, balance);
+    const key = s.createKey(id, { budget });
+    if (plan) subscribe(s, email, plan.name, id, plan.id);
+    u[name] = { email, id, key, balance: balance === null ? 0n : BigInt(balance) * MICRO };
+  }
+
+  before(async () => {
+    t0 = nextHour(Math.floor(Date.now() / 1000)) + 60;
+    stack = await startStack({
+      clock: t0,
+      threads: 64,
+      overrides: { ProviderHoldTimeout: String(HOLD_TIMEOUT) },
+      seed: (s) => {
+        addBillModel(s);
+        const rates = { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE };
+        s.addModel(SLOWISH, 'mock-fault-delay-300', { rates });
+        s.addModel(SLOW, 'mock-fault-delay-4000', { rates });
+        mkUser(s, 'load', { balance: 100000, budget: 90000 });
+        const plan = { name: 'lease-plan', id: addPlan(s, 'lease-plan', '50000', '50000') };
+        mkUser(s, 'plan', { plan });
+        mkUser(s, 'killed', { balance: 100000 });
+      },
+    });
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+
+  const leases = (user) => Number(stack.sql(
+    `SELECT COUNT(*) AS n FROM billing_leases WHERE user_id = ${user.id}`)[0].n);
+
+  async function wave(user, model) {
+    const results = await Promise.all(Array.from({ length: WAVE },
+      () => stack.chat(user.key.secret, fullBody({ model }))));
+    for (const r of results) assertCharged(r, FULL_CHARGE);
+    return results.map((r) => r.headers.get('x-request-id'));
+  }
+
+  function checkBooks(user, n, { plan = false } = {}) {
+    const sums = ledgerSums(stack, `user_id = ${user.id}`);
+    const total = BigInt(n) * FULL_CHARGE;
+    assert.equal(sums.reserved, 0, 'no hold is left');
+    assert.equal(sums.charged, n, 'one ledger row per answered request');
+    assert.equal(sums.credits, total, 'each charged exactly once');
+    assert.equal(sums.planCredits, plan ? total : 0n, 'plan-funded credits');
+    assert.equal(stack.balance(user.id), user.balance - (plan ? 0n : total),
+      'the balance fell by exactly the charges');
+    assert.equal(bucketSum(stack, 'key:h', user.key.id), total, 'key buckets = ledger');
+    assert.equal(bucketSum(stack, 'user:h', user.id), total, 'user:h = ledger');
+    assert.equal(bucketSum(stack, 'user:m', user.id, 'plan_credits'), plan ? total : 0n,
+      '5-minute plan buckets = ledger');
+    assert.equal(leases(user), 0, 'no lease is left once the burst is over');
+  }
+
+  it(`charges waves of ${WAVE} concurrent requests from the balance exactly, through a lease`, async () => {
+    // While a wave of slow-ish requests is in flight, the process holds a
+    // lease for the key (seen in the database).
+    let seen = 0;
+    let running = true;
+    const watcher = (async () => {
+      while (running) {
+        seen = Math.max(seen, leases(u.load));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    const ids = await wave(u.load, SLOWISH);
+    running = false;
+    await watcher;
+    assert.ok(seen > 0, 'a lease was held while the wave was in flight');
+    for (let i = 0; i < 3; i++) ids.push(...await wave(u.load, 'bill-flat'));
+    assert.equal(new Set(ids).size, 4 * WAVE, 'every answer has its own request id');
+    const rows = stack.sql(`SELECT request_id, status FROM ledger WHERE user_id = ${u.load.id}`);
+    assert.deepEqual(new Set(rows.map((r) => r.request_id)), new Set(ids),
+      'the ledger holds exactly the answered requests');
+    assert.ok(rows.every((r) => r.status === 'ok'));
+    checkBooks(u.load, 4 * WAVE);
+  });
+
+  it('does the same for a plan: the windows hold exactly the charges', async () => {
+    await wave(u.plan, SLOWISH);
+    await wave(u.plan, 'bill-flat');
+    checkBooks(u.plan, 2 * WAVE, { plan: true });
+  });
+
+  it('releases the lease of a killed child after ProviderHoldTimeout, once; unanswered requests are never charged', async () => {
+    const user = u.killed;
+    await stack.expectingCrash(/PROV0005[16]|released \d+ (hold|lease)/, async () => {
+      const pending = Array.from({ length: 16 },
+        () => stack.chat(user.key.secret, fullBody({ model: SLOW })).catch((e) => e));
+      const until = Date.now() + 3000;
+      while (Date.now() < until && !leases(user)) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(leases(user), 1, 'the requests in flight draw from a lease');
+      for (const pid of stack.httpdChildren()) process.kill(pid, 'SIGKILL');
+      const answers = await Promise.all(pending);
+      assert.ok(answers.every((a) => a instanceof Error || a.status !== 200),
+        'no request of the killed child was answered');
+      const until2 = Date.now() + 20000;
+      for (;;) {
+        const r = await stack.models().catch(() => null);
+        if (r && r.status === 200) break;
+        assert.ok(Date.now() < until2, 'httpd serves again after the kill');
+        await new Promise((res2) => setTimeout(res2, 100));
+      }
+      assert.equal(leases(user), 1, 'the dead child left its lease');
+      assert.ok(stack.balance(user.id) < user.balance, 'the lease is off the balance');
+
+      stack.setClock(t0 + 30);   // still young: it stands
+      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      assert.equal(leases(user), 1);
+
+      stack.setClock(t0 + HOLD_TIMEOUT + 31);
+      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      assert.equal(leases(user), 0, 'the lease was released');
+      const sums = ledgerSums(stack, `user_id = ${user.id}`);
+      assert.equal(sums.reserved, 0, 'holds the dead child wrote have expired');
+      assert.equal(sums.charged, 2, 'only the two answered requests are charged');
+      assert.equal(sums.credits, 2n * FULL_CHARGE);
+      assert.equal(stack.balance(user.id), user.balance - 2n * FULL_CHARGE,
+        'everything the dead child held came back, once');
+      assert.equal(bucketSum(stack, 'key:h', user.key.id), 2n * FULL_CHARGE, 'key buckets = ledger');
+
+      stack.setClock(t0 + 10 * HOLD_TIMEOUT);
+      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      assert.equal(stack.balance(user.id), user.balance - 3n * FULL_CHARGE, 'never returned twice');
+    });
+  });
+});
