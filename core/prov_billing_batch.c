@@ -92,18 +92,29 @@ static void usage_deltas(batch_t *b, apr_int64_t user_id, apr_int64_t key_id, ap
 
 static apr_status_t flush(batch_t *b)
 {
+    apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(const char *));
     apr_hash_index_t *hi;
     apr_status_t rv;
+    /* Every bucket a batch changes, in one statement (a round trip counts
+     * on PostgreSQL); each appears once, as ON CONFLICT needs. */
     for (hi = apr_hash_first(b->p, b->deltas); hi; hi = apr_hash_next(hi)) {
         delta_t *d = apr_hash_this_val(hi);
         if (!d->credits && !d->plan && !d->requests)
             continue;
-        rv = prov_store_exec(b->s, NULL, "bill_bucket_add",
-                             PROV_ARGS(d->scope, prov_i64(d->id, b->p),
-                                       prov_i64(d->bucket, b->p), prov_i64(d->credits, b->p),
-                                       prov_i64(d->plan, b->p), prov_i64(d->requests, b->p)),
-                             b->p);
-        if (rv != APR_SUCCESS)
+        APR_ARRAY_PUSH(rows, const char *) = apr_psprintf(b->p,
+            "%s('%s', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %"
+            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")", rows->nelts ? ", " : "", d->scope,
+            d->id, d->bucket, d->credits, d->plan, d->requests);
+    }
+    if (rows->nelts) {
+        const char *sql = apr_pstrcat(b->p,
+            "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, "
+            "requests) VALUES ", apr_array_pstrcat(b->p, rows, 0),
+            " ON CONFLICT (scope, scope_id, bucket) DO UPDATE SET "
+            "credits = usage_buckets.credits + excluded.credits, "
+            "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
+            "requests = usage_buckets.requests + excluded.requests", NULL);
+        if ((rv = prov_store_raw(b->s, sql, b->p)) != APR_SUCCESS)
             return rv;
     }
     for (hi = apr_hash_first(b->p, b->balances); hi; hi = apr_hash_next(hi)) {
@@ -465,6 +476,50 @@ static void lease_move(batch_t *b, const prov_slot_t *w, apr_int64_t at, prov_mi
 /* Writes the entries a lease's slot handed over, and returns the lease (or
  * all but what its unwritten entries still hold: the base a renewal starts
  * from). */
+/* A text value quoted for SQL. */
+static const char *quoted(batch_t *b, const char *v)
+{
+    return apr_pstrcat(b->p, "'", apr_dbd_escape(b->s->driver, b->p, v, b->s->handle), "'",
+                       NULL);
+}
+
+/* Settled entries' rows, complete, many per statement: one round trip
+ * (PostgreSQL) or one statement (SQLite) for up to ROWS_PER_INSERT rows. */
+#define ROWS_PER_INSERT 64
+
+static apr_status_t insert_complete(batch_t *b, prov_entry_t **pe)
+{
+    static const char head[] =
+        "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
+        "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, "
+        "source, status, created_at, settled_at) VALUES ";
+    apr_array_header_t *parts = apr_array_make(b->p, 2 * ROWS_PER_INSERT + 1, sizeof(char *));
+    prov_entry_t *e;
+    int n = 0;
+
+    APR_ARRAY_PUSH(parts, const char *) = head;
+    for (e = *pe; e && n < ROWS_PER_INSERT; e = e->next) {
+        if (!e->complete)
+            continue;
+        if (n++)
+            APR_ARRAY_PUSH(parts, const char *) = ", ";
+        APR_ARRAY_PUSH(parts, const char *) = apr_psprintf(b->p,
+            "(%s, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %"
+            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
+            ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %s, %"
+            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
+            quoted(b, e->request_id), e->user_id, e->key_id, e->model_id,
+            quoted(b, e->transport), e->tokens.input, e->tokens.output, e->tokens.cache,
+            e->tokens.reasoning, e->hold, e->charge, e->from_plan ? e->charge : 0,
+            quoted(b, source_of(e->from_plan)), quoted(b, e->status), e->created_at,
+            e->settled_at);
+    }
+    *pe = e;
+    if (!n)
+        return APR_SUCCESS;
+    return prov_store_raw(b->s, apr_array_pstrcat(b->p, parts, 0), b->p);
+}
+
 static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
 {
     apr_pool_t *p = b->p;
@@ -472,24 +527,20 @@ static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
     apr_status_t rv;
     int n = 0;
 
+    for (e = w->taken; e; ) {
+        if ((rv = insert_complete(b, &e)) != APR_SUCCESS)
+            return rv;
+    }
     for (e = w->taken; e; e = e->next) {
         prov_micro_t amount = e->complete ? e->charge : e->hold;
-        if (e->complete)
-            rv = prov_store_exec(b->s, NULL, "bill_ledger_complete",
-                PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
-                          prov_i64(e->model_id, p), e->transport, prov_i64(e->tokens.input, p),
-                          prov_i64(e->tokens.output, p), prov_i64(e->tokens.cache, p),
-                          prov_i64(e->tokens.reasoning, p), prov_i64(e->hold, p),
-                          prov_i64(e->charge, p), prov_i64(e->from_plan ? e->charge : 0, p),
-                          source_of(e->from_plan), e->status, prov_i64(e->created_at, p),
-                          prov_i64(e->settled_at, p)), p);
-        else
+        if (!e->complete) {
             rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
                 PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
                           prov_i64(e->model_id, p), e->transport, prov_i64(e->hold, p),
                           source_of(e->from_plan), prov_i64(e->created_at, p)), p);
-        if (rv != APR_SUCCESS)
-            return rv;
+            if (rv != APR_SUCCESS)
+                return rv;
+        }
         usage_deltas(b, e->user_id, e->key_id, e->created_at, amount, e->from_plan, 1);
         if (!e->from_plan)
             add_balance(b, e->user_id, -amount);

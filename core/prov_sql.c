@@ -155,12 +155,6 @@ static const prov_stmt_def_t statements[] = {
       "SELECT bucket, credits, plan_credits FROM usage_buckets "
       "WHERE scope = %s AND scope_id = %lld AND bucket >= %lld ORDER BY bucket" },
     { "bill_balance_add", "UPDATE users SET balance = balance + %lld WHERE id = %lld" },
-    { "bill_bucket_add",
-      "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests) "
-      "VALUES (%s, %lld, %lld, %lld, %lld, %lld) ON CONFLICT (scope, scope_id, bucket) "
-      "DO UPDATE SET credits = usage_buckets.credits + excluded.credits, "
-      "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
-      "requests = usage_buckets.requests + excluded.requests" },
     { "bill_ledger_reserve",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, reserved, "
       "plan_credits, source, status, created_at) "
@@ -170,14 +164,6 @@ static const prov_stmt_def_t statements[] = {
       "reasoning_tokens = %lld, credits = %lld, "
       "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
       "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'reserved'" },
-    /* A request drawn from a lease, written once it is settled: the whole
-     * row at once. args: id, user, key, model, transport, tokens x4, hold,
-     * charge, plan charge, source, status, created, settled */
-    { "bill_ledger_complete",
-      "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
-      "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
-      "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
-      "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld)" },
     /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at */
     { "bill_lease_insert",
       "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at) "
