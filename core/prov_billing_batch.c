@@ -483,9 +483,23 @@ static const char *quoted(batch_t *b, const char *v)
                        NULL);
 }
 
-/* Settled entries' rows, complete, many per statement: one round trip
- * (PostgreSQL) or one statement (SQLite) for up to ROWS_PER_INSERT rows. */
+/* Settled entries' rows, complete. PostgreSQL: many per statement, one
+ * round trip for up to ROWS_PER_INSERT rows; SQLite (no round trips, and
+ * a prepared statement is cheaper than parsing): one at a time. */
 #define ROWS_PER_INSERT 64
+
+static apr_status_t insert_one(batch_t *b, const prov_entry_t *e)
+{
+    apr_pool_t *p = b->p;
+    return prov_store_exec(b->s, NULL, "bill_ledger_complete",
+        PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
+                  prov_i64(e->model_id, p), e->transport, prov_i64(e->tokens.input, p),
+                  prov_i64(e->tokens.output, p), prov_i64(e->tokens.cache, p),
+                  prov_i64(e->tokens.reasoning, p), prov_i64(e->hold, p),
+                  prov_i64(e->charge, p), prov_i64(e->from_plan ? e->charge : 0, p),
+                  source_of(e->from_plan), e->status, prov_i64(e->created_at, p),
+                  prov_i64(e->settled_at, p)), p);
+}
 
 static apr_status_t insert_complete(batch_t *b, prov_entry_t **pe)
 {
@@ -497,6 +511,15 @@ static apr_status_t insert_complete(batch_t *b, prov_entry_t **pe)
     prov_entry_t *e;
     int n = 0;
 
+    if (b->s->dialect == PROV_DIALECT_SQLITE) {
+        for (e = *pe; e; e = e->next) {
+            apr_status_t rv;
+            if (e->complete && (rv = insert_one(b, e)) != APR_SUCCESS)
+                return rv;
+        }
+        *pe = NULL;
+        return APR_SUCCESS;
+    }
     APR_ARRAY_PUSH(parts, const char *) = head;
     for (e = *pe; e && n < ROWS_PER_INSERT; e = e->next) {
         if (!e->complete)

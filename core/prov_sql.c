@@ -164,6 +164,15 @@ static const prov_stmt_def_t statements[] = {
       "reasoning_tokens = %lld, credits = %lld, "
       "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
       "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'reserved'" },
+    /* A request drawn from a lease, written once it is settled: the whole
+     * row at once (SQLite; PostgreSQL gets many rows per statement). args:
+     * id, user, key, model, transport, tokens x4, hold, charge, plan charge,
+     * source, status, created, settled */
+    { "bill_ledger_complete",
+      "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
+      "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
+      "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
+      "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld)" },
     /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at */
     { "bill_lease_insert",
       "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at) "
