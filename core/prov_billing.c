@@ -365,6 +365,17 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     return APR_SUCCESS;
 }
 
+/* Runs (or waits for) a batch that writes what leases drew. */
+static apr_status_t run_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p)
+{
+    prov_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_FLUSH;
+    op.p = p;
+    op.now = now;
+    return submit(&op, src, p);
+}
+
 static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
                            const prov_tokens_t *t, prov_micro_t charge, const char *status,
                            apr_int64_t now, apr_pool_t *p)
@@ -394,16 +405,9 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
             r->flush_due = idle;
             return APR_SUCCESS;
         }
-        {
-            memset(&op, 0, sizeof(op));
-            op.kind = PROV_OP_FLUSH;
-            op.p = p;
-            op.now = now;
-            rv = submit(&op, src, p);
-            if (rv != APR_SUCCESS)
-                prov_log(PROV_LOG_ERR, rv, "PROV00055: request %s was settled but not "
-                         "written yet; the next batch writes it", r->request_id);
-        }
+        if ((rv = run_flush(src, now, p)) != APR_SUCCESS)
+            prov_log(PROV_LOG_ERR, rv, "PROV00055: request %s was settled but not "
+                     "written yet; the next batch writes it", r->request_id);
         return APR_SUCCESS;
     }
     memset(&op, 0, sizeof(op));
@@ -426,20 +430,13 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
 
 apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p)
 {
-    prov_op_t op;
     queue_t *q;
     int due = 0;
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) != NULL)
         due = (!q->leader || q->rounds >= LEADER_ROUNDS) && prov_lease_due(&q->leases);
     pthread_mutex_unlock(&q_mutex);
-    if (!due)
-        return APR_SUCCESS;
-    memset(&op, 0, sizeof(op));
-    op.kind = PROV_OP_FLUSH;
-    op.p = p;
-    op.now = now;
-    return submit(&op, src, p);
+    return due ? run_flush(src, now, p) : APR_SUCCESS;
 }
 
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,

@@ -317,13 +317,7 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
         const res = await pending;
         assert.ok(res instanceof Error || res.status !== 200, 'the killed request got no answer');
         // the parent starts a new child; one real answer shows it serves
-        const until2 = Date.now() + 20000;
-        for (;;) {
-          const r = await stack.models().catch(() => null);
-          if (r && r.status === 200) break;
-          assert.ok(Date.now() < until2, 'httpd serves again after the kill');
-          await new Promise((res2) => setTimeout(res2, 100));
-        }
+        await stack.waitServing();
         assert.equal(source(rid).status, 'reserved', 'the dead request left its hold');
         assert.equal(stack.balance(u.id), toMicro('0.5'), 'the hold is off the balance');
 

@@ -125,13 +125,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
       const answers = await Promise.all(pending);
       assert.ok(answers.every((a) => a instanceof Error || a.status !== 200),
         'no request of the killed child was answered');
-      const until2 = Date.now() + 20000;
-      for (;;) {
-        const r = await stack.models().catch(() => null);
-        if (r && r.status === 200) break;
-        assert.ok(Date.now() < until2, 'httpd serves again after the kill');
-        await new Promise((res2) => setTimeout(res2, 100));
-      }
+      await stack.waitServing();
       assert.equal(leases(user), 1, 'the dead child left its lease');
       assert.ok(stack.balance(user.id) < user.balance, 'the lease is off the balance');
 

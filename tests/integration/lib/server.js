@@ -513,6 +513,17 @@ export class Stack {
       && (a.re.test(line) || (a.crash && /exit signal Killed/.test(line))));
   }
 
+  /** Waits (up to ms) until httpd answers again after its child was killed. */
+  async waitServing(ms = 20000) {
+    const until = Date.now() + ms;
+    for (;;) {
+      const r = await this.models().catch(() => null);
+      if (r && r.status === 200) return;
+      if (Date.now() >= until) throw new Error('httpd does not serve again after the kill');
+      await sleep(100);
+    }
+  }
+
   /** Pids of httpd's child processes (the workers; the parent is this.httpd). */
   httpdChildren() {
     if (!this.httpd) return [];
