@@ -1,6 +1,7 @@
 /* prov_json.c: json-c objects tied to APR pools, typed getters, and credit
  * amounts written as exact decimal JSON numbers. */
 #include <locale.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include "prov_json.h"
@@ -19,7 +20,13 @@ json_object *prov_json_own(json_object *obj, apr_pool_t *p)
     return obj;
 }
 
-static __thread int c_locale_set;
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void c_locale_init(void)
+{
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
 
 json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
 {
@@ -34,12 +41,9 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
     /* json-c switches to the C locale around every parse, duplicating the
      * thread's locale under glibc's global locale lock: a thread already in
      * the static C locale makes that free (and httpd runs in "C" anyway). */
-    if (!c_locale_set) {
-        locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-        if (c)
-            uselocale(c);
-        c_locale_set = 1;
-    }
+    pthread_once(&c_locale_once, c_locale_init);
+    if (c_locale && uselocale((locale_t)0) != c_locale)
+        uselocale(c_locale);
     tok = json_tokener_new();
     if (!tok) {
         *err = "out of memory";

@@ -1,5 +1,6 @@
 /* prov_keys.c: random secrets from OpenSSL, their SHA-256 digests (what is
  * stored) and display prefixes (what is shown after creation). */
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <openssl/evp.h>
@@ -54,22 +55,27 @@ apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
-/* Request ids need to be unique, not secret: each thread draws them from
- * its own splitmix64 sequence, seeded from the CSPRNG once per thread and
+/* Request ids need to be unique, not secret: they come from a splitmix64
+ * sequence over a process-wide counter, seeded from the CSPRNG once per
  * process (RAND_bytes per request was measurable, and serialises threads). */
-static __thread apr_uint64_t rid_state;
-static __thread pid_t rid_pid;
+static apr_uint64_t rid_seed, rid_counter;
+static pid_t rid_pid;
+static pthread_mutex_t rid_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static apr_status_t rid_next(apr_uint64_t *v)
 {
     apr_uint64_t z;
+    apr_status_t rv = APR_SUCCESS;
+    pthread_mutex_lock(&rid_mutex);
     if (rid_pid != getpid()) {
-        apr_status_t rv = prov_random_bytes((unsigned char *)&rid_state, sizeof(rid_state));
-        if (rv != APR_SUCCESS)
-            return rv;
-        rid_pid = getpid();
+        rv = prov_random_bytes((unsigned char *)&rid_seed, sizeof(rid_seed));
+        if (rv == APR_SUCCESS)
+            rid_pid = getpid();
     }
-    z = (rid_state += APR_UINT64_C(0x9E3779B97F4A7C15));
+    z = rid_seed + (++rid_counter) * APR_UINT64_C(0x9E3779B97F4A7C15);
+    pthread_mutex_unlock(&rid_mutex);
+    if (rv != APR_SUCCESS)
+        return rv;
     z = (z ^ (z >> 30)) * APR_UINT64_C(0xBF58476D1CE4E5B9);
     z = (z ^ (z >> 27)) * APR_UINT64_C(0x94D049BB133111EB);
     *v = z ^ (z >> 31);
