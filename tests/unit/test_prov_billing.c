@@ -7,6 +7,7 @@
  * leases (requests drawn in memory, written later, exact at a limit,
  * released when their process is gone) and the account status. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
@@ -464,6 +465,115 @@ static void test_lease_exact_limit(void)
     apr_pool_destroy(f.p);
 }
 
+/* Builds a reserve op of f's key for the lease steps below. */
+static void lease_op(prov_op_t *op, fixture_t *f, const char *id, apr_int64_t now)
+{
+    memset(op, 0, sizeof(*op));
+    op->kind = PROV_OP_RESERVE;
+    op->p = f->p;
+    op->now = now;
+    op->auth = f->auth;
+    op->model_id = f->m->id;
+    op->transport = "chat";
+    op->request_id = id;
+    op->hold = C;
+}
+
+/* The engine's steps one by one, on a lease table of the test's own: two
+ * reservations at once get a lease; a third request draws from it; it is
+ * still running when a batch writes its hold (it is a second old), and it
+ * is settled while that batch runs: the settlement comes back as an
+ * ordinary one for the row just written, and runs once. */
+static void test_lease_settled_while_written(void)
+{
+    fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2], *again, *o;
+    prov_slot_t *work;
+    prov_reservation_t *r = NULL;
+    prov_tokens_t t = { 3, 4, 0, 0 };
+    const char *sql;
+    setup(&f, 10000 * C, 0, 0);
+    memset(&L, 0, sizeof(L));
+    lease_op(&ops[0], &f, "w-1", T0);
+    lease_op(&ops[1], &f, "w-2", T0);
+    ops[0].next = &ops[1];
+    work = prov_lease_take(&L, ops);
+    CU_ASSERT_PTR_NULL(work);
+    CU_ASSERT_EQUAL(ops[0].lease_unit, 0);
+    CU_ASSERT_EQUAL(ops[1].lease_unit, 256 * C);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(ops[1].granted, 256 * C);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, ops, T0, APR_SUCCESS));
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 256 * C);
+
+    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", C, T0 + 1,
+                                         f.p));
+    CU_ASSERT_TRUE(r->leased);
+    ((prov_entry_t *)r->entry)->drawn_at -= apr_time_from_sec(2);
+    CU_ASSERT_TRUE(prov_lease_due(&L));
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", T0 + 2), 1);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
+                          APR_SUCCESS);
+    again = prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT_PTR_NULL(again->next);
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 3);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, again, NULL, 0, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(again->rv, APR_SUCCESS);
+    /* Once: the same settlement again finds the row settled. */
+    again->next = NULL;
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, again, NULL, 0, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(again->rv, APR_EINCOMPLETE);
+    for (o = again; o; o = again) {
+        again = o->next;
+        free(o);
+    }
+    sql = "SELECT credits FROM ledger WHERE request_id = 'w-3' AND status = 'ok'";
+    CU_ASSERT_EQUAL(one_value(&f, sql), C / 2);
+    /* Out of the balance: the two holds, the lease less w-3's hold, and
+     * w-3's charge. */
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 255 * C - C / 2);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT amount FROM billing_leases"), 255 * C);
+    /* The two holds end: nothing of the key is in flight, the next batch
+     * returns the lease and everything is back but w-3's charge. */
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0 + 3), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0 + 3), 0);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[0].out, "failed", T0 + 3, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[1].out, "failed", T0 + 3, f.p), APR_SUCCESS);
+    CU_ASSERT_TRUE(prov_lease_due(&L));
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 3, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 3, APR_SUCCESS));
+    CU_ASSERT_FALSE(prov_lease_due(&L));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - C / 2);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    C / 2);
+    /* The returned lease's slot is kept a moment for a quick new lease. */
+    {
+        int i;
+        for (i = 0; i < 64; i++) {
+            while (L.buckets[i]) {
+                prov_slot_t *sl = L.buckets[i];
+                CU_ASSERT_EQUAL(sl->state, PROV_LEASE_NONE);
+                CU_ASSERT_EQUAL(sl->busy, 0);
+                CU_ASSERT_PTR_NULL(sl->pending);
+                L.buckets[i] = sl->next;
+                free(sl->key_hash);
+                free(sl);
+            }
+        }
+    }
+    apr_pool_destroy(f.p);
+}
+
 /* The lease of a process that stopped (its row, and what it held of the
  * balance and the buckets) is released once it is older than the hold
  * timeout, exactly once. */
@@ -568,6 +678,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_lease_threads), PROV_TEST(test_lease_exact_limit),
+               PROV_TEST(test_lease_settled_while_written),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),
                PROV_TEST(test_window_math));
 }
