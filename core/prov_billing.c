@@ -201,6 +201,17 @@ static void complete(prov_op_t *batch, prov_op_t *mine)
     }
 }
 
+/* Appends op to q's queue (q_mutex held). */
+static void enqueue(queue_t *q, prov_op_t *op)
+{
+    op->next = NULL;
+    if (q->tail)
+        q->tail->next = op;
+    else
+        q->head = op;
+    q->tail = op;
+}
+
 /* The first queued operation whose thread waits for it (q_mutex held). */
 static prov_op_t *first_waiting(const queue_t *q)
 {
@@ -245,12 +256,7 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             free(op);
         return APR_ENOMEM;
     }
-    op->next = NULL;
-    if (q->tail)
-        q->tail->next = op;
-    else
-        q->head = op;
-    q->tail = op;
+    enqueue(q, op);
     if (async && q->leader && q->rounds < LEADER_ROUNDS) {
         pthread_mutex_unlock(&q_mutex);
         return APR_SUCCESS;
@@ -302,12 +308,7 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             while (again) {
                 o = again;
                 again = again->next;
-                o->next = NULL;
-                if (q->tail)
-                    q->tail->next = o;
-                else
-                    q->head = o;
-                q->tail = o;
+                enqueue(q, o);
             }
             if ((w = first_waiting(q)) != NULL && w != op)
                 pthread_cond_signal(&w->cond);

@@ -14,8 +14,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
 import {
-  addBillModel, addPlan, subscribe, fullBody, nextHour, retryAfter, assertCharged, assertRefused,
-  ledgerSums, bucketSum, FULL_CHARGE, MICRO,
+  addBillModel, addPlan, seedUser, fullBody, nextHour, retryAfter, assertCharged, assertRefused,
+  ledgerSums, bucketSum, FULL_CHARGE,
 } from './lib/billing.js';
 
 const N = 64;
@@ -26,13 +26,7 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
   let stack;
   const u = {};
 
-  function mkUser(s, name, { balance = null, budget = null, plan = null } = {}) {
-    const email = `${name}@race.test`;
-    const id = s.addUser(email, balance);
-    const key = s.createKey(id, { budget });
-    if (plan) subscribe(s, email, plan.name, id, plan.id);
-    u[name] = { email, id, key, balance: balance === null ? 0n : BigInt(balance) * MICRO };
-  }
+  const mkUser = (s, name, opts) => seedUser(s, u, 'race.test', name, opts);
 
   before(async () => {
     stack = await startStack({

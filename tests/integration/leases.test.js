@@ -13,8 +13,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
 import {
-  addBillModel, addPlan, subscribe, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
-  BILL_RATE, FULL_CHARGE, MICRO,
+  addBillModel, addPlan, seedUser, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
+  BILL_RATE, FULL_CHARGE,
 } from './lib/billing.js';
 
 const WAVE = 48;
@@ -27,13 +27,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
   let t0;
   const u = {};
 
-  function mkUser(s, name, { balance = null, budget = null, plan = null } = {}) {
-    const email = `${name}@lease.test`;
-    const id = s.addUser(email, balance);
-    const key = s.createKey(id, { budget });
-    if (plan) subscribe(s, email, plan.name, id, plan.id);
-    u[name] = { email, id, key, balance: balance === null ? 0n : BigInt(balance) * MICRO };
-  }
+  const mkUser = (s, name, opts) => seedUser(s, u, 'lease.test', name, opts);
 
   before(async () => {
     t0 = nextHour(Math.floor(Date.now() / 1000)) + 60;

@@ -170,4 +170,17 @@ export function bucketSum(stack, scope, id, column = 'credits') {
   return BigInt(r.s);
 }
 
+/**
+ * Seeds a user NAME@DOMAIN with a key (weekly budget when given), an optional
+ * plan ({ name, id }) and balance, and records it in users[name] as
+ * { email, id, key, balance (micro-credits) }.
+ */
+export function seedUser(stack, users, domain, name, { balance = null, budget = null, plan = null } = {}) {
+  const email = `${name}@${domain}`;
+  const id = stack.addUser(email, balance);
+  const key = stack.createKey(id, { budget });
+  if (plan) subscribe(stack, email, plan.name, id, plan.id);
+  users[name] = { email, id, key, balance: balance === null ? 0n : BigInt(balance) * MICRO };
+}
+
 export { MICRO, toMicro, microToText };
