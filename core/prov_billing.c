@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
 
@@ -27,10 +28,35 @@ typedef struct queue_t {
     apr_int64_t last_sweep;
     apr_int64_t last_now;           /* engine time of the last batch */
     prov_leases_t leases;
+    struct prov_billing_writer_t *writer;   /* its writer thread, if any */
     struct queue_t *next;
 } queue_t;
 
 static queue_t *q_list;
+
+/* A queue's writer thread (prov_billing_writer_start). */
+struct prov_billing_writer_t {
+    prov_store_source_t src;
+    queue_t *q;
+    pthread_t thread;
+    pthread_cond_t cond;            /* under q_mutex: work may be due */
+    int stop;
+    apr_time_t retry_at;            /* after a failed batch: when to try again */
+    apr_pool_t *pool;               /* the thread's own */
+};
+
+/* How often a writer looks at the leases while any is held or any drawn
+ * request is unwritten (settlements that leave a batch due wake it at
+ * once); and how long it waits after a failed batch. */
+#define WRITER_TICK apr_time_from_msec(2)
+#define WRITER_RETRY apr_time_from_sec(1)
+
+/* Wakes q's writer thread, if it has one (q_mutex held). */
+static void writer_wake(queue_t *q)
+{
+    if (q->writer)
+        pthread_cond_signal(&q->writer->cond);
+}
 static apr_int64_t q_hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
 
 void prov_billing_configure(apr_int64_t hold_timeout)
@@ -267,7 +293,7 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
         /* Done: unless nobody leads and settlements nobody waits for (or
          * what leases drew) are left. */
         if (op->done && (q->leader || first_waiting(q) || led >= LEADER_ROUNDS
-                         || (!q->head && !prov_lease_due(&q->leases))))
+                         || (!q->head && (q->writer || !prov_lease_due(&q->leases)))))
             break;
         if (!q->leader) {
             prov_op_t *batch = q->head, *w, *again, *o, *retry = NULL;
@@ -312,6 +338,8 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             }
             if ((w = first_waiting(q)) != NULL && w != op)
                 pthread_cond_signal(&w->cond);
+            else if (q->writer && !q->writer->stop && prov_lease_due(&q->leases))
+                writer_wake(q);
         }
         else {
             pthread_cond_wait(&op->cond, &q_mutex);
@@ -391,10 +419,20 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     if ((q = queue_of(src->channel)) != NULL) {
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
         idle = !q->leader || q->rounds >= LEADER_ROUNDS;
-        if (handled == 1 && idle)
+        if (handled && q->writer) {
+            /* The writer thread writes it (and returns the lease). */
+            if (prov_lease_due(&q->leases))
+                writer_wake(q);
+            handled = 3;
+        }
+        else if (handled == 1 && idle)
             idle = prov_lease_due(&q->leases);
     }
     pthread_mutex_unlock(&q_mutex);
+    if (handled == 3) {
+        r->settled = 1;
+        return APR_SUCCESS;
+    }
     if (handled) {
         /* A drawn request. The last of its key in flight waits for the
          * batch that writes it (and returns the lease): when the burst's
@@ -435,7 +473,8 @@ apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now,
     int due = 0;
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) != NULL)
-        due = (!q->leader || q->rounds >= LEADER_ROUNDS) && prov_lease_due(&q->leases);
+        due = !q->writer && (!q->leader || q->rounds >= LEADER_ROUNDS)
+              && prov_lease_due(&q->leases);
     pthread_mutex_unlock(&q_mutex);
     return due ? run_flush(src, now, p) : APR_SUCCESS;
 }
@@ -466,6 +505,149 @@ apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int
     if (rv == APR_SUCCESS && n)
         *n = op.swept;
     return rv;
+}
+
+/* ---- the writer thread ----------------------------------------------------- */
+
+/* Runs the batches that leases make due, until told to stop. */
+static void *writer_main(void *arg)
+{
+    prov_billing_writer_t *w = arg;
+    queue_t *q = w->q;
+    pthread_mutex_lock(&q_mutex);
+    while (!w->stop) {
+        apr_time_t wall = apr_time_now();
+        int active = prov_lease_active(&q->leases), run = 0;
+        if (!q->leader && active) {
+            if (!q->leases.failing)
+                run = prov_lease_due(&q->leases);
+            else if (wall >= w->retry_at)
+                run = 1;
+        }
+        if (run) {
+            apr_status_t rv;
+            pthread_mutex_unlock(&q_mutex);
+            /* No time of its own: the batch goes by its entries' times
+             * (or the last batch's), the engine's clock being the
+             * requests'. */
+            rv = run_flush(&w->src, 0, w->pool);
+            pthread_mutex_lock(&q_mutex);
+            if (rv != APR_SUCCESS || q->leases.failing)
+                w->retry_at = apr_time_now() + WRITER_RETRY;
+            continue;
+        }
+        if (active) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += (long)WRITER_TICK * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&w->cond, &q_mutex, &ts);
+        }
+        else {
+            pthread_cond_wait(&w->cond, &q_mutex);
+        }
+    }
+    pthread_mutex_unlock(&q_mutex);
+    return NULL;
+}
+
+apr_status_t prov_billing_writer_start(prov_billing_writer_t **pw, const prov_store_source_t *src,
+                                       apr_interval_time_t keep_idle)
+{
+    prov_billing_writer_t *w = calloc(1, sizeof(*w));
+    pthread_condattr_t ca;
+    apr_status_t rv;
+    queue_t *q;
+    int err;
+
+    *pw = NULL;
+    if (!w)
+        return APR_ENOMEM;
+    w->src = *src;
+    if ((rv = apr_pool_create_unmanaged_ex(&w->pool, NULL, NULL)) != APR_SUCCESS) {
+        free(w);
+        return rv;
+    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&q_mutex);
+    q = queue_of(src->channel);
+    if (!q || q->writer) {
+        pthread_mutex_unlock(&q_mutex);
+        rv = q ? APR_EEXIST : APR_ENOMEM;
+        goto fail;
+    }
+    w->q = q;
+    q->writer = w;
+    q->leases.keep_idle = keep_idle > 0 ? keep_idle : PROV_LEASE_IDLE_DEFAULT;
+    pthread_mutex_unlock(&q_mutex);
+    if ((err = pthread_create(&w->thread, NULL, writer_main, w)) != 0) {
+        pthread_mutex_lock(&q_mutex);
+        q->writer = NULL;
+        q->leases.keep_idle = 0;
+        pthread_mutex_unlock(&q_mutex);
+        rv = APR_FROM_OS_ERROR(err);
+        goto fail;
+    }
+    *pw = w;
+    return APR_SUCCESS;
+fail:
+    pthread_cond_destroy(&w->cond);
+    apr_pool_destroy(w->pool);
+    free(w);
+    return rv;
+}
+
+void prov_billing_writer_stop(prov_billing_writer_t *w)
+{
+    queue_t *q;
+    int i, left = 0;
+    if (!w)
+        return;
+    q = w->q;
+    pthread_mutex_lock(&q_mutex);
+    w->stop = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&q_mutex);
+    pthread_join(w->thread, NULL);
+
+    /* What is left is written and every lease returned, from this thread;
+     * a request still in flight settles the ordinary way afterwards. */
+    pthread_mutex_lock(&q_mutex);
+    q->leases.stopping = 1;
+    for (i = 0; i < 3 && (left = prov_lease_active(&q->leases)) != 0; i++) {
+        pthread_mutex_unlock(&q_mutex);
+        run_flush(&w->src, 0, w->pool);
+        pthread_mutex_lock(&q_mutex);
+    }
+    q->writer = NULL;
+    q->leases.keep_idle = 0;
+    q->leases.stopping = 0;
+    pthread_mutex_unlock(&q_mutex);
+    if (left)
+        prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00057: the billing writer stopped with "
+                 "leases or unwritten requests left; requests still in flight write them");
+    pthread_cond_destroy(&w->cond);
+    apr_pool_destroy(w->pool);
+    free(w);
+}
+
+int prov_billing_active(const prov_store_source_t *src)
+{
+    queue_t *q;
+    int active = 0;
+    pthread_mutex_lock(&q_mutex);
+    for (q = q_list; q; q = q->next) {
+        if (q->channel == src->channel)
+            active = prov_lease_active(&q->leases) || q->leader || q->head;
+    }
+    pthread_mutex_unlock(&q_mutex);
+    return active;
 }
 
 /* ---- windows --------------------------------------------------------------- */

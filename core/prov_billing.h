@@ -119,6 +119,24 @@ apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservatio
  * other requests' rows: the caller calls this once the answer is out.
  * Runs the batch (in this thread) when one is still due and nobody runs it. */
 apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p);
+/* A writer thread for the queue of src's channel: it writes what requests
+ * drew from leases (in groups, after their answers) and returns a lease
+ * once its key has had nothing in flight for a moment, so that settlements
+ * never wait for a batch and a key's waves of requests keep their lease.
+ * src must open connections from any thread. Without one, the requests'
+ * own threads do this work (providerctl, tests). One per channel. */
+typedef struct prov_billing_writer_t prov_billing_writer_t;
+/* keep_idle: how long a lease whose key has nothing in flight is kept
+ * (<= 0: PROV_LEASE_IDLE_DEFAULT). */
+#define PROV_LEASE_IDLE_DEFAULT apr_time_from_msec(100)
+apr_status_t prov_billing_writer_start(prov_billing_writer_t **w, const prov_store_source_t *src,
+                                       apr_interval_time_t keep_idle);
+/* Stops the thread, writes what is left and returns every lease. */
+void prov_billing_writer_stop(prov_billing_writer_t *w);
+/* Whether src's queue holds a lease, a request not written yet or a batch
+ * running or queued (for tests: 0 means the database is complete). */
+int prov_billing_active(const prov_store_source_t *src);
+
 /* Returns the hold: no charge, the ledger row records status ("failed"...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   const char *status, apr_int64_t now, apr_pool_t *p);

@@ -72,6 +72,7 @@ struct prov_slot_t {
     apr_time_t settled_since;       /* ... the first at (wall clock) */
     apr_time_t last_draw;           /* wall clock */
     apr_time_t closed_at;           /* wall clock its last lease was returned */
+    apr_time_t idle_since;          /* wall clock busy last fell to 0 */
     /* the running batch's work (set when taken, read by the batch) */
     prov_entry_t *taken;
     prov_micro_t writing;           /* the taken entries' amounts */
@@ -143,6 +144,12 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
 typedef struct prov_leases_t {
     prov_slot_t *buckets[64];
     int failing;                    /* the last batch failed: no draws, no eager batches */
+    /* A writer thread serves the queue (prov_billing_writer_start): a
+     * lease whose key has nothing in flight is kept PROV_LEASE_IDLE before
+     * it is returned, so that a key's requests coming in waves keep
+     * drawing; stopping: the writer's last batches return every lease. */
+    apr_interval_time_t keep_idle;  /* 0: no writer, returned at once */
+    int stopping;
 } prov_leases_t;
 
 /* Draws r (allocated in p) from an open lease of auth's key and model;
@@ -170,6 +177,8 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
 /* Whether the leases have work for a batch now (written rows, leases to
  * return). */
 int prov_lease_due(const prov_leases_t *L);
+/* Whether any lease is held or any drawn request is not written yet. */
+int prov_lease_active(const prov_leases_t *L);
 
 /* The buckets of one scope still overlapping a window, oldest first. */
 typedef struct prov_window_t {

@@ -18,8 +18,9 @@
  * and how far it grows when requests find it too small. */
 #define LEASE_HOLDS     256
 #define LEASE_HOLDS_MAX 4096
-/* A key whose lease was returned this recently gets a new one with its
- * next reservation (its requests come and go in waves). */
+/* Without a writer thread, a key whose lease was returned this recently
+ * gets a new one with its next reservation (its requests come and go in
+ * waves). */
 #define LEASE_RECENT apr_time_from_sec(1)
 /* A drawn request still running after this long gets its hold written. */
 #define ENTRY_WRITE_AFTER apr_time_from_sec(1)
@@ -96,6 +97,20 @@ static void slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
             return;
         }
     }
+}
+
+/* One reservation of s fewer in flight. */
+static void slot_unbusy(prov_slot_t *s)
+{
+    if (--s->busy == 0)
+        s->idle_since = apr_time_now();
+}
+
+/* Whether s's lease is returned now that nothing of its key is in flight
+ * (at once without a writer thread; with one, after its keep_idle). */
+static int slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
+{
+    return !s->busy && (!L->keep_idle || L->stopping || wall - s->idle_since >= L->keep_idle);
 }
 
 static void entry_free(prov_entry_t *e)
@@ -184,7 +199,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     r->slot = NULL;
     r->entry = NULL;
     if (s)
-        s->busy--;
+        slot_unbusy(s);
     if (!e) {
         slot_maybe_free(L, s);
         return 0;
@@ -231,7 +246,7 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             int closing;
             if (!has_work(s))
                 continue;
-            closing = s->state != PROV_LEASE_OPEN || s->busy == 0;
+            closing = s->state != PROV_LEASE_OPEN || slot_idle_over(L, s, wall);
             s->writing = 0;
             s->take_drawn = s->drawn;
             for (e = s->pending; e; e = next) {
@@ -310,8 +325,10 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             continue;                /* an earlier one asks for the lease */
         s = slot_find(L, op->auth->key_id, op->model_id);
         /* Leases are for keys with requests in flight together (this one
-         * is counted already), or that had one a moment ago. */
-        if (!dup && !(s && (s->busy > 1 || wall - s->closed_at < LEASE_RECENT)))
+         * is counted already), or (without a writer thread, which keeps a
+         * lease through short gaps) that had one a moment ago. */
+        if (!dup && !(s && (s->busy > 1
+                            || (!L->keep_idle && wall - s->closed_at < LEASE_RECENT))))
             continue;
         if (s && s->state == PROV_LEASE_OPEN && !s->closing)
             continue;
@@ -427,7 +444,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
         if (!op->out) {
             if ((s = op->slot) != NULL) {
                 op->slot = NULL;
-                s->busy--;
+                slot_unbusy(s);
             }
             continue;
         }
@@ -487,10 +504,11 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
  * come soon and see them); once few requests are left in flight or none
  * has started for a moment, they are written at once, so a burst never
  * ends with rows unwritten. */
-static int slot_due(const prov_slot_t *s, apr_time_t wall)
+static int slot_due(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
     const prov_entry_t *e;
-    if (s->state == PROV_LEASE_DRAINING || (s->state == PROV_LEASE_OPEN && !s->busy))
+    if (s->state == PROV_LEASE_DRAINING
+        || (s->state == PROV_LEASE_OPEN && slot_idle_over(L, s, wall)))
         return 1;
     if (s->settled_n && (s->settled_n >= WRITE_GROUP || s->busy < WRITE_BUSY
                          || wall - s->settled_since >= WRITE_WAIT
@@ -512,7 +530,20 @@ int prov_lease_due(const prov_leases_t *L)
         return 0;
     for (i = 0; i < 64; i++) {
         for (s = L->buckets[i]; s; s = s->next) {
-            if (slot_due(s, wall))
+            if (slot_due(L, s, wall))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int prov_lease_active(const prov_leases_t *L)
+{
+    const prov_slot_t *s;
+    int i;
+    for (i = 0; i < 64; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            if (has_work(s))
                 return 1;
         }
     }

@@ -262,6 +262,14 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
     return OK;
 }
 
+/* Stops a billing writer before the child's pools go (mod_dbd's
+ * connections among them): it writes what is left and returns leases. */
+static apr_status_t writer_cleanup(void *data)
+{
+    prov_billing_writer_stop(data);
+    return APR_SUCCESS;
+}
+
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     server_rec *vs;
@@ -282,6 +290,15 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         key = apr_palloc(pchild, sizeof(*key));
         *key = vs;
         apr_hash_set(server_lookups, key, sizeof(*key), lookups);
+        if (provider_db_available()) {
+            prov_billing_writer_t *w = NULL;
+            apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
+            if (rv != APR_SUCCESS)
+                ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00008: no billing writer "
+                             "thread; requests write their leases' rows themselves");
+            else
+                apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
+        }
     }
 }
 

@@ -97,6 +97,9 @@ apr_status_t provider_read_body(request_rec *r, apr_int64_t max, const char **bo
  * its schema is not usable; the reason is logged. */
 prov_store_t *provider_db_open(request_rec *r, prov_error_t **err);
 void provider_db_close(request_rec *r, prov_store_t *store);
+/* A billing source for the server s itself, usable from any thread (the
+ * billing writer's): the same channel as s's requests. */
+prov_store_source_t *provider_server_source(server_rec *s, apr_pool_t *p);
 /* Non-zero when mod_dbd is loaded (its connection functions are there). */
 int provider_db_available(void);
 

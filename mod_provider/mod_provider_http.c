@@ -178,7 +178,17 @@ static apr_status_t db_release(void *data)
     return APR_SUCCESS;
 }
 
-static int schema_usable(request_rec *r, prov_store_t *store)
+/* Logs for a request, or for its server when there is none (the billing
+ * writer thread). */
+#define DB_LOG(r, s, ...) \
+    do { \
+        if (r) \
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, (r), __VA_ARGS__); \
+        else \
+            ap_log_error(APLOG_MARK, APLOG_ERR, 0, (s), __VA_ARGS__); \
+    } while (0)
+
+static int schema_usable(request_rec *r, server_rec *srv, prov_store_t *store, apr_pool_t *p)
 {
     apr_int64_t now = prov_now();
     int version = 0;
@@ -190,45 +200,46 @@ static int schema_usable(request_rec *r, prov_store_t *store)
         return 0;
     /* A connection opened before a migration reports SQLITE_SCHEMA once:
      * apr_dbd's sqlite3 driver does not re-prepare by itself. */
-    if (prov_schema_current(&version, store, r->pool) != APR_SUCCESS
-        && prov_schema_current(&version, store, r->pool) != APR_SUCCESS) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00101: cannot read the schema "
-                      "version of the database");
+    if (prov_schema_current(&version, store, p) != APR_SUCCESS
+        && prov_schema_current(&version, store, p) != APR_SUCCESS) {
+        DB_LOG(r, srv, "PROV00101: cannot read the schema version of the database");
         schema_checked_at = now;
         return 0;
     }
     if (version != prov_schema_expected()) {
         schema_checked_at = now;
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00102: the database has schema "
-                      "version %d, this module needs %d: run `providerctl db migrate`",
-                      version, prov_schema_expected());
+        DB_LOG(r, srv, "PROV00102: the database has schema version %d, this module needs "
+               "%d: run `providerctl db migrate`", version, prov_schema_expected());
         return 0;
     }
     schema_ok = 1;
     return 1;
 }
 
-prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
+/* A connection of srv's pool, given back when p is cleared or by
+ * db_close; r (may be NULL) only for the log. */
+static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, prov_error_t **err)
 {
     db_lease_t *l;
     prov_store_t *store;
     resolve_dbd();
-    l = apr_pcalloc(r->pool, sizeof(*l));
-    l->s = r->server;
-    l->dbd = dbd_open_fn ? dbd_open_fn(r->pool, r->server) : NULL;
+    l = apr_pcalloc(p, sizeof(*l));
+    l->s = srv;
+    l->dbd = dbd_open_fn ? dbd_open_fn(p, srv) : NULL;
     if (!l->dbd) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00100: no database connection "
-                      "from mod_dbd (check DBDriver / DBDParams)");
-        *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+        DB_LOG(r, srv, "PROV00100: no database connection from mod_dbd (check DBDriver / "
+               "DBDParams)");
+        *err = prov_error_make(p, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                "The service's database is unavailable; try again later.");
         return NULL;
     }
-    apr_pool_cleanup_register(r->pool, l, db_release, apr_pool_cleanup_null);
-    store = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared, r->pool);
+    apr_pool_cleanup_register(p, l, db_release, apr_pool_cleanup_null);
+    store = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared, p);
     store->lease = l;
-    if (!schema_usable(r, store)) {
-        apr_pool_cleanup_run(r->pool, l, db_release);
-        *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+    store->lease_pool = p;
+    if (!schema_usable(r, srv, store, p)) {
+        apr_pool_cleanup_run(p, l, db_release);
+        *err = prov_error_make(p, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                "The service is being upgraded; try again later.");
         return NULL;
     }
@@ -237,10 +248,10 @@ prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
         prov_store_t *cs = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared,
                                            l->dbd->pool);
         if (prov_store_prepare_all(cs) != APR_SUCCESS) {
-            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00103: cannot prepare the "
-                          "statements on a database connection");
-            apr_pool_cleanup_run(r->pool, l, db_release);
-            *err = prov_error_make(r->pool, PROV_E_SERVICE_UNAVAILABLE, NULL,
+            DB_LOG(r, srv, "PROV00103: cannot prepare the statements on a database "
+                   "connection");
+            apr_pool_cleanup_run(p, l, db_release);
+            *err = prov_error_make(p, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                    "The service's database is unavailable; try again later.");
             return NULL;
         }
@@ -249,8 +260,44 @@ prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
     return store;
 }
 
-void provider_db_close(request_rec *r, prov_store_t *store)
+static void db_close(prov_store_t *store)
 {
     if (store)
-        apr_pool_cleanup_run(r->pool, store->lease, db_release);
+        apr_pool_cleanup_run(store->lease_pool, store->lease, db_release);
+}
+
+prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
+{
+    return db_open(r, r->server, r->pool, err);
+}
+
+void provider_db_close(request_rec *r, prov_store_t *store)
+{
+    (void)r;
+    db_close(store);
+}
+
+/* The billing writer's source: connections of the server's pool, opened
+ * from the writer thread (or the child's main thread when it stops). */
+static apr_status_t server_source_open(prov_store_t **s, void *baton, apr_pool_t *p)
+{
+    prov_error_t *err = NULL;
+    *s = db_open(NULL, baton, p, &err);
+    return *s ? APR_SUCCESS : APR_EGENERAL;
+}
+
+static void server_source_close(prov_store_t *s, void *baton)
+{
+    (void)baton;
+    db_close(s);
+}
+
+prov_store_source_t *provider_server_source(server_rec *s, apr_pool_t *p)
+{
+    prov_store_source_t *src = apr_pcalloc(p, sizeof(*src));
+    src->open = server_source_open;
+    src->close = server_source_close;
+    src->baton = s;
+    src->channel = s;               /* as a request's source: its r->server */
+    return src;
 }

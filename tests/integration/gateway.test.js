@@ -102,6 +102,7 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
       assert.equal(res.status, 200, res.text);
       assert.equal(toMicro(res.headers.get('x-provider-credits')), expected);
     }
+    await stack.billingSettled();
     assert.equal(stack.balance(user.id), before - 16n * expected);
   });
 

@@ -61,6 +61,14 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     return results.map((r) => r.headers.get('x-request-id'));
   }
 
+  // Rows are written by the child's billing writer once the answers are
+  // out, and the lease is returned once the key has had nothing in flight
+  // for 100 ms (stack.billingSettled waits for that, 5 s at most).
+  async function burstOver(user) {
+    await stack.billingSettled();
+    assert.equal(leases(user), 0, 'no lease is left once the burst is over');
+  }
+
   function checkBooks(user, n, { plan = false } = {}) {
     const sums = ledgerSums(stack, `user_id = ${user.id}`);
     const total = BigInt(n) * FULL_CHARGE;
@@ -94,6 +102,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     assert.ok(seen > 0, 'a lease was held while the wave was in flight');
     for (let i = 0; i < 3; i++) ids.push(...await wave(u.load, 'bill-flat'));
     assert.equal(new Set(ids).size, 4 * WAVE, 'every answer has its own request id');
+    await burstOver(u.load);
     const rows = stack.sql(`SELECT request_id, status FROM ledger WHERE user_id = ${u.load.id}`);
     assert.deepEqual(new Set(rows.map((r) => r.request_id)), new Set(ids),
       'the ledger holds exactly the answered requests');
@@ -104,6 +113,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
   it('does the same for a plan: the windows hold exactly the charges', async () => {
     await wave(u.plan, SLOWISH);
     await wave(u.plan, 'bill-flat');
+    await burstOver(u.plan);
     checkBooks(u.plan, 2 * WAVE, { plan: true });
   });
 

@@ -83,6 +83,8 @@ describe('two virtual hosts with their own databases', { timeout: 120000 }, () =
       assert.equal(r.status, 200, `${host}: ${r.status} ${r.text}`);
       charged[host] += toMicro(r.headers.get('x-provider-credits'));
     }
+    await a.billingSettled();
+    await b.billingSettled();
     for (const [stack, user, host] of [[a, userA, 'a'], [b, userB, 'b']]) {
       const rows = stack.sql(`SELECT user_id, status, CAST(credits AS TEXT) AS credits
         FROM ledger ORDER BY id`);

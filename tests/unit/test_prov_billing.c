@@ -385,18 +385,22 @@ static void *lease_race(void *arg)
     return NULL;
 }
 
-static void test_lease_threads(void)
+/* Runs LEASE_THREADS lease_race threads on f and adds up what they did:
+ * requests made, reservations granted, settled and drawn, and the charges. */
+typedef struct lease_run_t {
+    int ok, settled, leased;
+    apr_int64_t requests;
+    prov_micro_t charged;
+} lease_run_t;
+
+static void run_leasers(fixture_t *f, lease_run_t *out)
 {
-    fixture_t f;
     pthread_t th[LEASE_THREADS];
     leaser_t lc[LEASE_THREADS];
-    prov_micro_t charged = 0;
-    apr_int64_t requests = 0;
-    int i, ok = 0, settled = 0, leased = 0;
-    setup(&f, 1000000 * C, 0, 0);
+    int i;
     for (i = 0; i < LEASE_THREADS; i++) {
         memset(&lc[i], 0, sizeof(lc[i]));
-        lc[i].f = &f;
+        lc[i].f = f;
         lc[i].n = i;
         apr_pool_create_unmanaged(&lc[i].p);
     }
@@ -404,27 +408,101 @@ static void test_lease_threads(void)
         CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, lease_race, &lc[i]), 0);
     for (i = 0; i < LEASE_THREADS; i++) {
         pthread_join(th[i], NULL);
-        ok += lc[i].ok;
-        settled += lc[i].settled;
-        leased += lc[i].leased;
-        requests += LEASE_ROUNDS + LEASE_ROUNDS / 10;
-        charged += (prov_micro_t)LEASE_ROUNDS * (1000 + i) + (LEASE_ROUNDS / 10) * (2000 + i);
+        out->ok += lc[i].ok;
+        out->settled += lc[i].settled;
+        out->leased += lc[i].leased;
+        out->requests += LEASE_ROUNDS + LEASE_ROUNDS / 10;
+        out->charged += (prov_micro_t)LEASE_ROUNDS * (1000 + i)
+                        + (LEASE_ROUNDS / 10) * (2000 + i);
         apr_pool_destroy(lc[i].p);
     }
-    CU_ASSERT_EQUAL(ok, (int)requests);
-    CU_ASSERT_EQUAL(settled, ok);
-    CU_ASSERT_TRUE(leased > 0);
-    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 0);
-    CU_ASSERT_EQUAL(count_status(&f, "ok"), requests);
-    CU_ASSERT_EQUAL(balance_of(&f), 1000000 * C - charged);
+    CU_ASSERT_EQUAL(out->ok, (int)out->requests);
+    CU_ASSERT_EQUAL(out->settled, out->ok);
+}
+
+/* After lease_race threads (f's balance was 1000000 C): every row written
+ * complete, no lease left, the balance and the buckets equal the charges. */
+static void check_lease_books(fixture_t *f, apr_int64_t requests, prov_micro_t charged)
+{
+    CU_ASSERT_EQUAL(count_status(f, "reserved"), 0);
+    CU_ASSERT_EQUAL(count_status(f, "ok"), requests);
+    CU_ASSERT_EQUAL(balance_of(f), 1000000 * C - charged);
+    CU_ASSERT_EQUAL(one_value(f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(one_value(f, "SELECT SUM(credits) FROM ledger"), charged);
+    CU_ASSERT_EQUAL(one_value(f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    charged);
+    CU_ASSERT_EQUAL(one_value(f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'user:m'"),
+                    charged);
+    CU_ASSERT_EQUAL(one_value(f, "SELECT SUM(requests) FROM usage_buckets "
+                                 "WHERE scope = 'user:h'"), requests);
+}
+
+static void test_lease_threads(void)
+{
+    fixture_t f;
+    lease_run_t lr = { 0, 0, 0, 0, 0 };
+    setup(&f, 1000000 * C, 0, 0);
+    run_leasers(&f, &lr);
+    CU_ASSERT_TRUE(lr.leased > 0);
+    check_lease_books(&f, lr.requests, lr.charged);
+    apr_pool_destroy(f.p);
+}
+
+/* With a writer thread: the threads' settlements never run a batch, yet
+ * everything is written. A lease outlives the gap after the last request
+ * of its key (a request then still draws from it) and is returned by the
+ * writer once the gap is longer than keep_idle, or when it stops. */
+static void test_lease_writer(void)
+{
+    fixture_t f;
+    lease_run_t lr = { 0, 0, 0, 0, 0 };
+    prov_billing_writer_t *w = NULL;
+    prov_reservation_t *r, *r2, *r3;
+    prov_error_t *err = NULL;
+    prov_micro_t charged;
+    apr_int64_t requests;
+    int polls;
+    setup(&f, 1000000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    run_leasers(&f, &lr);
+    CU_ASSERT_TRUE(lr.leased > lr.ok / 2);
+    requests = lr.requests + 1;
+    charged = lr.charged;
+    /* Nothing in flight, the lease is kept: the next request draws. */
+    CU_ASSERT_TRUE(prov_billing_active(f.src));
+    r = reserve(&f, "after-gap", 3 * C, T0 + 2, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(r->leased);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 777, "ok", T0 + 3, f.p), APR_SUCCESS);
+    charged += 777;
+    prov_billing_writer_stop(w);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    check_lease_books(&f, requests, charged);
+
+    /* A short keep_idle: the second of two requests at once gets a lease,
+     * a third draws from it, and once all are settled the writer returns
+     * it by itself. */
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(20)),
+                          APR_SUCCESS);
+    r = reserve(&f, "pair-1", 3 * C, T0 + 4, &err);
+    r2 = reserve(&f, "pair-2", 3 * C, T0 + 4, &err);
+    r3 = reserve(&f, "pair-3", 3 * C, T0 + 4, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r3);
+    CU_ASSERT_TRUE(r3->leased);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 100, "ok", T0 + 5, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 200, "ok", T0 + 5, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r3, NULL, 300, "ok", T0 + 5, f.p), APR_SUCCESS);
+    charged += 600;
+    for (polls = 0; polls < 1000 && prov_billing_active(f.src); polls++)
+        apr_sleep(apr_time_from_msec(5));
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
     CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger"), charged);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
-                    charged);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'user:m'"),
-                    charged);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(requests) FROM usage_buckets "
-                                  "WHERE scope = 'user:h'"), requests);
+    CU_ASSERT_EQUAL(balance_of(&f), 1000000 * C - charged);
+    prov_billing_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -677,7 +755,8 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
-               PROV_TEST(test_lease_threads), PROV_TEST(test_lease_exact_limit),
+               PROV_TEST(test_lease_threads), PROV_TEST(test_lease_writer),
+               PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_settled_while_written),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),
                PROV_TEST(test_window_math));

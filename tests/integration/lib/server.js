@@ -524,6 +524,22 @@ export class Stack {
     }
   }
 
+  /**
+   * Waits until no billing lease is held (throws after ms). A child's
+   * billing writer writes the rows of requests drawn from a lease once they
+   * are answered, and returns the lease once its key has had nothing in
+   * flight for 100 ms: from then on the ledger and the books are complete.
+   */
+  async billingSettled(ms = 5000) {
+    const until = Date.now() + ms;
+    for (;;) {
+      const n = Number(this.sql('SELECT COUNT(*) AS n FROM billing_leases')[0].n);
+      if (n === 0) return;
+      if (Date.now() >= until) throw new Error(`${n} billing lease(s) still held after ${ms} ms`);
+      await sleep(10);
+    }
+  }
+
   /** Pids of httpd's child processes (the workers; the parent is this.httpd). */
   httpdChildren() {
     if (!this.httpd) return [];
