@@ -338,8 +338,8 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             }
             if ((w = first_waiting(q)) != NULL && w != op)
                 pthread_cond_signal(&w->cond);
-            else if (q->writer && !q->writer->stop && prov_lease_due(&q->leases))
-                writer_wake(q);
+            else if (q->writer && prov_lease_active(&q->leases))
+                writer_wake(q);      /* a lease it must return in time, at least */
         }
         else {
             pthread_cond_wait(&op->cond, &q_mutex);
@@ -518,7 +518,10 @@ static void *writer_main(void *arg)
     while (!w->stop) {
         apr_time_t wall = apr_time_now();
         int active = prov_lease_active(&q->leases), run = 0;
-        if (!q->leader && active) {
+        if (!q->leader && q->head) {
+            run = 1;                 /* queued settlements nobody leads */
+        }
+        else if (!q->leader && active) {
             if (!q->leases.failing)
                 run = prov_lease_due(&q->leases);
             else if (wall >= w->retry_at)

@@ -480,11 +480,24 @@ static void test_lease_writer(void)
     CU_ASSERT_FALSE(prov_billing_active(f.src));
     check_lease_books(&f, requests, charged);
 
-    /* A short keep_idle: the second of two requests at once gets a lease,
-     * a third draws from it, and once all are settled the writer returns
-     * it by itself. */
+    /* A short keep_idle: the second of two requests at once gets a lease
+     * with its reservation; both are settled the ordinary way, and the
+     * writer returns the lease by itself. */
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(20)),
                           APR_SUCCESS);
+    r = reserve(&f, "one-1", 3 * C, T0 + 4, &err);
+    r2 = reserve(&f, "one-2", 3 * C, T0 + 4, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+    CU_ASSERT_FALSE(r2->leased);
+    CU_ASSERT_TRUE(prov_billing_active(f.src));
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 50, "ok", T0 + 5, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 60, "ok", T0 + 5, f.p), APR_SUCCESS);
+    charged += 110;
+    for (polls = 0; polls < 1000 && prov_billing_active(f.src); polls++)
+        apr_sleep(apr_time_from_msec(5));
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    /* Again, and a third request draws from the lease. */
     r = reserve(&f, "pair-1", 3 * C, T0 + 4, &err);
     r2 = reserve(&f, "pair-2", 3 * C, T0 + 4, &err);
     r3 = reserve(&f, "pair-3", 3 * C, T0 + 4, &err);
@@ -501,6 +514,8 @@ static void test_lease_writer(void)
     CU_ASSERT_FALSE(prov_billing_active(f.src));
     CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger"), charged);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"),
+                    requests + 5);
     CU_ASSERT_EQUAL(balance_of(&f), 1000000 * C - charged);
     prov_billing_writer_stop(w);
     apr_pool_destroy(f.p);
