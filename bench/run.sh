@@ -23,7 +23,19 @@
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
 # BENCH_DBDMAX (1: mod_provider's DBDMax; more shows why 1 is the setting),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
-# dir, DBDMax 16 unless BENCH_DBDMAX says otherwise).
+# dir, DBDMax 16 unless BENCH_DBDMAX says otherwise), BENCH_AUTOGROUP (see
+# below: "off" by default, "keep" leaves the kernel's setting alone).
+#
+# The scheduler. With the kernel's autogroup on (Debian's default), every
+# session is one scheduling group with an equal share of the CPUs: apache2
+# starts its own session when it detaches, while wrk and mockgw share this
+# script's. On 2 cores the server under test then gets at most one core
+# whenever the load generator and the gateway are busy, whatever it needs,
+# and its latency tail measures that split rather than the server (mod_proxy
+# needs less than a core and barely notices; mod_provider needs about 1.2).
+# So by default the run switches autogroup off (as the scheduler of a
+# dedicated host would treat one load: thread by thread) and restores the
+# setting when it ends; the header says which way the figures were taken.
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +59,12 @@ case $BACKEND in
     *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
 esac
 PGBIN=/usr/lib/postgresql/15/bin
+AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
+AUTOGROUP_WAS=""
+case ${BENCH_AUTOGROUP:-off} in
+    off|keep) ;;
+    *) echo "bench: BENCH_AUTOGROUP must be off or keep" >&2; exit 2 ;;
+esac
 
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
 
@@ -66,6 +84,10 @@ chmod 755 "$W"
 mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
 MOCKGW_PID=""
 cleanup() {
+    if [ -n "$AUTOGROUP_WAS" ]; then
+        echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE" 2>/dev/null ||
+            echo "bench: could not restore $AUTOGROUP_FILE to $AUTOGROUP_WAS" >&2
+    fi
     for conf in "$W/provider.conf" "$W/proxy.conf"; do
         pf=$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)
         if [ -n "$pf" ] && [ -s "$pf" ]; then
@@ -90,6 +112,21 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
+
+SCHED="autogroup not in this kernel"
+if [ -r "$AUTOGROUP_FILE" ]; then
+    ag=$(cat "$AUTOGROUP_FILE")
+    if [ "$ag" = 0 ]; then
+        SCHED="autogroup off"
+    elif [ "${BENCH_AUTOGROUP:-off}" = keep ]; then
+        SCHED="autogroup on (BENCH_AUTOGROUP=keep: apache2 in a group of its own)"
+    elif echo 0 >"$AUTOGROUP_FILE" 2>/dev/null; then
+        AUTOGROUP_WAS=$ag
+        SCHED="autogroup off for the run (restored afterwards)"
+    else
+        SCHED="autogroup on (could not switch it off: apache2 in a group of its own)"
+    fi
+fi
 
 # free_port: a loopback TCP port nobody listens on.
 free_port() {
@@ -294,6 +331,7 @@ ROWS_AFTER=$(ledger_rows)
 
 # ---- the table ---------------------------------------------------------------
 awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" -v backend="$BACKEND" \
+    -v sched="$SCHED" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
     -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
@@ -309,6 +347,7 @@ BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
     printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
     printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
+    printf "scheduler: %s\n", sched
     if (backend == "pgsql")
         printf "mod_provider: PostgreSQL 15 (local socket, fsync off), DBDMax %s\n\n", dbdmax
     else

@@ -30,6 +30,10 @@
 #define WRITE_GROUP 32
 #define WRITE_WAIT apr_time_from_msec(2)
 #define WRITE_BUSY 4
+/* With a writer thread nobody waits for them: larger groups, fewer
+ * transactions. */
+#define WRITER_GROUP 128
+#define WRITER_WAIT apr_time_from_msec(10)
 /* How often a lease in use is checked against the key, account and model
  * again (a deleted key or a blocked account stops drawing within this). */
 #define LEASE_CHECK_EVERY apr_time_from_msec(100)
@@ -507,12 +511,14 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
 static int slot_due(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
     const prov_entry_t *e;
+    int group = L->keep_idle ? WRITER_GROUP : WRITE_GROUP;
+    apr_interval_time_t wait = L->keep_idle ? WRITER_WAIT : WRITE_WAIT;
     if (s->state == PROV_LEASE_DRAINING
         || (s->state == PROV_LEASE_OPEN && slot_idle_over(L, s, wall)))
         return 1;
-    if (s->settled_n && (s->settled_n >= WRITE_GROUP || s->busy < WRITE_BUSY
-                         || wall - s->settled_since >= WRITE_WAIT
-                         || wall - s->last_draw >= WRITE_WAIT))
+    if (s->settled_n && (s->settled_n >= group || s->busy < WRITE_BUSY
+                         || wall - s->settled_since >= wait
+                         || wall - s->last_draw >= wait))
         return 1;
     for (e = s->pending; e; e = e->next) {
         if (e->state == PROV_ENT_INFLIGHT && wall - e->drawn_at >= ENTRY_WRITE_AFTER)
