@@ -723,14 +723,16 @@ static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
     return APR_SUCCESS;
 }
 
-/* A reservation of a key with others in flight: a lease of lease_unit when
- * the account funds it the same way and room for as much again is left. */
+/* A reservation of a key with others in flight: a lease of lease_unit (or
+ * of half, a quarter... down to lease_floor) when the account funds it the
+ * same way and room for as much again is left. */
 static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
 {
     prov_slot_t w;
     acct_t *a = NULL;
     keyw_t *k = NULL;
     unsigned char rnd[12];
+    prov_micro_t room;
     int ok = 0, i;
     apr_status_t rv;
 
@@ -741,7 +743,13 @@ static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
     w.from_plan = op->out->from_plan;
     if ((rv = lease_valid(&ok, b, &w, op->auth->key_hash, &a, &k)) != APR_SUCCESS)
         return rv;
-    if (!ok || lease_room(a, k, w.from_plan) < 2 * op->lease_unit)
+    if (!ok || op->lease_unit <= 0)
+        return APR_SUCCESS;
+    room = lease_room(a, k, w.from_plan);
+    while (op->lease_unit > op->lease_floor && room < 2 * op->lease_unit)
+        op->lease_unit = op->lease_unit / 2 > op->lease_floor ? op->lease_unit / 2
+                                                               : op->lease_floor;
+    if (room < 2 * op->lease_unit)
         return APR_SUCCESS;
     if (apr_generate_random_bytes(rnd, sizeof(rnd)) != APR_SUCCESS)
         return APR_SUCCESS;          /* no lease: requests reserve one by one */

@@ -111,7 +111,8 @@ typedef struct prov_op_t {
     prov_error_t *err;              /* ... and the refusal */
     int swept;                      /* sweep: holds expired */
     prov_slot_t *slot;              /* reserve: its key and model's slot (counted busy) */
-    prov_micro_t lease_unit;        /* reserve: also grant a lease of this size */
+    prov_micro_t lease_unit;        /* reserve: also grant a lease of this size, */
+    prov_micro_t lease_floor;       /* ... or halved down to this one for the room */
     prov_micro_t granted;           /* ... granted (0: none) */
     char lease_id[48];
     prov_plan_windows_t lease_windows;

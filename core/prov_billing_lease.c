@@ -18,6 +18,10 @@
  * and how far it grows when requests find it too small. */
 #define LEASE_HOLDS     256
 #define LEASE_HOLDS_MAX 4096
+/* With a writer thread a lease also covers rows settled but not written yet
+ * (up to a group and a batch's time): it starts larger where the limits
+ * have room for it, and never smaller than without one. */
+#define LEASE_HOLDS_WRITER 1024
 /* Without a writer thread, a key whose lease was returned this recently
  * gets a new one with its next reservation (its requests come and go in
  * waves). */
@@ -336,7 +340,8 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             continue;
         if (s && s->state == PROV_LEASE_OPEN && !s->closing)
             continue;
-        op->lease_unit = op->hold * LEASE_HOLDS;
+        op->lease_floor = op->hold * LEASE_HOLDS;
+        op->lease_unit = op->hold * (L->keep_idle ? LEASE_HOLDS_WRITER : LEASE_HOLDS);
         if (s && s->unit > op->lease_unit)
             op->lease_unit = s->unit;
     }
