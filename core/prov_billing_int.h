@@ -140,6 +140,11 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
                                     apr_int64_t now, int sweep, apr_int64_t hold_timeout,
                                     apr_pool_t *p);
 
+/* Drawn rows one batch writes at most (all of a lease it returns): a
+ * database that falls behind (a busy PostgreSQL) gets batches of bounded
+ * length rather than ever longer ones. */
+#define PROV_BATCH_ROWS_MAX 512
+
 /* The queue side of leases, all called with the queue mutex held. A lease
  * table is one per queue. */
 typedef struct prov_leases_t {

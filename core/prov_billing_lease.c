@@ -246,12 +246,12 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
     prov_op_t *op, *o2;
     apr_time_t wall = apr_time_now();
     apr_int64_t held[HELD_MAX];
-    int i, nheld = 0;
+    int i, nheld = 0, rows = 0;
 
     for (i = 0; i < 64; i++) {
         for (s = L->buckets[i]; s; s = s->next) {
             prov_entry_t *e, *next, *keep = NULL;
-            int closing;
+            int closing, left = 0;
             if (!has_work(s))
                 continue;
             closing = s->state != PROV_LEASE_OPEN || slot_idle_over(L, s, wall);
@@ -259,8 +259,10 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             s->take_drawn = s->drawn;
             for (e = s->pending; e; e = next) {
                 next = e->next;
-                if (closing || e->state == PROV_ENT_SETTLED
-                    || wall - e->drawn_at >= ENTRY_WRITE_AFTER) {
+                if ((rows < PROV_BATCH_ROWS_MAX || closing)
+                    && (closing || e->state == PROV_ENT_SETTLED
+                        || wall - e->drawn_at >= ENTRY_WRITE_AFTER)) {
+                    rows++;
                     s->writing += entry_amount(e);
                     e->complete = e->state == PROV_ENT_SETTLED;
                     e->settled = 0;
@@ -271,10 +273,14 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
                 else {
                     e->next = keep;
                     keep = e;
+                    left += e->state == PROV_ENT_SETTLED;
                 }
             }
             s->pending = keep;
-            s->settled_n = 0;
+            /* Settled rows left for the next batch are due at once. */
+            s->settled_n = left;
+            if (left)
+                s->settled_since = wall - WRITER_WAIT;
             if (!closing && s->exhausted && s->unit) {
                 s->unit = s->unit * 2;
                 if (s->unit > s->unit_max)

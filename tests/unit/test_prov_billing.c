@@ -582,6 +582,25 @@ static void lease_op(prov_op_t *op, fixture_t *f, const char *id, apr_int64_t no
  * still running when a batch writes its hold (it is a second old), and it
  * is settled while that batch runs: the settlement comes back as an
  * ordinary one for the row just written, and runs once. */
+/* Frees the slots of a lease table of a test's own, each with no lease,
+ * nothing in flight and nothing unwritten left (the returned lease's slot
+ * is kept a moment for a quick new lease). */
+static void free_slots(prov_leases_t *L)
+{
+    int i;
+    for (i = 0; i < 64; i++) {
+        while (L->buckets[i]) {
+            prov_slot_t *sl = L->buckets[i];
+            CU_ASSERT_EQUAL(sl->state, PROV_LEASE_NONE);
+            CU_ASSERT_EQUAL(sl->busy, 0);
+            CU_ASSERT_PTR_NULL(sl->pending);
+            L->buckets[i] = sl->next;
+            free(sl->key_hash);
+            free(sl);
+        }
+    }
+}
+
 static void test_lease_settled_while_written(void)
 {
     fixture_t f;
@@ -654,21 +673,80 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - C / 2);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
                     C / 2);
-    /* The returned lease's slot is kept a moment for a quick new lease. */
-    {
-        int i;
-        for (i = 0; i < 64; i++) {
-            while (L.buckets[i]) {
-                prov_slot_t *sl = L.buckets[i];
-                CU_ASSERT_EQUAL(sl->state, PROV_LEASE_NONE);
-                CU_ASSERT_EQUAL(sl->busy, 0);
-                CU_ASSERT_PTR_NULL(sl->pending);
-                L.buckets[i] = sl->next;
-                free(sl->key_hash);
-                free(sl);
-            }
-        }
+    free_slots(&L);
+    apr_pool_destroy(f.p);
+}
+
+/* Counts the entries of a list. */
+static int entries(const prov_entry_t *e)
+{
+    int n = 0;
+    for (; e; e = e->next)
+        n++;
+    return n;
+}
+
+/* More settled rows than a batch takes: the first batch writes
+ * PROV_BATCH_ROWS_MAX of them, the rest stays due and the next batch
+ * writes it; every row is written once and the books are exact. */
+static void test_lease_batch_cap(void)
+{
+    fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_slot_t *work;
+    prov_tokens_t t = { 3, 4, 0, 0 };
+    const int n = PROV_BATCH_ROWS_MAX + 88;
+    int i;
+    setup(&f, 100000 * C, 0, 0);
+    memset(&L, 0, sizeof(L));
+    lease_op(&ops[0], &f, "cap-a", T0);
+    lease_op(&ops[1], &f, "cap-b", T0);
+    ops[0].next = &ops[1];
+    work = prov_lease_take(&L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 256 * C);
+    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    for (i = 0; i < n; i++) {
+        prov_reservation_t *r = NULL;
+        CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat",
+                                             apr_psprintf(f.p, "cap-%d", i), C / 4, T0 + 1, f.p));
+        CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, "ok", T0 + 1), 1);
     }
+    CU_ASSERT_TRUE(prov_lease_due(&L));
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL(entries(work->taken), PROV_BATCH_ROWS_MAX);
+    CU_ASSERT_EQUAL(entries(work->pending), n - PROV_BATCH_ROWS_MAX);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), PROV_BATCH_ROWS_MAX);
+    /* The rest is due at once. */
+    CU_ASSERT_TRUE(prov_lease_due(&L));
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL(entries(work->taken), n - PROV_BATCH_ROWS_MAX);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), n);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
+                    (prov_micro_t)n * (C / 8));
+    /* The two holds end, the lease is returned: only the charges are gone. */
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0 + 2), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0 + 2), 0);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[0].out, "failed", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[1].out, "failed", T0 + 2, f.p), APR_SUCCESS);
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
+                          APR_SUCCESS);
+    prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 100000 * C - (prov_micro_t)n * (C / 8));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    (prov_micro_t)n * (C / 8));
+    free_slots(&L);
     apr_pool_destroy(f.p);
 }
 
@@ -777,7 +855,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_lease_threads), PROV_TEST(test_lease_writer),
                PROV_TEST(test_lease_exact_limit),
-               PROV_TEST(test_lease_settled_while_written),
+               PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),
                PROV_TEST(test_window_math));
 }
