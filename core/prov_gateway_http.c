@@ -33,9 +33,15 @@
 #define MAX_BODY (256 * 1024 * 1024)    /* an answer that is not streamed */
 #define SLOTS 4                         /* gateways a thread keeps a connection to */
 
+/* Answer buffers a thread keeps between calls, up to this size each (a
+ * 32 KB malloc per call made malloc consolidate its free lists each time). */
+#define KEEP_BUF (64 * 1024)
+
 typedef struct slot_t {
     const void *gw;
     int fd;
+    char *in, *body;                /* kept buffers, and their sizes */
+    apr_size_t incap, bodycap;
 } slot_t;
 
 static pthread_key_t conn_key;
@@ -48,6 +54,8 @@ static void conn_thread_cleanup(void *v)
     for (i = 0; i < SLOTS; i++) {
         if (slots[i].fd >= 0)
             close(slots[i].fd);
+        free(slots[i].in);
+        free(slots[i].body);
     }
     free(slots);
 }
@@ -65,12 +73,10 @@ static slot_t *slot_of(const void *gw)
     pthread_once(&conn_once, conn_key_init);
     slots = pthread_getspecific(conn_key);
     if (!slots) {
-        if (!(slots = malloc(SLOTS * sizeof(*slots))))
+        if (!(slots = calloc(SLOTS, sizeof(*slots))))
             return NULL;
-        for (i = 0; i < SLOTS; i++) {
-            slots[i].gw = NULL;
+        for (i = 0; i < SLOTS; i++)
             slots[i].fd = -1;
-        }
         pthread_setspecific(conn_key, slots);
     }
     for (i = 0; i < SLOTS; i++) {
@@ -85,8 +91,12 @@ static slot_t *slot_of(const void *gw)
         i = SLOTS - 1;
         if (slots[i].fd >= 0)
             close(slots[i].fd);
+        free(slots[i].in);
+        free(slots[i].body);
         memmove(slots + 1, slots, (SLOTS - 1) * sizeof(*slots));
         i = 0;
+        slots[i].in = slots[i].body = NULL;
+        slots[i].incap = slots[i].bodycap = 0;
     }
     slots[i].gw = gw;
     slots[i].fd = -1;
@@ -459,6 +469,25 @@ static const char *head_of(const prov_gw_target_t *t, const char *auth_header, c
     return apr_array_pstrcat(p, parts, 0);
 }
 
+/* Gives a call's buffers back to its slot (or frees the large ones). */
+static void keep_buffers(slot_t *s, answer_t *a)
+{
+    if (a->cap > KEEP_BUF) {
+        free(a->in);
+        a->in = NULL;
+        a->cap = 0;
+    }
+    if (a->bcap > KEEP_BUF) {
+        free(a->body);
+        a->body = NULL;
+        a->bcap = 0;
+    }
+    s->in = a->in;
+    s->incap = a->cap;
+    s->body = a->body;
+    s->bodycap = a->bcap;
+}
+
 apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_target_t *t,
                                   const void *gw, const char *auth_header,
                                   long connect_timeout_ms, long timeout_ms, const char *path,
@@ -479,6 +508,11 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         struct iovec iov[2];
         answer_t a;
         memset(&a, 0, sizeof(a));
+        a.in = s->in;
+        a.cap = s->incap;
+        a.body = s->body;
+        a.bcap = s->bodycap;
+        s->in = s->body = NULL;
         if (!reused) {
             apr_time_t cd = apr_time_now() + apr_time_from_msec(connect_timeout_ms);
             rv = open_conn(&s->fd, t, cd < deadline ? cd : deadline);
@@ -505,13 +539,11 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
             /* bytes beyond the answer: the connection is out of step */
             if (!a.keep || a.pos != a.len)
                 drop(s);
-            free(a.in);
-            free(a.body);
+            keep_buffers(s, &a);
             *resp = r;
             return APR_SUCCESS;
         }
-        free(a.in);
-        free(a.body);
+        keep_buffers(s, &a);
         drop(s);
         /* A kept connection the gateway had closed: once more on a new one. */
         if (reused && !a.got_any && rv != APR_TIMEUP)

@@ -28,6 +28,39 @@ static void c_locale_init(void)
     c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
 }
 
+/* A json-c tokener is about 1.5 KB in two allocations, and allocating it
+ * made malloc consolidate its free lists on every parse: parses reuse up to
+ * TOK_KEEP of them (a process-wide stack; they live as long as it). */
+#define TOK_KEEP 64
+static pthread_mutex_t tok_mutex = PTHREAD_MUTEX_INITIALIZER;
+static json_tokener *tok_kept[TOK_KEEP];
+static int tok_n;
+
+static json_tokener *tok_get(void)
+{
+    json_tokener *tok = NULL;
+    pthread_mutex_lock(&tok_mutex);
+    if (tok_n)
+        tok = tok_kept[--tok_n];
+    pthread_mutex_unlock(&tok_mutex);
+    if (!tok)
+        return json_tokener_new();
+    json_tokener_reset(tok);
+    return tok;
+}
+
+static void tok_put(json_tokener *tok)
+{
+    pthread_mutex_lock(&tok_mutex);
+    if (tok_n < TOK_KEEP) {
+        tok_kept[tok_n++] = tok;
+        tok = NULL;
+    }
+    pthread_mutex_unlock(&tok_mutex);
+    if (tok)
+        json_tokener_free(tok);
+}
+
 json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
 {
     json_tokener *tok;
@@ -44,7 +77,7 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
     pthread_once(&c_locale_once, c_locale_init);
     if (c_locale && uselocale((locale_t)0) != c_locale)
         uselocale(c_locale);
-    tok = json_tokener_new();
+    tok = tok_get();
     if (!tok) {
         *err = "out of memory";
         return NULL;
@@ -56,7 +89,7 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
                                               : json_tokener_error_desc(jerr);
         if (obj)
             json_object_put(obj);
-        json_tokener_free(tok);
+        tok_put(tok);
         return NULL;
     }
     /* Trailing non-space bytes after the value are an error too. */
@@ -68,11 +101,11 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
         if (rest < end) {
             *err = "unexpected data after the JSON value";
             json_object_put(obj);
-            json_tokener_free(tok);
+            tok_put(tok);
             return NULL;
         }
     }
-    json_tokener_free(tok);
+    tok_put(tok);
     return prov_json_own(obj, p);
 }
 
