@@ -114,10 +114,11 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
                                  const prov_tokens_t *t, prov_micro_t charge, const char *status,
                                  apr_int64_t now, apr_pool_t *p);
-/* A settlement of a request drawn from a lease may leave a batch due
- * without running it (r->flush_due), so that its answer does not wait for
- * other requests' rows: the caller calls this once the answer is out.
- * Runs the batch (in this thread) when one is still due and nobody runs it. */
+/* Without a writer thread, a settlement of a request drawn from a lease may
+ * leave a batch due without running it (r->flush_due), so that its answer
+ * does not wait for other requests' rows: the caller calls this once the
+ * answer is out. Runs the batch (in this thread) when one is still due and
+ * nobody runs it; with a writer thread, does nothing. */
 apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p);
 /* A writer thread for the queue of src's channel: it writes what requests
  * drew from leases (in groups, after their answers) and returns a lease
