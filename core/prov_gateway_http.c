@@ -508,11 +508,6 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         struct iovec iov[2];
         answer_t a;
         memset(&a, 0, sizeof(a));
-        a.in = s->in;
-        a.cap = s->incap;
-        a.body = s->body;
-        a.bcap = s->bodycap;
-        s->in = s->body = NULL;
         if (!reused) {
             apr_time_t cd = apr_time_now() + apr_time_from_msec(connect_timeout_ms);
             rv = open_conn(&s->fd, t, cd < deadline ? cd : deadline);
@@ -526,6 +521,11 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         iov[0].iov_len = strlen(head);
         iov[1].iov_base = (void *)(body ? body : "");
         iov[1].iov_len = body ? len : 0;
+        a.in = s->in;
+        a.cap = s->incap;
+        a.body = s->body;
+        a.bcap = s->bodycap;
+        s->in = s->body = NULL;
         rv = send_all(s->fd, iov, body && len ? 2 : 1, deadline);
         if (rv == APR_SUCCESS)
             rv = read_answer(s->fd, &a, deadline, p);
