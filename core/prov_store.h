@@ -33,7 +33,6 @@ typedef struct prov_store_t {
     apr_pool_t *pool;         /* the pool the handle lives in */
     int owned;                /* opened by prov_store_open: close it ourselves */
     void *lease;              /* the caller's handle on a borrowed connection */
-    apr_pool_t *lease_pool;   /* ... and the pool it was borrowed in */
     int in_txn;               /* between prov_store_begin and commit/rollback */
 } prov_store_t;
 

@@ -236,7 +236,6 @@ static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, pro
     apr_pool_cleanup_register(p, l, db_release, apr_pool_cleanup_null);
     store = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared, p);
     store->lease = l;
-    store->lease_pool = p;
     if (!schema_usable(r, srv, store, p)) {
         apr_pool_cleanup_run(p, l, db_release);
         *err = prov_error_make(p, PROV_E_SERVICE_UNAVAILABLE, NULL,
@@ -263,7 +262,7 @@ static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, pro
 static void db_close(prov_store_t *store)
 {
     if (store)
-        apr_pool_cleanup_run(store->lease_pool, store->lease, db_release);
+        apr_pool_cleanup_run(store->pool, store->lease, db_release);
 }
 
 prov_store_t *provider_db_open(request_rec *r, prov_error_t **err)
