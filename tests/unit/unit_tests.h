@@ -31,6 +31,7 @@ void prov_test_suite_cache(void);
 void prov_test_suite_messages(void);
 void prov_test_suite_responses(void);
 void prov_test_suite_gateway(void);
+void prov_test_suite_redact(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \

@@ -1,0 +1,58 @@
+/* prov_gwerror.h: what a gateway's error may tell a client. A gateway error
+ * (the body of a non-200 answer, an `error` event in a Messages stream, an
+ * `error` chunk in a Chat Completions stream) is read in either family's
+ * shape, but only this much of it reaches the client: the class of its HTTP
+ * status, a kind from a fixed list (with that kind's allow-listed type
+ * name), token counts read as digits from a context-length refusal, and a
+ * message written here. The gateway's own text is kept for the server's log
+ * only: mask it with prov_redact before logging it, because a gateway may put
+ * its address or a token into it. */
+#ifndef PROV_GWERROR_H
+#define PROV_GWERROR_H
+
+#include "prov_common.h"
+#include "prov_error.h"
+
+/* The gateway text kept for the log (bytes; prov_redact bounds it again). */
+#define PROV_GWERROR_TEXT_MAX 1000
+
+typedef enum {
+    PROV_GWERR_UNKNOWN = 0,      /* nothing recognised */
+    PROV_GWERR_INVALID_REQUEST,  /* a 4xx about the request */
+    PROV_GWERR_CONTEXT_LENGTH,   /* the prompt does not fit the model's context window */
+    PROV_GWERR_RATE_LIMIT,       /* 429, rate_limit_error */
+    PROV_GWERR_OVERLOADED,       /* 529, overloaded_error */
+    PROV_GWERR_AUTH,             /* 401/403: the gateway refused our service token */
+    PROV_GWERR_NOT_FOUND,        /* 404 */
+    PROV_GWERR_SERVER            /* 5xx, api_error, server_error */
+} prov_gwerr_kind_e;
+
+typedef struct prov_gwerror_t {
+    int status;                  /* the gateway's HTTP status; 0: an error inside a stream */
+    prov_gwerr_kind_e kind;
+    const char *type;            /* the kind's allow-listed Anthropic type name */
+    const char *text;            /* the gateway's own message (or body), raw and bounded;
+                                    NULL when none. Never for a client. */
+    apr_int64_t prompt_tokens;   /* from "N tokens > M" in a context-length refusal, else 0 */
+    apr_int64_t limit_tokens;
+} prov_gwerror_t;
+
+/* Reads an error body or event data (either family's shape, or no JSON at
+ * all) with the gateway's status (0 for an error inside a stream) into *e;
+ * the text is copied into p. */
+void prov_gwerror_read(prov_gwerror_t *e, int status, const char *body, apr_size_t len,
+                       apr_pool_t *p);
+
+/* The error the client gets, in its own words: a context-length refusal is
+ * 400 INVALID_REQUEST saying the prompt is too long (with the counts when
+ * known), another request refusal (4xx) is 400 INVALID_REQUEST, 429 is 502
+ * GATEWAY_ERROR saying the model is busy (the caller adds Retry-After), and
+ * the rest is 502 GATEWAY_ERROR naming the gateway's HTTP status. An error
+ * inside a stream (status 0) is GATEWAY_ERROR naming the kind's type. */
+prov_error_t *prov_gwerror_client(const prov_gwerror_t *e, apr_pool_t *p);
+
+/* The `error` event a Messages stream client gets for e:
+ * {"type":"error","error":{"type":<allow-listed type>,"message":...,"code":...}}. */
+const char *prov_gwerror_anthropic_event(const prov_gwerror_t *e, apr_pool_t *p);
+
+#endif
