@@ -29,6 +29,7 @@
 typedef struct {
     char *token;            /* the service token expected after "Bearer " */
     char *models_json;      /* the pre-rendered GET /v1/models answer */
+    char *self_url;         /* "http://HOST:PORT" this gateway listens on */
     bool verbose;           /* log one line per request to stderr */
 } mgw_config_t;
 
@@ -104,7 +105,9 @@ typedef enum {
     MGW_FAULT_CUT,
     MGW_FAULT_MALFORMED,
     MGW_FAULT_OVERFLOW,
-    MGW_FAULT_404
+    MGW_FAULT_404,
+    MGW_FAULT_LEAK,         /* a 400 whose message holds the URL and the token */
+    MGW_FAULT_ERROR_EVENT   /* stream: half the events, then an error event that leaks */
 } mgw_fault_kind_t;
 
 typedef struct {
@@ -219,6 +222,14 @@ int mgw_send_openai_error(mgw_ctx_t *x, int status, const char *type,
 /* Sends {"type":"error","error":{"type","message"}}. */
 int mgw_send_anthropic_error(mgw_ctx_t *x, int status, const char *type,
                              const char *message, const char *extra_headers);
+
+/* The error message of the leak faults: this gateway's URL with path and an
+ * "Authorization: Bearer <service token>" line, as a careless gateway writes
+ * them. Appended to out. */
+void mgw_leak_message(mgw_buf_t *out, const char *path);
+/* With the error-event fault: keeps the first half of the events (at least
+ * one) and appends the family's error event carrying the leak message. */
+void mgw_events_fail(mgw_ctx_t *x, mgw_events_t *e, mgw_family_t fam);
 
 int mgw_openai_chat(mgw_ctx_t *x);
 int mgw_anthropic_messages(mgw_ctx_t *x);

@@ -270,6 +270,8 @@ int mgw_anthropic_messages(mgw_ctx_t *x)
     if (stream && json_object_get_boolean(stream)) {
         mgw_events_t e = { 0 };
         stream_events(&p, &e);
+        if (x->fault.kind == MGW_FAULT_ERROR_EVENT)
+            mgw_events_fail(x, &e, MGW_FAMILY_ANTHROPIC);
         ret = mgw_http_stream(x->conn, &e, &x->fault);
         mgw_events_free(&e);
     } else {

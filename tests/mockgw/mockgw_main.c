@@ -267,6 +267,11 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     lfd = listen_on(listen_spec, shown, sizeof shown);
+    {
+        mgw_buf_t self = { 0 };
+        mgw_buf_printf(&self, "http://%s", shown);
+        mgw_cfg.self_url = self.p;
+    }
     if (pthread_create(&acceptor, NULL, accept_loop, &lfd) != 0) {
         fputs("mockgw: cannot start the accept thread\n", stderr);
         return 1;

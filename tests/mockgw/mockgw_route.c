@@ -196,6 +196,41 @@ static int read_faults(mgw_ctx_t *x, const char *model)
     return 0;
 }
 
+void mgw_leak_message(mgw_buf_t *out, const char *path)
+{
+    mgw_buf_printf(out, "upstream call to %s%s failed; the request carried "
+                   "Authorization: Bearer %s", mgw_cfg.self_url, path, mgw_cfg.token);
+}
+
+void mgw_events_fail(mgw_ctx_t *x, mgw_events_t *e, mgw_family_t fam)
+{
+    size_t keep = e->n / 2 ? e->n / 2 : (e->n ? 1 : 0);
+    json_object *o = json_object_new_object(), *err = json_object_new_object();
+    mgw_buf_t msg = { 0 };
+
+    if (keep < e->n) {
+        e->n = keep;
+        e->data.len = keep ? e->ends[keep - 1] : 0;
+        if (e->data.p)
+            e->data.p[e->data.len] = '\0';
+    }
+    mgw_leak_message(&msg, x->req->path);
+    mgw_jset(err, "message", json_object_new_string(msg.p));
+    if (fam == MGW_FAMILY_ANTHROPIC) {
+        mgw_jset(o, "type", json_object_new_string("error"));
+        mgw_jset(err, "type", json_object_new_string("overloaded_error"));
+        mgw_jset(o, "error", err);
+        mgw_events_add(e, "error", o);
+    } else {
+        mgw_jset(err, "type", json_object_new_string("server_error"));
+        mgw_jset(err, "param", NULL);
+        mgw_jset(err, "code", json_object_new_string("internal_error"));
+        mgw_jset(o, "error", err);
+        mgw_events_add(e, NULL, o);
+    }
+    mgw_buf_free(&msg);
+}
+
 /* Answers the faults that replace the answer. Returns 1 with *ret set if it
  * answered, else 0 (after any delay). */
 static int answer_faults(mgw_ctx_t *x, mgw_family_t fam, int *ret)
@@ -227,6 +262,23 @@ static int answer_faults(mgw_ctx_t *x, mgw_family_t fam, int *ret)
                             "prompt is too long: 250000 tokens > 200000 maximum",
                             NULL);
         return 1;
+    case MGW_FAULT_LEAK:
+    case MGW_FAULT_ERROR_EVENT: {
+        json_object *st = mgw_json_get(x->body, "stream", json_type_boolean);
+        mgw_buf_t msg = { 0 };
+        /* error-event on a stream is applied by the handler. */
+        if (x->fault.kind == MGW_FAULT_ERROR_EVENT && st && json_object_get_boolean(st))
+            return 0;
+        mgw_leak_message(&msg, x->req->path);
+        if (x->fault.kind == MGW_FAULT_LEAK)
+            *ret = family_error(x, fam, 400, "invalid_request_error", "invalid_request",
+                                msg.p, NULL);
+        else
+            *ret = family_error(x, fam, 500, an ? "api_error" : "server_error",
+                                "internal_error", msg.p, NULL);
+        mgw_buf_free(&msg);
+        return 1;
+    }
     case MGW_FAULT_MALFORMED:
         *ret = mgw_http_respond(x->conn, 200, "application/json", NULL, broken,
                                 sizeof broken - 1, NULL);

@@ -199,7 +199,8 @@ static int fault_one(mgw_fault_t *f, const char *s, size_t len)
         { "reset", MGW_FAULT_RESET },   { "cut", MGW_FAULT_CUT },
         { "malformed", MGW_FAULT_MALFORMED },
         { "overflow", MGW_FAULT_OVERFLOW }, { "none", MGW_FAULT_NONE },
-        { "404", MGW_FAULT_404 },
+        { "404", MGW_FAULT_404 },       { "leak", MGW_FAULT_LEAK },
+        { "error-event", MGW_FAULT_ERROR_EVENT },
     };
 
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -347,6 +347,31 @@ def test_faults(g):
                   "messages": [{"role": "user", "content": "hi"}]}, ANTH)
     check(sse(d)[-1][0] == "message_stop" and time.time() - t >= 0.3, "stream trickle")
 
+    # the leak faults: the gateway's own URL and token in the error text
+    url = "http://127.0.0.1:%d" % g.port
+    secret = "Authorization: Bearer " + TOKEN
+    r, d = g.req("POST", "/v1/chat/completions", dict(b, model="x-fault-leak"), AUTH)
+    m = json.loads(d)["error"]["message"]
+    check(r.status == 400 and url + "/v1/chat/completions" in m and secret in m, "leak openai")
+    r, d = g.req("POST", "/v1/messages/count_tokens", dict(b, model="c-fault-leak"), ANTH)
+    j = json.loads(d)
+    check(r.status == 400 and j["type"] == "error" and url in j["error"]["message"]
+          and secret in j["error"]["message"], "leak count_tokens")
+    r, d = g.req("POST", "/v1/messages", dict(b, model="c-fault-error-event"), ANTH)
+    check(r.status == 500 and secret in json.loads(d)["error"]["message"], "error-event plain")
+    r, d = g.req("POST", "/v1/messages", dict(b, model="c-fault-error-event", stream=True), ANTH)
+    ev = sse(d)
+    check(ev[0][0] == "message_start" and ev[-1][0] == "error"
+          and json.loads(ev[-1][1])["error"]["type"] == "overloaded_error"
+          and url in ev[-1][1] and secret in ev[-1][1]
+          and "message_stop" not in [e for e, _ in ev], "error-event anthropic stream")
+    r, d = g.req("POST", "/v1/chat/completions", dict(b, model="x-fault-error-event",
+                                                      stream=True), AUTH)
+    ev = sse(d)
+    check(r.status == 200 and "choices" in json.loads(ev[0][1]) and len(ev) >= 2
+          and secret in json.loads(ev[-1][1])["error"]["message"]
+          and all(dd != "[DONE]" for _, dd in ev), "error-event openai stream")
+
 
 def test_http(g):
     c = g.conn()
