@@ -2,12 +2,14 @@
  * and normalised in place so that what coding-agent clients send reaches the
  * gateway's native /v1/messages in a form it accepts and this service can
  * meter: cache_control markers go everywhere, thinking blocks leave the
- * history and the `thinking` field the request, image and document blocks are
- * refused in a message (naming the block) and become a short text note inside
- * a tool_result, and system messages met in the conversation join the system
- * text. Unknown fields pass through untouched: there is no allowlist. The
- * second half relays a streamed answer event by event, reading the usage from
- * message_start and message_delta on the way. */
+ * history and the `thinking` field the request, a message's blocks other than
+ * text, tool_use and tool_result (images, documents, anything else) are
+ * refused naming the block, inside a tool_result a search_result becomes text
+ * and any other non-text block a short note, and system messages met in the
+ * conversation join the system text. Unknown fields pass through untouched:
+ * there is no allowlist of fields, only of blocks. The second half relays a
+ * streamed answer event by event, reading the usage from message_start and
+ * message_delta on the way; a gateway's error event is replaced by ours. */
 #include <string.h>
 #include "prov_messages.h"
 #include "prov_sse.h"
@@ -59,8 +61,35 @@ static json_object *note_block(const char *type)
     return b;
 }
 
-/* A tool_result's content: a string, or blocks in which images and documents
- * become notes; cache_control goes. */
+/* A search_result block (what Claude Code's WebFetch returns) as one text
+ * block: its title, its source and its text; NULL when it has none. */
+static json_object *search_result_text(json_object *b)
+{
+    json_object *content = prov_json_get(b, "content", json_type_array), *t;
+    const char *title = prov_json_get_str(b, "title"), *source = prov_json_get_str(b, "source");
+    struct printbuf *pb;
+    size_t i, n = content ? json_object_array_length(content) : 0;
+
+    if (!n)
+        return NULL;
+    pb = printbuf_new();
+    if (title || source)
+        sprintbuf(pb, "%s%s%s%s\n", title ? title : "", title && source ? " (" : "",
+                  source ? source : "", title && source ? ")" : "");
+    for (i = 0; i < n; i++) {
+        const char *text = prov_json_get_str(json_object_array_get_idx(content, i), "text");
+        if (text)
+            sprintbuf(pb, "%s%s", i ? "\n" : "", text);
+    }
+    t = json_object_new_object();
+    json_object_object_add(t, "type", json_object_new_string("text"));
+    json_object_object_add(t, "text", json_object_new_string_len(pb->buf, pb->bpos));
+    printbuf_free(pb);
+    return t;
+}
+
+/* A tool_result's content: a string, or blocks in which search results
+ * become text and anything else but text becomes a note; cache_control goes. */
 static apr_status_t tool_result_content(prov_messages_req_t *req, prov_error_t **err,
                                         json_object *result, const char *param, apr_pool_t *p)
 {
@@ -80,19 +109,26 @@ static apr_status_t tool_result_content(prov_messages_req_t *req, prov_error_t *
     for (i = 0; i < n; i++) {
         json_object *b = json_object_array_get_idx(content, i);
         const char *type = prov_json_get_str(b, "type");
-        json_object *text = prov_json_get(b, "text", json_type_string);
+        json_object *text = prov_json_get(b, "text", json_type_string), *as_text;
         if (!type) {
             json_object_put(out);
             BAD(param, "%s.content[%d] needs a 'type'", param, (int)i);
         }
-        if (!strcmp(type, "image") || !strcmp(type, "document")) {
+        if (!strcmp(type, "search_result") && (as_text = search_result_text(b))) {
+            req->prompt_bytes += (apr_size_t)json_object_get_string_len(
+                json_object_object_get(as_text, "text"));
+            json_object_array_add(out, as_text);
+            continue;
+        }
+        /* Anything but text (images, documents, tool references...) becomes
+         * a note, so that the agent's session goes on. */
+        if (strcmp(type, "text") || !text) {
             json_object_array_add(out, note_block(type));
             req->n_replaced++;
             continue;
         }
         json_object_object_del(b, "cache_control");
-        if (text)
-            req->prompt_bytes += (apr_size_t)json_object_get_string_len(text);
+        req->prompt_bytes += (apr_size_t)json_object_get_string_len(text);
         json_object_array_add(out, json_object_get(b));
     }
     json_object_object_add(result, "content", out);
@@ -123,9 +159,12 @@ static apr_status_t message_blocks(prov_messages_req_t *req, prov_error_t **err,
             req->n_dropped++;
             continue;
         }
-        if (!strcmp(type, "image") || !strcmp(type, "document")) {
+        /* Only what the service meters and the gateway surely takes passes:
+         * images, documents and every other type (server tools' blocks,
+         * search results, container uploads...) are refused by name. */
+        if (strcmp(type, "text") && strcmp(type, "tool_use") && strcmp(type, "tool_result")) {
             json_object_put(out);
-            BAD(bp, "%s: '%s' blocks are not supported by this service (text, tool_use "
+            BAD(bp, "%s: '%.64s' blocks are not supported by this service (text, tool_use "
                 "and tool_result blocks are)", bp, type);
         }
         json_object_object_del(b, "cache_control");
@@ -442,8 +481,10 @@ struct prov_messages_stream_t {
     prov_messages_emit_cb *emit;
     void *baton;
     prov_sse_parser_t *parser;
+    apr_pool_t *p;
     apr_pool_t *scratch;        /* cleared after each feed */
     int events, complete, failed, has_usage;
+    prov_gwerror_t gw_error;    /* the gateway's error event, when failed */
     apr_int64_t input, creation, cache_read, output;
 };
 
@@ -504,13 +545,18 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
                                prov_json_credits(prov_money_charge(&s->rates, &t)));
         out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
     }
+    else if (!strcmp(name, "error")) {
+        /* The gateway's words may hold its address or a token: the client
+         * gets ours, with an allow-listed type. */
+        prov_gwerror_read(&s->gw_error, 0, data, len, s->p);
+        out = prov_gwerror_anthropic_event(&s->gw_error, s->scratch);
+        s->failed = 1;
+    }
     else {
         out = prov_sse_encode(name, data, s->scratch);
     }
     if (!strcmp(name, "message_stop"))
         s->complete = 1;
-    else if (!strcmp(name, "error"))
-        s->failed = 1;
     s->events++;
     return s->emit(s->baton, out, strlen(out));
 }
@@ -525,6 +571,7 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
     s->rates = *effective;
     s->emit = emit;
     s->baton = baton;
+    s->p = p;
     apr_pool_create(&s->scratch, p);
     s->parser = prov_sse_parser_create(on_event, s, 4 * 1024 * 1024, p);
     return s;
@@ -551,6 +598,11 @@ int prov_messages_stream_complete(const prov_messages_stream_t *s)
 int prov_messages_stream_failed(const prov_messages_stream_t *s)
 {
     return s->failed;
+}
+
+const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s)
+{
+    return s->failed ? &s->gw_error : NULL;
 }
 
 const char *prov_messages_ping_event(void)

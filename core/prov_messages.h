@@ -1,9 +1,10 @@
 /* prov_messages.h: the Messages transport's rules, without httpd: the
  * anthropic-version header, validating and normalising a request so that the
  * gateway's native /v1/messages accepts what coding-agent clients send
- * (cache_control stripped, thinking dropped, image and document blocks refused
- * in a message and replaced by a note inside a tool_result, mid-conversation
- * system messages folded into the system text), token kinds from Anthropic
+ * (cache_control stripped, thinking dropped, blocks other than text, tool_use
+ * and tool_result refused in a message and replaced by a note inside a
+ * tool_result, search results there made text, mid-conversation system
+ * messages folded into the system text), token kinds from Anthropic
  * usage, the non-streamed answer the client gets, and the relay of a streamed
  * answer event by event (usage read on the way, the public model id and the
  * credits written into it). */
@@ -12,6 +13,7 @@
 
 #include "prov_common.h"
 #include "prov_error.h"
+#include "prov_gwerror.h"
 #include "prov_json.h"
 #include "prov_money.h"
 
@@ -19,7 +21,7 @@
  * clients send are served with its semantics. */
 #define PROV_MESSAGES_VERSION "2023-06-01"
 
-/* What replaces an image or document block inside a tool_result. */
+/* What replaces a non-text block (image, document, ...) inside a tool_result. */
 #define PROV_MESSAGES_NOTE_FMT \
     "[%s content is not supported by this service and was removed]"
 
@@ -88,8 +90,11 @@ apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *bu
 int prov_messages_stream_events(const prov_messages_stream_t *s);
 /* Non-zero once message_stop was relayed. */
 int prov_messages_stream_complete(const prov_messages_stream_t *s);
-/* Non-zero when the gateway sent an error event. */
+/* Non-zero when the gateway sent an error event. The client got an error
+ * event of ours instead (prov_gwerror_anthropic_event), never the gateway's. */
 int prov_messages_stream_failed(const prov_messages_stream_t *s);
+/* The gateway's error event, or NULL. Its text is for the log only, masked. */
+const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s);
 /* The usage reported so far into *t; returns 0 when none was reported. */
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t);
 

@@ -10,6 +10,7 @@
 
 #include "prov_common.h"
 #include "prov_error.h"
+#include "prov_gwerror.h"
 #include "prov_json.h"
 #include "prov_billing.h"
 
@@ -81,6 +82,9 @@ apr_status_t prov_resp_stream_fail(prov_resp_stream_t *s, const char *code, cons
                                    prov_micro_t charge);
 /* The number of events emitted so far (the next sequence_number). */
 apr_int64_t prov_resp_stream_events(const prov_resp_stream_t *s);
+/* The error chunk the gateway sent (which ended the stream), or NULL. Its
+ * text is the gateway's: for the log only, masked. */
+const prov_gwerror_t *prov_resp_stream_error(const prov_resp_stream_t *s);
 
 /* Codex's rate-limit headers for the plan's windows (primary = 5 hours,
  * secondary = 7 days): x-codex-{primary,secondary}-{used-percent,

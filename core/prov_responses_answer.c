@@ -255,6 +255,8 @@ struct prov_resp_stream_t {
     json_object *parts;       /* finished parts of the open message */
     sbuf_t text;
     apr_array_header_t *calls;  /* call_t by the gateway's tool-call index */
+    prov_gwerror_t gw_error;    /* an error chunk of the gateway's, when gw_failed */
+    int gw_failed;
 };
 
 static apr_status_t sbuf_free(void *data)
@@ -521,9 +523,15 @@ static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
     apr_status_t rv;
     size_t i;
 
-    if (!json_object_is_type(chunk, json_type_object) || prov_json_get(chunk, "error",
-                                                                       json_type_object))
+    if (!json_object_is_type(chunk, json_type_object))
         return APR_EINVAL;
+    if (prov_json_get(chunk, "error", json_type_object)) {
+        /* Kept for the log; the client never gets the gateway's words. */
+        const char *raw = json_object_to_json_string_ext(chunk, JSON_C_TO_STRING_PLAIN);
+        prov_gwerror_read(&s->gw_error, 0, raw, strlen(raw), s->p);
+        s->gw_failed = 1;
+        return APR_EINVAL;
+    }
     if ((rv = start(s)) != APR_SUCCESS)
         return rv;
     usage_read(&s->usage, prov_json_get(chunk, "usage", json_type_object));
@@ -624,6 +632,11 @@ int prov_resp_stream_started(const prov_resp_stream_t *s)
 apr_int64_t prov_resp_stream_events(const prov_resp_stream_t *s)
 {
     return s->seq;
+}
+
+const prov_gwerror_t *prov_resp_stream_error(const prov_resp_stream_t *s)
+{
+    return s->gw_failed ? &s->gw_error : NULL;
 }
 
 apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t *t)

@@ -250,6 +250,10 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
                              "ProviderClockFile is set: time comes from %s (tests only)",
                              c->clock_file);
         }
+        {
+            const char *secrets[] = { c->gateway_url, token, NULL };
+            c->redactor = prov_redactor_create(secrets, pconf);
+        }
         rv = prov_gateway_create(&c->gateway, c->gateway_url, token,
                                  (long)c->connect_timeout * 1000, (long)c->gateway_timeout * 1000,
                                  pconf);
@@ -372,7 +376,10 @@ static int handler(request_rec *r)
     case PROVIDER_EP_RESPONSES:
         return provider_responses_handler(r);
     default:
-        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
+        /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
+        return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)
+                                ? PROVIDER_FAMILY_ANTHROPIC : PROVIDER_FAMILY_OPENAI,
+                             PROV_E_NOT_FOUND, NULL,
                              "No such endpoint: %s %s", r->method,
                              ap_escape_html(r->pool, r->uri));
     }

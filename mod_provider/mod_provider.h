@@ -22,6 +22,8 @@
 #include "prov_billing.h"
 #include "prov_models.h"
 #include "prov_cache.h"
+#include "prov_gwerror.h"
+#include "prov_redact.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -62,6 +64,7 @@ typedef struct provider_srv_conf {
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
     prov_catalog_cache_t *catalog;
+    prov_redactor_t *redactor;      /* masks the gateway's URL and token in logged text */
 } provider_srv_conf;
 
 /* The effective configuration of r's server. A virtual host without
@@ -116,7 +119,9 @@ typedef struct provider_infer_t {
     const char *transport;        /* "chat", "messages", "responses" */
     const char *request_id;
     prov_store_t *store;          /* open from begin until reserve */
+    const char *secret;           /* the API key as sent */
     prov_auth_t *auth;
+    int auth_fresh;               /* auth was read from the database, not the cache */
     const char *body;             /* the request body (NUL-terminated) */
     apr_size_t len;
     prov_model_t *model;
@@ -126,7 +131,7 @@ typedef struct provider_infer_t {
     prov_micro_t charge;          /* after provider_infer_settle */
 } provider_infer_t;
 
-/* Method (POST), key (Bearer; also x-api-key when allowed), blocked user,
+/* Key (Bearer; also x-api-key when allowed), blocked user, method (POST),
  * body (size limit). */
 int provider_infer_begin(provider_infer_t **in, request_rec *r, provider_family_e family,
                          const char *transport, int allow_x_api_key);
@@ -152,11 +157,15 @@ void provider_infer_after(request_rec *r);
 /* A gateway transport failure (prov_gateway_* result): release, 504/502. */
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
 
-/* A non-200 gateway answer in the family's shape: the gateway's own message
- * for request errors (4xx), 429 with Retry-After when it is busy, 502
- * otherwise; never the gateway's URL. */
+/* A non-200 gateway answer in the family's shape, in our words
+ * (prov_gwerror_client): 400 for request errors (4xx), 502 with Retry-After
+ * when it is busy (429), 502 otherwise; never the gateway's text. That text
+ * is logged, masked (provider_log_gateway_error). */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
                              const prov_gw_response_t *resp);
+/* Logs a gateway's error with its text masked (prov_redact): info, or warn
+ * when the gateway refused the service token. */
+void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g);
 
 /* Handlers */
 int provider_models_handler(request_rec *r);

@@ -13,35 +13,46 @@ APLOG_USE_MODULE(provider);
 
 #define FAMILY PROVIDER_FAMILY_OPENAI
 
-/* A gateway refusal made safe to show: its own message when it is about the
- * request (4xx), a generic one otherwise. Never the gateway's URL. */
+/* What the gateway said, for the operator: masked, since a gateway may put
+ * its address or a token into an error message. */
+void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
+{
+    const char *text = g->text ? prov_redact(provider_conf(r)->redactor, g->text,
+                                             strlen(g->text), 400, r->pool)
+                               : "(no message)";
+    if (g->kind == PROV_GWERR_AUTH)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "PROV00322: request %s: the gateway "
+                      "refused the service token (HTTP %d; check ProviderGatewayTokenFile): %s",
+                      provider_request_id(r), g->status, text);
+    else if (g->status)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00320: request %s: the gateway "
+                      "answered HTTP %d (%s): %s", provider_request_id(r), g->status, g->type,
+                      text);
+    else
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00321: request %s: the gateway's "
+                      "stream ended with an error (%s): %s", provider_request_id(r), g->type,
+                      text);
+}
+
+/* A gateway refusal made safe to show: the class of its status and a
+ * message of ours (prov_gwerror_client); its own words only in the log. */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
                              const prov_gw_response_t *resp)
 {
-    const char *perr = NULL;
-    json_object *root = prov_json_parse(resp->body, resp->len, &perr, r->pool);
-    json_object *error = prov_json_get(root, "error", json_type_object);
-    const char *msg = prov_json_get_str(error, "message");
+    prov_gwerror_t g;
     prov_error_t *e;
+    apr_int64_t ra;
 
-    if (resp->status == 429) {
-        apr_int64_t ra;
-        e = prov_error_make(r->pool, PROV_E_GATEWAY_ERROR, NULL,
-                            "The model is busy upstream; retry shortly. Nothing was charged.");
+    prov_gwerror_read(&g, resp->status, resp->body, resp->len, r->pool);
+    provider_log_gateway_error(r, &g);
+    e = prov_gwerror_client(&g, r->pool);
+    if (g.kind == PROV_GWERR_RATE_LIMIT) {
         e->retry_after = 1;
         if (resp->retry_after && prov_parse_i64(&ra, resp->retry_after) == APR_SUCCESS
             && ra > 0 && ra < 3600)
             e->retry_after = ra;
-        return provider_send_error(r, family, e);
     }
-    if (resp->status >= 400 && resp->status < 500 && resp->status != 401
-        && resp->status != 403 && resp->status != 404 && msg) {
-        return provider_fail(r, family, PROV_E_INVALID_REQUEST, NULL, "%s",
-                             strlen(msg) > 1000 ? apr_pstrndup(r->pool, msg, 1000) : msg);
-    }
-    return provider_fail(r, family, PROV_E_GATEWAY_ERROR, NULL,
-                         "The model gateway failed to answer this request (HTTP %d). "
-                         "Nothing was charged.", resp->status);
+    return provider_send_error(r, family, e);
 }
 
 int provider_chat_handler(request_rec *r)

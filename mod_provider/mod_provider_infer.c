@@ -1,7 +1,7 @@
 /* mod_provider_infer.c: the inference path of DESIGN §4 that every transport
  * shares, in the order the specification fixes: the key first (so that an
- * unauthenticated caller learns nothing), the blocked user, the body, the
- * model, then the reservation (key budget and account remainder, held
+ * unauthenticated caller learns nothing), the blocked user, the method, the
+ * body, the model, then the reservation (key budget and account remainder, held
  * atomically), and after the gateway the settlement or release. A transport
  * handler calls these steps and does only its own parsing and answering;
  * each step either lets it go on (PROVIDER_GO) or has already answered in
@@ -36,11 +36,6 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
     in->request_id = provider_request_id(r);
     *pin = in;
 
-    if (r->method_number != M_POST) {
-        apr_table_setn(r->err_headers_out, "Allow", "POST");
-        return provider_fail(r, family, PROV_E_METHOD_NOT_ALLOWED, NULL,
-                             "Use POST on %s", ap_escape_html(r->pool, r->uri));
-    }
     secret = provider_api_key(r, allow_x_api_key);
     if (!secret)
         return fail(in, PROV_E_INVALID_API_KEY, NULL, allow_x_api_key
@@ -48,10 +43,12 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
                     : "Missing API key: send 'Authorization: Bearer <API_KEY>'.");
     if (!prov_key_wellformed(secret))
         return fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.");
+    in->secret = secret;
     in->auth = in->lookups
         ? prov_cache_get_auth(in->lookups, prov_key_hash(secret, r->pool), prov_now(), r->pool)
         : NULL;
     if (!in->auth) {
+        in->auth_fresh = 1;
         if (!(in->store = provider_db_open(r, &err)))
             return provider_send_error(r, family, err);
         rv = prov_auth_lookup(&in->auth, in->store, secret, r->pool);
@@ -70,6 +67,13 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
         provider_infer_close(in);
         return fail(in, PROV_E_USER_BLOCKED, NULL,
                     "This account is blocked. Contact the service's administrator.");
+    }
+    /* The method only after the key: the spec validates the key first. */
+    if (r->method_number != M_POST) {
+        provider_infer_close(in);
+        apr_table_setn(r->err_headers_out, "Allow", "POST");
+        return provider_fail(r, family, PROV_E_METHOD_NOT_ALLOWED, NULL,
+                             "Use POST on %s", ap_escape_html(r->pool, r->uri));
     }
 
     rv = provider_read_body(r, in->conf->max_body, &in->body, &in->len);

@@ -52,6 +52,41 @@ static apr_table_t *upstream_headers(request_rec *r)
     return h;
 }
 
+/* count_tokens has no billing transaction that re-checks a key taken from
+ * the lookup cache: the key and its account are read again from the
+ * database, so that a deleted or reissued key (401) and a blocked user (403)
+ * are refused at once. The cache entry is refreshed on the way. */
+static int recheck_key(provider_infer_t *in)
+{
+    request_rec *r = in->r;
+    prov_error_t *err = NULL;
+    prov_auth_t *auth = NULL;
+    apr_status_t rv;
+
+    if (in->auth_fresh)
+        return PROVIDER_GO;
+    if (!in->store && !(in->store = provider_db_open(r, &err)))
+        return provider_send_error(r, FAMILY, err);
+    rv = prov_auth_lookup(&auth, in->store, in->secret, r->pool);
+    if (rv != APR_SUCCESS) {
+        provider_infer_close(in);
+        if (rv == APR_NOTFOUND)
+            return provider_fail(r, FAMILY, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.");
+        return provider_fail(r, FAMILY, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                             "The service's database is unavailable; try again later.");
+    }
+    in->auth = auth;
+    in->auth_fresh = 1;
+    if (in->lookups)
+        prov_cache_put_auth(in->lookups, auth, prov_now());
+    if (auth->user_blocked) {
+        provider_infer_close(in);
+        return provider_fail(r, FAMILY, PROV_E_USER_BLOCKED, NULL,
+                             "This account is blocked. Contact the service's administrator.");
+    }
+    return PROVIDER_GO;
+}
+
 /* Steps shared by both endpoints up to a validated request and its model. */
 static int prepare(provider_infer_t **in, prov_messages_req_t **req, request_rec *r,
                    int count_tokens)
@@ -59,6 +94,8 @@ static int prepare(provider_infer_t **in, prov_messages_req_t **req, request_rec
     prov_error_t *err = NULL;
     int st;
     if ((st = provider_infer_begin(in, r, FAMILY, "messages", 1)) != PROVIDER_GO)
+        return st;
+    if (count_tokens && (st = recheck_key(*in)) != PROVIDER_GO)
         return st;
     if ((st = check_version(*in)) != PROVIDER_GO)
         return st;
@@ -200,6 +237,8 @@ static int relay_stream(provider_infer_t *in, const char *body, apr_table_t *hea
                                   strlen(body), headers, on_data, on_tick, &x, r->pool);
     if (!x.started)
         return stream_not_started(in, &x, rv);
+    if (prov_messages_stream_failed(x.stream))
+        provider_log_gateway_error(r, prov_messages_stream_error(x.stream));
 
     reported = prov_messages_stream_tokens(x.stream, &t);
     if (prov_messages_stream_complete(x.stream)) {

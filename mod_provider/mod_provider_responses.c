@@ -121,6 +121,12 @@ static int stream_answer(provider_infer_t *in, const prov_resp_req_t *req, const
             provider_infer_settle(in, NULL, "aborted");
             return OK;
         }
+        if (prov_resp_stream_error(c.s)) {
+            provider_log_gateway_error(r, prov_resp_stream_error(c.s));
+            provider_infer_release(in, "refused");
+            return provider_send_error(r, FAMILY,
+                                       prov_gwerror_client(prov_resp_stream_error(c.s), r->pool));
+        }
         if (rv != APR_SUCCESS && !c.malformed)
             return provider_infer_gateway_failed(in, rv);
         provider_infer_release(in, "malformed");
@@ -129,6 +135,8 @@ static int stream_answer(provider_infer_t *in, const prov_resp_req_t *req, const
                              "stream. Nothing was charged.");
     }
 
+    if (prov_resp_stream_error(c.s))
+        provider_log_gateway_error(r, prov_resp_stream_error(c.s));
     have_tokens = prov_resp_stream_tokens(c.s, &t) == APR_SUCCESS;
     if (prov_resp_stream_finished(c.s) && !c.malformed && !c.client_gone
         && (rv == APR_SUCCESS || have_tokens)) {

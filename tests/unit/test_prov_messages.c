@@ -1,9 +1,9 @@
 /* test_prov_messages.c: unit tests of the Messages transport's rules: the
  * anthropic-version check, validation with the offending field named, the
  * normalisation that keeps coding-agent clients working (cache_control
- * stripped everywhere, thinking dropped, image/document refused in a message
- * and replaced by a note in a tool_result, system messages folded, unknown
- * fields kept), token kinds from Anthropic usage, the answer, and the stream
+ * stripped everywhere, thinking dropped, image/document and unknown blocks
+ * refused in a message and replaced by a note in a tool_result, search
+ * results there made text, system messages folded, unknown fields kept), token kinds from Anthropic usage, the answer, and the stream
  * relay (events in order, usage from message_start and message_delta, the
  * public model id and credits written in, pieces of any size). */
 #include <string.h>
@@ -164,6 +164,52 @@ static void test_image_document(void)
             "content is not supported by this service and was removed]\"},{\"type\":\"text\","
             "\"text\":\"[document content is not supported by this service and was removed]\"},"
             "{\"type\":\"text\",\"text\":\"after\"}");
+}
+
+/* Block types outside text, tool_use, tool_result (and the thinking blocks
+ * that are dropped) are refused in a message, by name; inside a tool_result a
+ * search_result becomes text and any other block a note. */
+static void test_unknown_blocks(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    static const char *const refused[] = { "server_tool_use", "web_search_tool_result",
+        "search_result", "container_upload", "mcp_tool_use", "tool_reference", NULL };
+    char long_type[200];
+    const char *const *t, *up;
+    prov_messages_req_t *req;
+    prov_error_t *e;
+
+    for (t = refused; *t; t++) {
+        e = parse_bad(apr_psprintf(p, "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":"
+                      "\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":"
+                      "\"%s\",\"id\":\"x\",\"name\":\"web_search\",\"input\":{}}]}]}", *t), p);
+        CU_ASSERT_STRING_EQUAL(e->param, "messages[0].content[1]");
+        HAS(e->message, apr_psprintf(p, "'%s' blocks are not supported", *t));
+    }
+    memset(long_type, 'z', sizeof(long_type) - 1);
+    long_type[sizeof(long_type) - 1] = '\0';
+    e = parse_bad(apr_psprintf(p, "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":"
+                  "\"user\",\"content\":[{\"type\":\"%s\"}]}]}", long_type), p);
+    CU_ASSERT(strlen(e->message) < 200);
+
+    req = parse_ok("{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":["
+        "{\"type\":\"search_result\",\"source\":\"https://a.example/\",\"title\":\"A\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"one\"},{\"type\":\"text\",\"text\":\"two\"}],"
+        "\"citations\":{\"enabled\":true}},{\"type\":\"tool_reference\",\"tool_name\":\"Read\"},"
+        "{\"type\":\"search_result\",\"content\":[]},{\"type\":\"text\",\"text\":\"end\"}]}]}]}",
+        0, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    CU_ASSERT_EQUAL(req->n_replaced, 2);
+    up = prov_messages_upstream_body(req, "u", p);
+    LACKS(up, "\"type\":\"search_result\"");
+    LACKS(up, "citations");
+    LACKS(up, "\"tool_name\"");
+    HAS(up, "\"content\":[{\"type\":\"text\",\"text\":\"A (https://a.example/)\\none\\ntwo\"},"
+            "{\"type\":\"text\",\"text\":\"[tool_reference content is not supported by this "
+            "service and was removed]\"},{\"type\":\"text\",\"text\":\"[search_result content "
+            "is not supported by this service and was removed]\"},{\"type\":\"text\",\"text\":"
+            "\"end\"}]");
 }
 
 static void test_stripping(void)
@@ -395,12 +441,19 @@ static void test_stream_cut_and_client_gone(void)
                     APR_ECONNABORTED);
     CU_ASSERT_EQUAL(sink.events, 2);
 
-    /* an error event from the gateway is relayed and marks the stream */
+    /* an error event from the gateway marks the stream; the client gets ours,
+     * with the allow-listed type, never the gateway's words */
     memset(&sink, 0, sizeof(sink));
     s = prov_messages_stream_create("pub", &rates, sink_emit, &sink, p);
+    CU_ASSERT_PTR_NULL(prov_messages_stream_error(s));
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
     CU_ASSERT(prov_messages_stream_failed(s));
-    HAS(sink.buf, "overloaded_error");
+    HAS(sink.buf, "event: error\n");
+    HAS(sink.buf, "\"type\":\"overloaded_error\"");
+    HAS(sink.buf, "\"code\":\"GATEWAY_ERROR\"");
+    LACKS(sink.buf, "busy");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prov_messages_stream_error(s));
+    CU_ASSERT_STRING_EQUAL(prov_messages_stream_error(s)->text, "busy");
 }
 
 static void test_events(void)
@@ -420,6 +473,7 @@ void prov_test_suite_messages(void)
                PROV_TEST(test_valid_and_unknown_fields),
                PROV_TEST(test_refusals),
                PROV_TEST(test_image_document),
+               PROV_TEST(test_unknown_blocks),
                PROV_TEST(test_stripping),
                PROV_TEST(test_system_folding),
                PROV_TEST(test_tokens_and_answer),

@@ -472,7 +472,13 @@ static void test_stream_fail(void)
     s = prov_resp_stream_create(req, "resp_t4", "pub", 5, on_emit, events_new(p), p);
     CU_ASSERT_EQUAL(feed(s, "data: not json\n\n", 100), APR_EINVAL);
     s = prov_resp_stream_create(req, "resp_t5", "pub", 5, on_emit, events_new(p), p);
-    CU_ASSERT_EQUAL(feed(s, "data: {\"error\":{\"message\":\"boom\"}}\n\n", 100), APR_EINVAL);
+    CU_ASSERT_PTR_NULL(prov_resp_stream_error(s));
+    CU_ASSERT_EQUAL(feed(s, "data: {\"error\":{\"message\":\"boom\",\"type\":"
+                         "\"server_error\"}}\n\n", 100), APR_EINVAL);
+    /* kept for the log, classified for the client */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prov_resp_stream_error(s));
+    CU_ASSERT_STRING_EQUAL(prov_resp_stream_error(s)->text, "boom");
+    CU_ASSERT_EQUAL(prov_resp_stream_error(s)->kind, PROV_GWERR_SERVER);
 
     /* A client that went away stops the stream with the emitter's status. */
     e = events_new(p);
