@@ -55,7 +55,8 @@ static apr_table_t *upstream_headers(request_rec *r)
 /* count_tokens has no billing transaction that re-checks a key taken from
  * the lookup cache: the key and its account are read again from the
  * database, so that a deleted or reissued key (401) and a blocked user (403)
- * are refused at once. The cache entry is refreshed on the way. */
+ * are refused at once. The cache is left as it is: a blocked answer put
+ * there would outlive an unblock. */
 static int recheck_key(provider_infer_t *in)
 {
     request_rec *r = in->r;
@@ -77,8 +78,6 @@ static int recheck_key(provider_infer_t *in)
     }
     in->auth = auth;
     in->auth_fresh = 1;
-    if (in->lookups)
-        prov_cache_put_auth(in->lookups, auth, prov_now());
     if (auth->user_blocked) {
         provider_infer_close(in);
         return provider_fail(r, FAMILY, PROV_E_USER_BLOCKED, NULL,

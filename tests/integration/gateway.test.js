@@ -2,7 +2,8 @@
 // gateway fails (DESIGN §4 step 8, §5, §7): 502 GATEWAY_ERROR for a gateway
 // that answers 500, answers malformed JSON or cannot be reached, 504
 // GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout, 400 for a
-// prompt the gateway refuses as too long; in every case
+// prompt the gateway refuses as too long (said in our words, never the
+// gateway's: see hardening-edges.test.js); in every case
 // nothing is charged (balance unchanged, the ledger row released with 0
 // credits), no secret (gateway address, service token, API key) is in the
 // answer, and service resumes when the gateway is back. A gateway that is
@@ -76,7 +77,9 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
 
   it("400 INVALID_REQUEST, uncharged, when the gateway refuses the prompt as too long", async () => {
     const res = await failsUncharged(chatBody('prov-fault-overflow'), 400, 'INVALID_REQUEST');
-    assert.match(res.json.error.message, /too long/, 'the client learns why');
+    // in our words (issue 11 #3), with the counts read as digits
+    assert.equal(res.json.error.message, 'prompt is too long: 250000 tokens > 200000 maximum. '
+      + "The prompt is longer than this model's context window.", 'the client learns why');
   });
 
   it('waits for a slow gateway within the timeout and for an answer sent in pieces', async () => {

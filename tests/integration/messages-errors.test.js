@@ -4,8 +4,8 @@
 // and none of the request refusals reaching the gateway: the version header,
 // validation (image/document blocks named), models outside the messages
 // family, the key's budget and the balance (429/402 with x-should-retry:
-// false), gateway faults (500, 429, malformed, a context overflow that keeps
-// its "prompt is too long" wording), and streams cut by the gateway or by the
+// false), gateway faults (500, 429, malformed, a context overflow told in our
+// words that start "prompt is too long"), and streams cut by the gateway or by the
 // client, which are settled for what the gateway had reported.
 
 import { describe, it, before, after } from 'node:test';
@@ -120,15 +120,17 @@ describe('POST /v1/messages: refusals and failures', { timeout: 180000 }, () => 
     assert.equal(res.status, 200, res.text);
   });
 
-  it('keeps the gateway\'s "prompt is too long" wording, uncharged, plain and streamed', async () => {
+  it('says "prompt is too long" in our words (what Claude Code looks for), uncharged, plain and streamed', async () => {
     const b0 = stack.balance(user.id);
+    const ours = "prompt is too long: 250000 tokens > 200000 maximum. The prompt is longer than "
+      + "this model's context window.";
     let res = await messages(stack, user.key.secret, messagesBody('claude-overflow'));
     let e = assertAnthropicError(res, 400, 'invalid_request_error', 'INVALID_REQUEST');
-    assert.match(e.message, /^prompt is too long: 250000 tokens > 200000 maximum/);
+    assert.equal(e.message, ours);
     assert.equal(stack.ledger(res.headers.get('x-request-id')).status, 'refused');
     res = await messages(stack, user.key.secret, messagesBody('claude-overflow', { stream: true }));
     e = assertAnthropicError(res, 400, 'invalid_request_error', 'INVALID_REQUEST');
-    assert.match(e.message, /prompt is too long/);
+    assert.equal(e.message, ours);
     assert.equal(stack.balance(user.id), b0);
   });
 
