@@ -9,7 +9,8 @@
 // (cache_control, thinking, its beta headers) next to what the gateway got.
 // One plain turn (Bearer via ANTHROPIC_AUTH_TOKEN) and one turn with a tool
 // call (Read, chosen through mockgw's "TOOL:" line) and its result
-// (x-api-key via ANTHROPIC_API_KEY); each request is in the ledger, charged.
+// (x-api-key via ANTHROPIC_API_KEY); each request is in the ledger, charged;
+// the content blocks it sent are all of the types the service takes.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -194,5 +195,25 @@ describe('Claude Code against /v1/messages', { timeout: 300000 }, () => {
     assert.deepEqual(use.input, { file_path: file });
     assert.match(out.result, /^tool said: /, ctx);
     assert.match(out.result, /hello from the notes file/, ctx);
+  });
+
+  it('sends only the content blocks the service takes (docs/internals/messages.md)', () => {
+    const inMessages = new Set();
+    const inResults = new Set();
+    for (const c of proxy.seen) {
+      for (const m of (c.body && Array.isArray(c.body.messages) ? c.body.messages : [])) {
+        for (const b of (Array.isArray(m.content) ? m.content : [])) {
+          inMessages.add(b.type);
+          if (b.type === 'tool_result' && Array.isArray(b.content)) {
+            for (const r of b.content) inResults.add(r.type);
+          }
+        }
+      }
+    }
+    console.log(`Claude Code's blocks: in messages ${[...inMessages].join(', ')}; `
+      + `in tool results ${[...inResults].join(', ') || '(strings)'}`);
+    assert.ok(inMessages.has('tool_use') && inMessages.has('tool_result'), [...inMessages].join());
+    const taken = new Set(['text', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']);
+    for (const t of inMessages) assert.ok(taken.has(t), `Claude Code sent a '${t}' block`);
   });
 });
