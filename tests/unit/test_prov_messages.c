@@ -3,9 +3,11 @@
  * normalisation that keeps coding-agent clients working (cache_control
  * stripped everywhere, thinking dropped, image/document and unknown blocks
  * refused in a message and replaced by a note in a tool_result, search
- * results there made text, system messages folded, unknown fields kept), token kinds from Anthropic usage, the answer, and the stream
- * relay (events in order, usage from message_start and message_delta, the
- * public model id and credits written in, pieces of any size). */
+ * results there made text, system messages folded, unknown fields kept),
+ * token kinds from Anthropic usage, the answer, and the stream relay (events
+ * in order, usage from message_start and message_delta, the public model id
+ * and credits written in, pieces of any size, a gateway's error event
+ * replaced by ours). */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_messages.h"

@@ -102,8 +102,9 @@ static prov_gwerror_t readerr(int status, const char *body)
 
 static void test_gwerror_kinds(void)
 {
-    prov_gwerror_t e = readerr(400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
-                               "\"message\":\"prompt is too long: 250000 tokens > 200000 maximum\"}}");
+    prov_gwerror_t e = readerr(400, "{\"type\":\"error\",\"error\":{\"type\":"
+                               "\"invalid_request_error\",\"message\":\"prompt is too "
+                               "long: 250000 tokens > 200000 maximum\"}}");
     CU_ASSERT_EQUAL(e.kind, PROV_GWERR_CONTEXT_LENGTH);
     CU_ASSERT_EQUAL(e.prompt_tokens, 250000);
     CU_ASSERT_EQUAL(e.limit_tokens, 200000);
@@ -129,7 +130,8 @@ static void test_gwerror_kinds(void)
     CU_ASSERT_EQUAL(readerr(500, "{\"error\":{\"message\":\"context length\"}}").kind,
                     PROV_GWERR_SERVER);
     /* Inside a stream: by the type; unknown types are api_error. */
-    e = readerr(0, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"m\"}}");
+    e = readerr(0, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                "\"message\":\"m\"}}");
     CU_ASSERT_EQUAL(e.kind, PROV_GWERR_OVERLOADED);
     CU_ASSERT_STRING_EQUAL(e.type, "overloaded_error");
     e = readerr(0, "{\"error\":{\"type\":\"secret_sauce_error\",\"message\":\"m\"}}");
