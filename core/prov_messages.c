@@ -9,9 +9,12 @@
  * conversation join the system text. Unknown fields pass through untouched:
  * there is no allowlist of fields, only of blocks. The second half relays a
  * streamed answer event by event, reading the usage from message_start and
- * message_delta on the way; a gateway's error event is replaced by ours. */
+ * message_delta and counting the output text on the way, so that the event
+ * that ends the answer (message_delta, or an error: a gateway's error event is
+ * replaced by ours) tells the charge that prov_estimate's rule gives. */
 #include <string.h>
 #include "prov_messages.h"
+#include "prov_estimate.h"
 #include "prov_sse.h"
 
 #define BAD(param, ...) \
@@ -478,12 +481,16 @@ const char *prov_messages_render(json_object *answer, const char *public_id,
 struct prov_messages_stream_t {
     const char *public_id;
     prov_rates_t rates;
+    apr_int64_t input_estimate;
+    prov_micro_t hold;
     prov_messages_emit_cb *emit;
     void *baton;
     prov_sse_parser_t *parser;
     apr_pool_t *p;
     apr_pool_t *scratch;        /* cleared after each feed */
-    int events, complete, failed, has_usage;
+    int events, complete, failed, final_usage, has_usage;
+    int told;                   /* the charge was told to the client: counting stops */
+    apr_uint64_t output_bytes;  /* output text relayed */
     prov_gwerror_t gw_error;    /* the gateway's error event, when failed */
     apr_int64_t input, creation, cache_read, output;
 };
@@ -514,61 +521,132 @@ int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *
     return s->has_usage;
 }
 
+void prov_messages_stream_delivery(const prov_messages_stream_t *s, prov_delivery_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    prov_messages_stream_tokens(s, &d->reported);
+    d->usage = s->final_usage ? PROV_USAGE_FINAL
+             : s->has_usage ? PROV_USAGE_PARTIAL : PROV_USAGE_NONE;
+    d->output_bytes = s->output_bytes;
+    d->started = s->events > 0;
+    d->complete = s->complete;
+}
+
+prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int complete,
+                                       int client_left, prov_bill_e *how, prov_tokens_t *t)
+{
+    prov_delivery_t d;
+    prov_messages_stream_delivery(s, &d);
+    d.complete = complete;
+    d.client_left = client_left;
+    return prov_estimate_bill(how, t, &d, &s->rates, s->input_estimate, s->hold);
+}
+
+/* An error event: e in the Anthropic shape (error.type = type when given),
+ * with usage.credits = charge. */
+static const char *error_event(const prov_error_t *e, const char *type, prov_micro_t charge,
+                               apr_pool_t *p)
+{
+    const char *perr = NULL, *json = prov_error_anthropic_json(e, p);
+    json_object *ev = prov_json_parse(json, strlen(json), &perr, p), *usage;
+    if (!ev)
+        return prov_sse_encode("error", json, p);
+    if (type)
+        json_object_object_add(prov_json_get(ev, "error", json_type_object), "type",
+                               json_object_new_string(type));
+    usage = json_object_new_object();
+    json_object_object_add(usage, "credits", prov_json_credits(charge));
+    json_object_object_add(ev, "usage", usage);
+    return prov_sse_encode("error", prov_json_dump(ev, p), p);
+}
+
+/* The charge the client is told in the event that ends the answer. */
+static void tell(prov_messages_stream_t *s, json_object *ev, int complete)
+{
+    json_object *usage = prov_json_get(ev, "usage", json_type_object);
+    prov_bill_e how;
+    prov_tokens_t t;
+    prov_micro_t charge = prov_messages_stream_bill(s, complete, 0, &how, &t);
+    if (!usage) {
+        usage = json_object_new_object();
+        json_object_object_add(ev, "usage", usage);
+    }
+    json_object_object_add(usage, "credits", prov_json_credits(charge));
+    s->told = 1;
+}
+
 static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
 {
     prov_messages_stream_t *s = baton;
     const char *out = NULL, *perr = NULL;
-    json_object *ev = NULL, *usage;
+    json_object *ev = NULL;
+    apr_uint64_t bytes = 0;
+    int rewrite = 1;
+    apr_status_t rv;
 
-    if (!strcmp(name, "message_start") || !strcmp(name, "message_delta")) {
+    /* Nothing after the end of the answer or an error: the client has the
+     * figure it is charged. */
+    if (s->complete || s->failed)
+        return APR_SUCCESS;
+    if (strcmp(name, "ping") && strcmp(name, "content_block_stop")
+        && strcmp(name, "message_stop") && strcmp(name, "error"))
         ev = prov_json_parse(data, len, &perr, s->scratch);
-    }
     if (ev && !strcmp(name, "message_start")) {
         json_object *msg = prov_json_get(ev, "message", json_type_object);
         if (msg) {
             take_usage(s, prov_json_get(msg, "usage", json_type_object));
             json_object_object_add(msg, "model", json_object_new_string(s->public_id));
         }
-        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
     }
-    else if (ev) {
-        prov_tokens_t t;
-        usage = prov_json_get(ev, "usage", json_type_object);
+    else if (ev && !strcmp(name, "message_delta")) {
+        json_object *usage = prov_json_get(ev, "usage", json_type_object);
         take_usage(s, usage);
-        prov_messages_stream_tokens(s, &t);
-        if (!usage) {
-            usage = json_object_new_object();
-            json_object_object_add(ev, "usage", usage);
-        }
+        if (usage)
+            s->final_usage = 1;
         /* Headers are long gone: the charge travels in the last usage. */
-        json_object_object_add(usage, "credits",
-                               prov_json_credits(prov_money_charge(&s->rates, &t)));
-        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
+        tell(s, ev, 1);
     }
     else if (!strcmp(name, "error")) {
         /* The gateway's words may hold its address or a token: the client
-         * gets ours, with an allow-listed type. */
+         * gets ours, with an allow-listed type, and what it is charged. */
+        prov_bill_e how;
+        prov_tokens_t t;
+        prov_micro_t charge = prov_messages_stream_bill(s, 0, 0, &how, &t);
         prov_gwerror_read(&s->gw_error, 0, data, len, s->p);
-        out = prov_gwerror_anthropic_event(&s->gw_error, s->scratch);
+        out = error_event(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
+                          charge, s->scratch);
         s->failed = 1;
+        s->told = 1;
     }
     else {
-        out = prov_sse_encode(name, data, s->scratch);
+        rewrite = 0;
+        if (ev && !s->told)
+            bytes = prov_estimate_messages_event(name, ev);
     }
+    if (!out)
+        out = prov_sse_encode(name, ev && rewrite ? prov_json_dump(ev, s->scratch) : data,
+                              s->scratch);
     if (!strcmp(name, "message_stop"))
         s->complete = 1;
     s->events++;
-    return s->emit(s->baton, out, strlen(out));
+    rv = s->emit(s->baton, out, strlen(out));
+    if (rv == APR_SUCCESS)
+        s->output_bytes += bytes;
+    return rv;
 }
 
 prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
                                                     const prov_rates_t *effective,
+                                                    apr_int64_t input_estimate,
+                                                    prov_micro_t hold,
                                                     prov_messages_emit_cb *emit, void *baton,
                                                     apr_pool_t *p)
 {
     prov_messages_stream_t *s = apr_pcalloc(p, sizeof(*s));
     s->public_id = apr_pstrdup(p, public_id);
     s->rates = *effective;
+    s->input_estimate = input_estimate;
+    s->hold = hold;
     s->emit = emit;
     s->baton = baton;
     s->p = p;
@@ -610,7 +688,8 @@ const char *prov_messages_ping_event(void)
     return "event: ping\ndata: {\"type\":\"ping\"}\n\n";
 }
 
-const char *prov_messages_error_event(const prov_error_t *e, apr_pool_t *p)
+const char *prov_messages_error_event(const prov_error_t *e, prov_micro_t charge,
+                                      apr_pool_t *p)
 {
-    return prov_sse_encode("error", prov_error_anthropic_json(e, p), p);
+    return error_event(e, NULL, charge, p);
 }

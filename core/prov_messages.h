@@ -16,6 +16,7 @@
 #include "prov_gwerror.h"
 #include "prov_json.h"
 #include "prov_money.h"
+#include "prov_estimate.h"
 
 /* The version the gateway is always called with: later date versions that
  * clients send are served with its semantics. */
@@ -77,10 +78,15 @@ typedef apr_status_t prov_messages_emit_cb(void *baton, const char *event, apr_s
 typedef struct prov_messages_stream_t prov_messages_stream_t;
 
 /* A relay for one streamed answer: events are passed on in order, message_start
- * gets model = public_id, message_delta gets usage.credits (the charge of the
- * usage reported so far at the effective rates). */
+ * gets model = public_id; message_delta and a gateway error event get
+ * usage.credits, the charge prov_messages_stream_bill gives at that point (for
+ * a complete answer, or for one broken by the gateway). Nothing is relayed
+ * after message_stop or an error. input_estimate and hold are the request's
+ * (the estimate's input when the gateway reports none, and its cap). */
 prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
                                                     const prov_rates_t *effective,
+                                                    apr_int64_t input_estimate,
+                                                    prov_micro_t hold,
                                                     prov_messages_emit_cb *emit, void *baton,
                                                     apr_pool_t *p);
 /* Feeds gateway bytes (pieces of any size). */
@@ -97,10 +103,20 @@ int prov_messages_stream_failed(const prov_messages_stream_t *s);
 const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s);
 /* The usage reported so far into *t; returns 0 when none was reported. */
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t);
+/* What the relay delivered: usage (final once message_delta carried it),
+ * output text relayed (counted until the charge was told), started, complete. */
+void prov_messages_stream_delivery(const prov_messages_stream_t *s, prov_delivery_t *d);
+/* The settlement of the stream by prov_estimate's rule, for an answer that is
+ * complete or not and a client that left or not: *how, the tokens *t, and the
+ * charge returned (the figure message_delta or an error event told). */
+prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int complete,
+                                       int client_left, prov_bill_e *how, prov_tokens_t *t);
 
 /* The ping event ("event: ping" with {"type":"ping"}). */
 const char *prov_messages_ping_event(void);
-/* An error event in the stream (for a stream that cannot be completed). */
-const char *prov_messages_error_event(const prov_error_t *e, apr_pool_t *p);
+/* An error event in the stream (for a stream that cannot be completed), with
+ * usage.credits = charge, what the request is charged. */
+const char *prov_messages_error_event(const prov_error_t *e, prov_micro_t charge,
+                                      apr_pool_t *p);
 
 #endif

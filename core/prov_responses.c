@@ -12,6 +12,7 @@
 #include <string.h>
 #include "prov_responses.h"
 #include "prov_chat.h"
+#include "prov_header.h"
 #include "prov_money.h"
 #include "prov_sse.h"
 
@@ -470,8 +471,8 @@ static apr_status_t read_tools(build_t *b, json_object *root, json_object *up)
         b->req->parallel_tool_calls = json_object_get_boolean(v);
         json_object_object_add(up, "parallel_tool_calls", json_object_get(v));
     }
-    if (dropped->nelts)
-        b->req->dropped_tools = apr_array_pstrcat(p, dropped, ',');
+    /* Named in a response header: only token characters, and a bounded list. */
+    b->req->dropped_tools = prov_header_token_list(dropped, PROV_RESP_DROPPED_MAX, p);
     return APR_SUCCESS;
 }
 

@@ -13,6 +13,10 @@
 #include "prov_gwerror.h"
 #include "prov_json.h"
 #include "prov_billing.h"
+#include "prov_estimate.h"
+
+/* The longest x-provider-dropped-tools value: a longer list ends with "...". */
+#define PROV_RESP_DROPPED_MAX 512
 
 /* A tool as the gateway sees it (always a function) and as the client knows it. */
 typedef struct prov_resp_tool_t {
@@ -29,7 +33,8 @@ typedef struct prov_resp_req_t {
     int stream;
     apr_size_t prompt_bytes;      /* text and tool-definition bytes, for the input estimate */
     int n_messages;
-    const char *dropped_tools;    /* "web_search, tool_search", or NULL when none */
+    const char *dropped_tools;    /* "web_search,tool_search" (tokens only, at most
+                                   * PROV_RESP_DROPPED_MAX bytes), or NULL when none */
     apr_array_header_t *tools;    /* prov_resp_tool_t, in the order sent upstream */
     const char *instructions;     /* echoed in the response object, or NULL */
     int parallel_tool_calls;
@@ -73,6 +78,11 @@ int prov_resp_stream_finished(const prov_resp_stream_t *s);
 int prov_resp_stream_started(const prov_resp_stream_t *s);
 /* The token kinds of the usage the gateway reported: APR_ENOENT when none. */
 apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t *t);
+/* What the stream delivered: the usage (final: a chat stream reports it once,
+ * at the end), the output text sent (text, refusal, tool names, arguments and
+ * custom tool input), and whether anything was sent. complete and client_left
+ * are the caller's to set. */
+void prov_resp_stream_delivery(const prov_resp_stream_t *s, prov_delivery_t *d);
 /* Closes the open items and emits response.completed (or .incomplete when the
  * model hit its output limit) with output and usage; credits = charge. */
 apr_status_t prov_resp_stream_complete(prov_resp_stream_t *s, prov_micro_t charge);

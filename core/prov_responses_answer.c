@@ -257,6 +257,7 @@ struct prov_resp_stream_t {
     apr_array_header_t *calls;  /* call_t by the gateway's tool-call index */
     prov_gwerror_t gw_error;    /* an error chunk of the gateway's, when gw_failed */
     int gw_failed;
+    apr_uint64_t out_bytes;     /* output text the client was sent */
 };
 
 static apr_status_t sbuf_free(void *data)
@@ -307,6 +308,16 @@ static apr_status_t emit(prov_resp_stream_t *s, const char *type, json_object *e
     enc = prov_sse_encode(type, data, s->scratch);
     json_object_put(full);
     return s->emit(s->baton, enc, strlen(enc));
+}
+
+/* Emits an event that brings the client n bytes of output text. */
+static apr_status_t emit_counted(prov_resp_stream_t *s, const char *type, json_object *ev,
+                                 apr_size_t n)
+{
+    apr_status_t rv = emit(s, type, ev);
+    if (rv == APR_SUCCESS)
+        s->out_bytes += n;
+    return rv;
 }
 
 static json_object *ev_new(void)
@@ -418,7 +429,8 @@ static apr_status_t add_text(prov_resp_stream_t *s, const char *t, apr_size_t n,
     json_object_object_add(ev, "delta", json_object_new_string_len(t, (int)n));
     if (!refusal)
         json_object_object_add(ev, "logprobs", json_object_new_array());
-    return emit(s, refusal ? "response.refusal.delta" : "response.output_text.delta", ev);
+    return emit_counted(s, refusal ? "response.refusal.delta" : "response.output_text.delta",
+                        ev, n);
 }
 
 static json_object *call_event(const call_t *c)
@@ -461,7 +473,8 @@ static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
         ev_int(ev, "output_index", c->index);
         json_object_object_add(ev, "item", call_item(s->req, c->id, "in_progress", c->call_id,
                                                      c->flat, "", 0, &c->custom));
-        if ((rv = emit(s, "response.output_item.added", ev)) != APR_SUCCESS)
+        if ((rv = emit_counted(s, "response.output_item.added", ev, strlen(c->flat)))
+            != APR_SUCCESS)
             return rv;
     }
     if (!args || !json_object_get_string_len(args))
@@ -472,7 +485,8 @@ static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
     {
         json_object *ev = call_event(c);
         json_object_object_add(ev, "delta", json_object_get(args));
-        return emit(s, "response.function_call_arguments.delta", ev);
+        return emit_counted(s, "response.function_call_arguments.delta", ev,
+                            (apr_size_t)json_object_get_string_len(args));
     }
 }
 
@@ -490,7 +504,8 @@ static apr_status_t close_call(prov_resp_stream_t *s, call_t *c)
         json_object *input = json_object_object_get(item, "input");
         ev = call_event(c);
         json_object_object_add(ev, "delta", json_object_get(input));
-        if ((rv = emit(s, "response.custom_tool_call_input.delta", ev)) != APR_SUCCESS)
+        if ((rv = emit_counted(s, "response.custom_tool_call_input.delta", ev,
+                               (apr_size_t)json_object_get_string_len(input))) != APR_SUCCESS)
             goto out;
         ev = call_event(c);
         json_object_object_add(ev, "input", json_object_get(input));
@@ -648,6 +663,15 @@ apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t 
     t->reasoning = s->usage.reasoning;
     t->output = s->usage.output > s->usage.reasoning ? s->usage.output - s->usage.reasoning : 0;
     return APR_SUCCESS;
+}
+
+void prov_resp_stream_delivery(const prov_resp_stream_t *s, prov_delivery_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    if (prov_resp_stream_tokens(s, &d->reported) == APR_SUCCESS)
+        d->usage = PROV_USAGE_FINAL;
+    d->output_bytes = s->out_bytes;
+    d->started = s->seq > 0;
 }
 
 /* The finished items, in output order. */

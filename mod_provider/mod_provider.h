@@ -22,6 +22,7 @@
 #include "prov_billing.h"
 #include "prov_models.h"
 #include "prov_cache.h"
+#include "prov_estimate.h"
 #include "prov_gwerror.h"
 #include "prov_redact.h"
 
@@ -80,7 +81,23 @@ prov_cache_t *provider_lookups(request_rec *r);
 /* mod_provider_http.c */
 /* A request id for logs and the x-request-id header (set on err_headers_out). */
 const char *provider_request_id(request_rec *r);
-/* Writes body as JSON with status; returns OK for the handler to return. */
+/* What a write to the client came to. */
+#define PROVIDER_WRITE_OK      0
+#define PROVIDER_WRITE_GONE    1   /* the client went away */
+#define PROVIDER_WRITE_REFUSED 2   /* a header would be refused: nothing was written */
+#define PROVIDER_WRITE_FAILED  3   /* the answer was refused on its way out: httpd answered */
+/* Checks the headers r would send against what httpd accepts (RFC 7230
+ * tokens and field values); one that fails is logged as an error and removed.
+ * Returns 0 when one failed. */
+int provider_headers_ok(request_rec *r);
+/* Passes bb (then empty) to the client: PROVIDER_WRITE_*. The first write,
+ * which sends the headers, checks them first (provider_headers_ok) and writes
+ * nothing when one would be refused. */
+int provider_pass(request_rec *r, apr_bucket_brigade *bb);
+/* Writes json as the whole answer with status: PROVIDER_WRITE_*. */
+int provider_write_json(request_rec *r, int status, const char *json);
+/* Writes body as JSON with status (leaving out a header httpd would refuse);
+ * returns what the handler must return. */
 int provider_send_json(request_rec *r, int status, const char *json);
 /* Writes e in the family's shape (with Retry-After when e has one). */
 int provider_send_error(request_rec *r, provider_family_e family, const prov_error_t *e);
@@ -127,8 +144,13 @@ typedef struct provider_infer_t {
     prov_model_t *model;
     prov_rates_t eff;             /* the model's effective rates */
     prov_micro_t hold;
+    apr_int64_t input_estimate;   /* the input tokens the hold assumed */
     prov_reservation_t *res;
     prov_micro_t charge;          /* after provider_infer_settle */
+    /* The settlement staged until the answer is out (provider_infer_commit). */
+    const char *staged;           /* its ledger status; NULL when none */
+    int staged_release;           /* no charge */
+    prov_tokens_t staged_tokens;
 } provider_infer_t;
 
 /* Key (Bearer; also x-api-key when allowed), blocked user, method (POST),
@@ -144,12 +166,29 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
                            apr_int64_t max_output);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
-/* Charges t at the model's rates (t NULL: the hold, when the gateway reported
- * no usage), completes the ledger row, sets x-provider-credits while headers
- * are unsent; returns the charge. */
+/* Stages the charge of the gateway's usage t at the model's rates with status
+ * and sets x-provider-credits while headers are unsent; returns the charge.
+ * Nothing is committed before provider_infer_commit or provider_infer_answer. */
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
-/* Returns the hold without a charge; the ledger row records status. */
+/* Stages the settlement of what d delivered by prov_estimate's rule (the
+ * reported usage with status reported_status, an estimate at most the hold
+ * with status "estimated", or a release with release_status) and sets
+ * x-provider-credits while headers are unsent; returns the charge. */
+prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
+                                 const char *reported_status, const char *release_status);
+/* Commits the staged settlement: completes the ledger row. */
+void provider_infer_commit(provider_infer_t *in);
+/* Writes json as the 200 answer; commits the staged settlement once the
+ * answer was handed to the client (or the client left), else releases the
+ * hold (provider_infer_undelivered). Returns what the handler returns. */
+int provider_infer_answer(provider_infer_t *in, const char *json);
+/* The answer could not be delivered by the module's own fault (write, a
+ * PROVIDER_WRITE_* result): releases the hold with status "undelivered" and,
+ * when nothing was sent, answers 500 INTERNAL_ERROR in the transport's
+ * shape. Returns what the handler returns. */
+int provider_infer_undelivered(provider_infer_t *in, int write);
+/* Returns the hold without a charge now; the ledger row records status. */
 void provider_infer_release(provider_infer_t *in, const char *status);
 /* After the answer is out (log_transaction): runs a billing batch that the
  * request's settlement left due (prov_billing_flush). */

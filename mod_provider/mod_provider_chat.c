@@ -63,6 +63,7 @@ int provider_chat_handler(request_rec *r)
     prov_gw_response_t *resp = NULL;
     json_object *answer = NULL;
     const char *upstream_body;
+    prov_delivery_t d;
     prov_tokens_t t;
     apr_status_t rv;
     int st;
@@ -96,10 +97,11 @@ int provider_chat_handler(request_rec *r)
                              "The model gateway sent an answer that is not a chat completion. "
                              "Nothing was charged.");
     }
-    /* Without usage from the gateway, the hold is the charge. */
-    provider_infer_settle(in, rv == APR_SUCCESS ? &t : NULL,
-                          rv == APR_SUCCESS ? "ok" : "no_usage");
-    return provider_send_json(r, HTTP_OK,
-                              prov_chat_render(answer, in->model->public_id, in->charge,
-                                               r->pool));
+    if (rv == APR_SUCCESS)
+        provider_infer_settle(in, &t, "ok");
+    else
+        provider_infer_bill(in, prov_estimate_answer(&d, prov_estimate_chat_answer(answer)),
+                            "ok", "no_usage");
+    return provider_infer_answer(in, prov_chat_render(answer, in->model->public_id, in->charge,
+                                                      r->pool));
 }

@@ -1,5 +1,7 @@
 /* mod_provider_http.c: request and response plumbing shared by the handlers:
- * request ids, JSON and error answers in each transport's shape, the API key
+ * request ids, JSON and error answers in each transport's shape, writes that
+ * tell a client that went away from an answer httpd refused (a header it
+ * would refuse is caught before anything is written), the API key
  * from the request headers, bounded body reading, and database connections
  * from mod_dbd held for one phase of a request only (never across the
  * gateway call), with the schema version checked per child.
@@ -15,6 +17,7 @@
 #include "mod_provider.h"
 
 APLOG_USE_MODULE(provider);
+#include "prov_header.h"
 #include "prov_keys.h"
 
 static APR_OPTIONAL_FN_TYPE(ap_dbd_open) *dbd_open_fn;
@@ -41,16 +44,86 @@ const char *provider_request_id(request_rec *r)
     return id;
 }
 
-int provider_send_json(request_rec *r, int status, const char *json)
+/* Collects the headers of t that httpd's HTTP_OUT filter would refuse. */
+static int bad_headers(void *rec, const char *key, const char *val)
 {
+    apr_array_header_t *bad = rec;
+    if (!prov_header_token_ok(key) || !prov_header_value_ok(val))
+        APR_ARRAY_PUSH(bad, const char *) = key;
+    return 1;
+}
+
+int provider_headers_ok(request_rec *r)
+{
+    apr_array_header_t *bad = apr_array_make(r->pool, 2, sizeof(const char *));
+    int i;
+    apr_table_do(bad_headers, bad, r->headers_out, NULL);
+    for (i = 0; i < bad->nelts; i++)
+        apr_table_unset(r->headers_out, APR_ARRAY_IDX(bad, i, const char *));
+    i = bad->nelts;
+    apr_table_do(bad_headers, bad, r->err_headers_out, NULL);
+    for (; i < bad->nelts; i++)
+        apr_table_unset(r->err_headers_out, APR_ARRAY_IDX(bad, i, const char *));
+    for (i = 0; i < bad->nelts; i++)
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00340: request %s: the header '%s' "
+                      "is not a valid HTTP header; it was left out", provider_request_id(r),
+                      ap_escape_logitem(r->pool, APR_ARRAY_IDX(bad, i, const char *)));
+    return bad->nelts == 0;
+}
+
+int provider_pass(request_rec *r, apr_bucket_brigade *bb)
+{
+    conn_rec *c = r->connection;
+    int first = !r->sent_bodyct;
+    apr_status_t rv;
+
+    if (c->aborted) {
+        apr_brigade_cleanup(bb);
+        return PROVIDER_WRITE_GONE;
+    }
+    /* httpd checks the headers when they go out and, when one is refused,
+     * answers 500 itself: check first, while an answer of ours is possible. */
+    if (first && !provider_headers_ok(r)) {
+        apr_brigade_cleanup(bb);
+        return PROVIDER_WRITE_REFUSED;
+    }
+    rv = ap_pass_brigade(r->output_filters, bb);
+    apr_brigade_cleanup(bb);
+    if (rv == APR_SUCCESS && !c->aborted)
+        return PROVIDER_WRITE_OK;
+    /* The core output filter marks a connection it cannot write to: the
+     * client went away. A first write failing otherwise is a filter's
+     * refusal (AP_FILTER_ERROR: httpd has answered instead). */
+    if (c->aborted || !first)
+        return PROVIDER_WRITE_GONE;
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00341: request %s: the answer was "
+                  "refused on its way out (%d)", provider_request_id(r), rv);
+    return PROVIDER_WRITE_FAILED;
+}
+
+int provider_write_json(request_rec *r, int status, const char *json)
+{
+    apr_size_t len = strlen(json);
+    apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     provider_request_id(r);
     r->status = status;
     ap_set_content_type(r, "application/json");
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
-    ap_set_content_length(r, (apr_off_t)strlen(json));
-    if (!r->header_only)
-        ap_rwrite(json, (int)strlen(json), r);
-    return OK;
+    ap_set_content_length(r, (apr_off_t)len);
+    if (!r->header_only && len)
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_pool_create(json, len, r->pool,
+                                                           r->connection->bucket_alloc));
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(r->connection->bucket_alloc));
+    return provider_pass(r, bb);
+}
+
+int provider_send_json(request_rec *r, int status, const char *json)
+{
+    int w = provider_write_json(r, status, json);
+    /* The refused header is gone: the answer can go without it. */
+    if (w == PROVIDER_WRITE_REFUSED)
+        w = provider_write_json(r, status, json);
+    return w == PROVIDER_WRITE_FAILED ? AP_FILTER_ERROR : OK;
 }
 
 int provider_send_error(request_rec *r, provider_family_e family, const prov_error_t *e)

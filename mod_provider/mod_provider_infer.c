@@ -171,6 +171,7 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
 
     if (max_output <= 0)
         max_output = in->conf->default_max_tokens;
+    in->input_estimate = input_estimate;
     in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
     provider_infer_close(in);
     rv = prov_billing_reserve(&in->res, &err, source(in), in->auth, in->model->id,
@@ -224,17 +225,73 @@ void provider_infer_after(request_rec *r)
                       "be written yet; the next batch writes them");
 }
 
-prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
-                                   const char *status)
+/* Stages a settlement (release: no charge) for provider_infer_commit. */
+static void stage(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
+                  const char *status, int release)
 {
     static const prov_tokens_t none = { 0, 0, 0, 0 };
-    prov_micro_t charge = t ? prov_money_charge(&in->eff, t) : in->hold;
     in->charge = charge;
-    finish(in, t ? t : &none, charge, status);
+    in->staged = status;
+    in->staged_release = release;
+    in->staged_tokens = t ? *t : none;
     if (!in->r->sent_bodyct)
         apr_table_setn(in->r->headers_out, "x-provider-credits",
                        prov_money_format(charge, in->r->pool));
+}
+
+prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
+                                   const char *status)
+{
+    prov_micro_t charge = prov_money_charge(&in->eff, t);
+    stage(in, t, charge, status, 0);
     return charge;
+}
+
+prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
+                                 const char *reported_status, const char *release_status)
+{
+    prov_bill_e how;
+    prov_tokens_t t;
+    prov_micro_t charge = prov_estimate_bill(&how, &t, d, &in->eff, in->input_estimate,
+                                             in->hold);
+    if (how == PROV_BILL_REPORTED)
+        return provider_infer_settle(in, &t, reported_status);
+    stage(in, &t, charge, how == PROV_BILL_ESTIMATED ? PROV_STATUS_ESTIMATED : release_status,
+          how == PROV_BILL_RELEASE);
+    return charge;
+}
+
+void provider_infer_commit(provider_infer_t *in)
+{
+    if (!in->staged)
+        return;
+    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged);
+    in->staged = NULL;
+}
+
+int provider_infer_answer(provider_infer_t *in, const char *json)
+{
+    int w = provider_write_json(in->r, HTTP_OK, json);
+    if (w != PROVIDER_WRITE_OK && w != PROVIDER_WRITE_GONE)
+        return provider_infer_undelivered(in, w);
+    /* Handed over, or the client went away before it: the gateway did the work. */
+    provider_infer_commit(in);
+    return OK;
+}
+
+int provider_infer_undelivered(provider_infer_t *in, int write)
+{
+    request_rec *r = in->r;
+    in->staged = NULL;
+    in->charge = 0;
+    apr_table_unset(r->headers_out, "x-provider-credits");
+    provider_infer_release(in, "undelivered");
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00342: request %s: the answer could not "
+                  "be delivered; nothing was charged", in->request_id);
+    if (write == PROVIDER_WRITE_FAILED)
+        return AP_FILTER_ERROR;           /* httpd has answered */
+    return fail(in, PROV_E_INTERNAL, NULL,
+                "The service failed to write its answer. Nothing was charged.");
 }
 
 void provider_infer_release(provider_infer_t *in, const char *status)

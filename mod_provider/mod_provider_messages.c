@@ -4,15 +4,17 @@
  * libprovider (prov_messages.c): the anthropic-version header, the request
  * normalised and forwarded natively to the gateway with the upstream id, and
  * the answer either as one Message or as an SSE stream relayed event by event
- * (each event flushed, a ping while the gateway is silent, the usage read on
- * the way and settled when the stream ends, however it ends). Errors are in
- * the Anthropic shape. count_tokens is never charged and holds nothing. */
+ * (each event flushed, a ping while the gateway is silent, the usage read and
+ * the output counted on the way, settled when the stream ends, however it
+ * ends, by what was delivered). Errors are in the Anthropic shape.
+ * count_tokens is never charged and holds nothing. */
 #include <string.h>
 #include "mod_provider.h"
 
 APLOG_USE_MODULE(provider);
 
 #include "prov_billing.h"
+#include "prov_header.h"
 #include "prov_messages.h"
 #include "prov_money.h"
 #include "prov_json.h"
@@ -47,7 +49,9 @@ static apr_table_t *upstream_headers(request_rec *r)
     apr_table_t *h = apr_table_make(r->pool, 2);
     const char *beta = apr_table_get(r->headers_in, "anthropic-beta");
     apr_table_setn(h, "anthropic-version", PROV_MESSAGES_VERSION);
-    if (beta && *beta)
+    /* httpd already refuses control characters in request headers (unless
+     * HttpProtocolOptions Unsafe): never pass one on to the gateway. */
+    if (beta && *beta && prov_header_value_ok(beta))
         apr_table_setn(h, "anthropic-beta", beta);
     return h;
 }
@@ -115,6 +119,7 @@ typedef struct relay_t {
     int status;                 /* the gateway's HTTP status, once known */
     int started;                /* the client has the 200 and its headers */
     int client_gone;
+    int undelivered;            /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
     apr_time_t last_write;
     apr_interval_time_t ping;
     char *refusal;              /* a non-200 answer's body */
@@ -124,13 +129,10 @@ typedef struct relay_t {
 static apr_status_t write_flush(relay_t *x, const char *buf, apr_size_t len)
 {
     conn_rec *c = x->r->connection;
-    apr_status_t rv;
-    if (c->aborted || x->client_gone) {
-        x->client_gone = 1;
+    int w;
+    if (x->client_gone || x->undelivered)
         return APR_ECONNABORTED;
-    }
     if (!x->started) {
-        x->started = 1;
         x->r->status = HTTP_OK;
         ap_set_content_type(x->r, "text/event-stream; charset=utf-8");
         apr_table_setn(x->r->headers_out, "Cache-Control", "no-cache");
@@ -138,12 +140,15 @@ static apr_status_t write_flush(relay_t *x, const char *buf, apr_size_t len)
     }
     APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_transient_create(buf, len, c->bucket_alloc));
     APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(c->bucket_alloc));
-    rv = ap_pass_brigade(x->r->output_filters, x->bb);
-    apr_brigade_cleanup(x->bb);
-    if (rv != APR_SUCCESS || c->aborted) {
-        x->client_gone = 1;
+    w = provider_pass(x->r, x->bb);
+    if (w != PROVIDER_WRITE_OK) {
+        if (w == PROVIDER_WRITE_GONE)
+            x->client_gone = 1;
+        else
+            x->undelivered = w;
         return APR_ECONNABORTED;
     }
+    x->started = 1;
     x->last_write = apr_time_now();
     return APR_SUCCESS;
 }
@@ -221,50 +226,59 @@ static int relay_stream(provider_infer_t *in, const char *body, apr_table_t *hea
 {
     request_rec *r = in->r;
     relay_t x;
-    prov_tokens_t t;
+    prov_delivery_t d;
+    prov_micro_t charge;
     apr_status_t rv;
-    int reported;
+    int failed;
 
     memset(&x, 0, sizeof(x));
     x.r = r;
     x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     x.ping = apr_time_from_sec(in->conf->ping_interval);
-    x.stream = prov_messages_stream_create(in->model->public_id, &in->eff, on_event, &x,
-                                           r->pool);
+    x.stream = prov_messages_stream_create(in->model->public_id, &in->eff, in->input_estimate,
+                                           in->hold, on_event, &x, r->pool);
     apr_table_setn(headers, "Accept", "text/event-stream");
     rv = prov_gateway_stream_tick(&x.status, in->conf->gateway, "/v1/messages", body,
                                   strlen(body), headers, on_data, on_tick, &x, r->pool);
+    if (x.undelivered)
+        return provider_infer_undelivered(in, x.undelivered);
     if (!x.started)
         return stream_not_started(in, &x, rv);
     if (prov_messages_stream_failed(x.stream))
         provider_log_gateway_error(r, prov_messages_stream_error(x.stream));
 
-    reported = prov_messages_stream_tokens(x.stream, &t);
-    if (prov_messages_stream_complete(x.stream)) {
-        provider_infer_settle(in, reported ? &t : NULL, reported ? "ok" : "no_usage");
+    /* Settled by what was delivered (docs/internals/broken-streams.md): the
+     * figure message_delta or the error event told the client. */
+    prov_messages_stream_delivery(x.stream, &d);
+    if (d.complete) {
+        provider_infer_bill(in, &d, "ok", "no_usage");
+        provider_infer_commit(in);
         return OK;
     }
-    /* Cut short by either side: charged for what the gateway reported, else
-     * for the hold (DESIGN §4). */
+    r->connection->keepalive = AP_CONN_CLOSE;
     if (x.client_gone) {
-        provider_infer_settle(in, reported ? &t : NULL, "client_cut");
-        r->connection->keepalive = AP_CONN_CLOSE;
+        d.client_left = 1;
+        provider_infer_bill(in, &d, "client_cut", "client_gone");
+        provider_infer_commit(in);
         return OK;
     }
-    provider_infer_settle(in, reported ? &t : NULL,
-                          prov_messages_stream_failed(x.stream) ? "error" : "cut");
-    if (!prov_messages_stream_failed(x.stream)) {
+    failed = prov_messages_stream_failed(x.stream);
+    charge = provider_infer_bill(in, &d, failed ? "error" : "cut", failed ? "error"
+                                 : rv == APR_TIMEUP ? "timeout" : "cut");
+    if (!failed) {
         prov_error_t *e = prov_error_make(r->pool, rv == APR_TIMEUP ? PROV_E_GATEWAY_TIMEOUT
                                                                     : PROV_E_GATEWAY_ERROR,
                                           NULL, "The model gateway ended the stream before "
-                                          "the message was complete.");
-        const char *ev = prov_messages_error_event(e, r->pool);
+                                          "the message was complete; %s credits were charged "
+                                          "for what was delivered.",
+                                          prov_money_format(charge, r->pool));
+        const char *ev = prov_messages_error_event(e, charge, r->pool);
         write_flush(&x, ev, strlen(ev));
     }
+    provider_infer_commit(in);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00120: request %s: the gateway's "
                   "stream ended early after %d events; charged %s credits", in->request_id,
-                  prov_messages_stream_events(x.stream), prov_money_format(in->charge, r->pool));
-    r->connection->keepalive = AP_CONN_CLOSE;
+                  prov_messages_stream_events(x.stream), prov_money_format(charge, r->pool));
     return OK;
 }
 
@@ -278,6 +292,7 @@ int provider_messages_handler(request_rec *r)
     json_object *answer = NULL;
     apr_table_t *headers;
     const char *upstream_body;
+    prov_delivery_t d;
     prov_tokens_t t;
     apr_status_t rv;
     int st;
@@ -309,12 +324,13 @@ int provider_messages_handler(request_rec *r)
                              "The model gateway sent an answer that is not a message. "
                              "Nothing was charged.");
     }
-    /* Without usage from the gateway, the hold is the charge. */
-    provider_infer_settle(in, rv == APR_SUCCESS ? &t : NULL,
-                          rv == APR_SUCCESS ? "ok" : "no_usage");
-    return provider_send_json(r, HTTP_OK,
-                              prov_messages_render(answer, in->model->public_id, in->charge,
-                                                   r->pool));
+    if (rv == APR_SUCCESS)
+        provider_infer_settle(in, &t, "ok");
+    else
+        provider_infer_bill(in, prov_estimate_answer(&d, prov_estimate_messages_answer(answer)),
+                            "ok", "no_usage");
+    return provider_infer_answer(in, prov_messages_render(answer, in->model->public_id,
+                                                          in->charge, r->pool));
 }
 
 int provider_count_tokens_handler(request_rec *r)

@@ -5,8 +5,9 @@
  * the plan's windows in Codex's rate-limit headers, and the answer either as
  * one response object (with x-provider-credits) or as the response.* event
  * stream, written and flushed event by event while the gateway streams. A
- * stream is settled once: on completion with the reported usage, or when cut
- * (by the gateway or the client) with what was reported, else the hold. */
+ * stream is settled once, when it ends, however it ends, by what was
+ * delivered (docs/internals/broken-streams.md); its last event tells the
+ * figure. */
 #include <string.h>
 #include "mod_provider.h"
 
@@ -30,7 +31,9 @@ typedef struct stream_ctx {
     int *status;
     char *refusal;           /* the body of a non-200 gateway answer */
     apr_size_t refusal_len;
+    int sent;                /* the client has the 200 and its headers */
     int client_gone;
+    int undelivered;         /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
     int malformed;
 } stream_ctx;
 
@@ -39,20 +42,21 @@ static apr_status_t write_event(void *baton, const char *ev, apr_size_t len)
 {
     stream_ctx *c = baton;
     request_rec *r = c->r;
-    apr_status_t rv;
+    int w;
 
-    if (c->client_gone || r->connection->aborted) {
-        c->client_gone = 1;
+    if (c->client_gone || c->undelivered)
         return APR_ECONNABORTED;
-    }
     apr_brigade_write(c->bb, NULL, NULL, ev, len);
     APR_BRIGADE_INSERT_TAIL(c->bb, apr_bucket_flush_create(r->connection->bucket_alloc));
-    rv = ap_pass_brigade(r->output_filters, c->bb);
-    apr_brigade_cleanup(c->bb);
-    if (rv != APR_SUCCESS || r->connection->aborted) {
-        c->client_gone = 1;
+    w = provider_pass(r, c->bb);
+    if (w != PROVIDER_WRITE_OK) {
+        if (w == PROVIDER_WRITE_GONE)
+            c->client_gone = 1;
+        else
+            c->undelivered = w;
         return APR_ECONNABORTED;
     }
+    c->sent = 1;
     return APR_SUCCESS;
 }
 
@@ -75,9 +79,51 @@ static apr_status_t on_gateway_data(void *baton, const char *data, apr_size_t le
         return APR_ECONNABORTED;
     }
     rv = prov_resp_stream_feed(c->s, data, len);
-    if (rv != APR_SUCCESS && !c->client_gone)
+    if (rv != APR_SUCCESS && !c->client_gone && !c->undelivered)
         c->malformed = 1;
     return rv;
+}
+
+/* The end of a stream that the client has: settled by what was delivered
+ * (docs/internals/broken-streams.md), and the last event tells the figure. */
+static int stream_end(provider_infer_t *in, stream_ctx *c, apr_status_t rv)
+{
+    request_rec *r = in->r;
+    prov_delivery_t d;
+    prov_micro_t charge;
+
+    const prov_gwerror_t *gw_error = prov_resp_stream_error(c->s);
+
+    if (gw_error)
+        provider_log_gateway_error(r, gw_error);
+    prov_resp_stream_delivery(c->s, &d);
+    d.complete = prov_resp_stream_finished(c->s) && !c->malformed && !c->client_gone
+                 && (rv == APR_SUCCESS || d.usage == PROV_USAGE_FINAL);
+    if (d.complete) {
+        charge = provider_infer_bill(in, &d, "ok", "no_usage");
+        prov_resp_stream_complete(c->s, charge);
+        provider_infer_commit(in);
+        return OK;
+    }
+    r->connection->keepalive = AP_CONN_CLOSE;
+    d.client_left = c->client_gone;
+    charge = provider_infer_bill(in, &d, c->client_gone ? "client_cut" : gw_error ? "error"
+                                 : "cut", c->client_gone ? "client_gone" : gw_error ? "error"
+                                 : c->malformed ? "malformed" : rv == APR_TIMEUP ? "timeout"
+                                 : "cut");
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00140: responses stream %s cut short "
+                  "(%s); charged %s credits", in->request_id,
+                  c->client_gone ? "client went away" : gw_error ? "gateway error"
+                  : c->malformed ? "malformed gateway stream" : "gateway stream ended",
+                  prov_money_format(charge, r->pool));
+    if (!c->client_gone)
+        prov_resp_stream_fail(c->s, rv == APR_TIMEUP ? "GATEWAY_TIMEOUT" : "GATEWAY_ERROR",
+                              apr_psprintf(r->pool, "The model's answer was cut short by the "
+                                           "gateway; %s credits were charged for what was "
+                                           "delivered.", prov_money_format(charge, r->pool)),
+                              charge);
+    provider_infer_commit(in);
+    return OK;
 }
 
 static int stream_answer(provider_infer_t *in, const prov_resp_req_t *req, const char *body,
@@ -86,9 +132,6 @@ static int stream_answer(provider_infer_t *in, const prov_resp_req_t *req, const
     request_rec *r = in->r;
     stream_ctx c;
     int status = 0;
-    prov_tokens_t t;
-    int have_tokens;
-    prov_micro_t charge;
     apr_status_t rv;
 
     memset(&c, 0, sizeof(c));
@@ -105,59 +148,38 @@ static int stream_answer(provider_infer_t *in, const prov_resp_req_t *req, const
     rv = prov_gateway_stream(&status, in->conf->gateway, "/v1/chat/completions", body,
                              strlen(body), NULL, on_gateway_data, &c, r->pool);
 
-    if (!prov_resp_stream_started(c.s)) {
-        /* Nothing reached the client: an ordinary error answer is still possible. */
-        if (status != 0 && status != HTTP_OK) {
-            prov_gw_response_t resp;
-            memset(&resp, 0, sizeof(resp));
-            resp.status = status;
-            c.refusal[c.refusal_len] = '\0';
-            resp.body = c.refusal;
-            resp.len = c.refusal_len;
-            provider_infer_release(in, "refused");
-            return provider_gateway_refusal(r, FAMILY, &resp);
-        }
-        if (c.client_gone) {
-            provider_infer_settle(in, NULL, "aborted");
-            return OK;
-        }
-        if (prov_resp_stream_error(c.s)) {
-            provider_log_gateway_error(r, prov_resp_stream_error(c.s));
-            provider_infer_release(in, "refused");
-            return provider_send_error(r, FAMILY,
-                                       prov_gwerror_client(prov_resp_stream_error(c.s), r->pool));
-        }
-        if (rv != APR_SUCCESS && !c.malformed)
-            return provider_infer_gateway_failed(in, rv);
-        provider_infer_release(in, "malformed");
-        return provider_fail(r, FAMILY, PROV_E_GATEWAY_ERROR, NULL,
-                             "The model gateway sent a stream that is not a chat completion "
-                             "stream. Nothing was charged.");
+    if (c.undelivered)
+        return provider_infer_undelivered(in, c.undelivered);
+    if (c.sent)
+        return stream_end(in, &c, rv);
+    /* Nothing reached the client: an ordinary error answer is still possible. */
+    if (status != 0 && status != HTTP_OK) {
+        prov_gw_response_t resp;
+        memset(&resp, 0, sizeof(resp));
+        resp.status = status;
+        c.refusal[c.refusal_len] = '\0';
+        resp.body = c.refusal;
+        resp.len = c.refusal_len;
+        provider_infer_release(in, "refused");
+        return provider_gateway_refusal(r, FAMILY, &resp);
     }
-
-    if (prov_resp_stream_error(c.s))
-        provider_log_gateway_error(r, prov_resp_stream_error(c.s));
-    have_tokens = prov_resp_stream_tokens(c.s, &t) == APR_SUCCESS;
-    if (prov_resp_stream_finished(c.s) && !c.malformed && !c.client_gone
-        && (rv == APR_SUCCESS || have_tokens)) {
-        charge = provider_infer_settle(in, have_tokens ? &t : NULL,
-                                       have_tokens ? "ok" : "no_usage");
-        prov_resp_stream_complete(c.s, charge);
+    if (c.client_gone) {
+        provider_infer_release(in, "client_gone");
+        r->connection->keepalive = AP_CONN_CLOSE;
         return OK;
     }
-    /* Cut short: charged for what the gateway reported, else the hold. */
-    charge = provider_infer_settle(in, have_tokens ? &t : NULL,
-                                   c.client_gone ? "aborted" : "cut");
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00140: responses stream %s cut short "
-                  "(%s); charged %s credits", in->request_id,
-                  c.client_gone ? "client went away" : c.malformed ? "malformed gateway stream"
-                  : "gateway stream ended", prov_money_format(charge, r->pool));
-    if (!c.client_gone)
-        prov_resp_stream_fail(c.s, rv == APR_TIMEUP ? "GATEWAY_TIMEOUT" : "GATEWAY_ERROR",
-                              apr_psprintf(r->pool, "The model's answer was cut short by the "
-                                           "gateway; %s credits were charged for it.",
-                                           prov_money_format(charge, r->pool)), charge);
-    return OK;
+    if (prov_resp_stream_error(c.s)) {
+        provider_log_gateway_error(r, prov_resp_stream_error(c.s));
+        provider_infer_release(in, "refused");
+        return provider_send_error(r, FAMILY,
+                                   prov_gwerror_client(prov_resp_stream_error(c.s), r->pool));
+    }
+    if (rv != APR_SUCCESS && !c.malformed)
+        return provider_infer_gateway_failed(in, rv);
+    provider_infer_release(in, "malformed");
+    return provider_fail(r, FAMILY, PROV_E_GATEWAY_ERROR, NULL,
+                         "The model gateway sent a stream that is not a chat completion "
+                         "stream. Nothing was charged.");
 }
 
 static int plain_answer(provider_infer_t *in, const prov_resp_req_t *req, const char *body,
@@ -166,6 +188,7 @@ static int plain_answer(provider_infer_t *in, const prov_resp_req_t *req, const 
     request_rec *r = in->r;
     prov_gw_response_t *resp = NULL;
     json_object *answer = NULL;
+    prov_delivery_t d;
     prov_tokens_t t;
     apr_status_t rv;
 
@@ -184,11 +207,14 @@ static int plain_answer(provider_infer_t *in, const prov_resp_req_t *req, const 
                              "The model gateway sent an answer that is not a chat completion. "
                              "Nothing was charged.");
     }
-    provider_infer_settle(in, rv == APR_SUCCESS ? &t : NULL,
-                          rv == APR_SUCCESS ? "ok" : "no_usage");
-    return provider_send_json(r, HTTP_OK, prov_resp_render(req, answer, resp_id,
-                                                           in->model->public_id, created_at,
-                                                           in->charge, r->pool));
+    if (rv == APR_SUCCESS)
+        provider_infer_settle(in, &t, "ok");
+    else
+        provider_infer_bill(in, prov_estimate_answer(&d, prov_estimate_chat_answer(answer)),
+                            "ok", "no_usage");
+    return provider_infer_answer(in, prov_resp_render(req, answer, resp_id,
+                                                      in->model->public_id, created_at,
+                                                      in->charge, r->pool));
 }
 
 int provider_responses_handler(request_rec *r)

@@ -114,6 +114,8 @@ typedef struct {
     mgw_fault_kind_t kind;
     long delay_ms;          /* -1: not given */
     long trickle_ms;        /* -1: not given */
+    long cut_events;        /* "cut-<n>": events sent before the cut; -1: half */
+    bool no_usage;          /* "nousage": answers without usage */
 } mgw_fault_t;
 
 void mgw_fault_init(mgw_fault_t *f);

@@ -22,6 +22,7 @@ typedef struct {
     json_object *input;         /* the tool_use input (owned) */
     mgw_buf_t out;              /* the reply text, or the input as JSON */
     long input_tokens, output_tokens, cache_read, cache_creation;
+    bool no_usage;              /* the "nousage" fault */
 } msg_reply_t;
 
 static bool is_type(json_object *o, const char *type)
@@ -193,7 +194,8 @@ static json_object *message(const msg_reply_t *p, bool start)
     mgw_jset(o, "stop_reason", start ? NULL : json_object_new_string(
                  p->tool_name ? "tool_use" : "end_turn"));
     mgw_jset(o, "stop_sequence", NULL);
-    mgw_jset(o, "usage", usage_json(p, start ? 1 : p->output_tokens));
+    if (!p->no_usage)
+        mgw_jset(o, "usage", usage_json(p, start ? 1 : p->output_tokens));
     return o;
 }
 
@@ -242,9 +244,11 @@ static void stream_events(const msg_reply_t *p, mgw_events_t *e)
              json_object_new_string(p->tool_name ? "tool_use" : "end_turn"));
     mgw_jset(d, "stop_sequence", NULL);
     mgw_jset(o, "delta", d);
-    d = json_object_new_object();
-    mgw_jset(d, "output_tokens", json_object_new_int64(p->output_tokens));
-    mgw_jset(o, "usage", d);
+    if (!p->no_usage) {
+        d = json_object_new_object();
+        mgw_jset(d, "output_tokens", json_object_new_int64(p->output_tokens));
+        mgw_jset(o, "usage", d);
+    }
     mgw_events_add(e, "message_delta", o);
     mgw_events_add(e, "message_stop", event("message_stop"));
 }
@@ -265,6 +269,7 @@ int mgw_anthropic_messages(mgw_ctx_t *x)
         return mgw_send_anthropic_error(x, 400, "invalid_request_error",
                                         "messages: must be an array", NULL);
     p.n = mgw_next_id();
+    p.no_usage = x->fault.no_usage;
     plan(&p, x->body, messages, &x->usage);
 
     if (stream && json_object_get_boolean(stream)) {

@@ -537,7 +537,8 @@ int mgw_http_stream(mgw_conn_t *c, const mgw_events_t *e, const mgw_fault_t *f)
                   c->minor_version == 1 ? "Transfer-Encoding: chunked\r\n" : "",
                   conn_header(c));
     if (f && f->kind == MGW_FAULT_CUT) {
-        size_t half = e->n / 2;
+        size_t half = f->cut_events < 0 ? e->n / 2
+                    : (size_t)f->cut_events < e->n ? (size_t)f->cut_events : e->n;
         send_chunk(c, head, (size_t)hl, d, half ? e->ends[half - 1] : 0, false);
         shutdown(c->fd, SHUT_WR);
         return -1;

@@ -23,6 +23,7 @@ typedef struct {
     const char *tool_name;      /* a tool call when not NULL */
     mgw_buf_t out;              /* the reply text, or the arguments JSON */
     long prompt, completion, cached, reasoning;
+    bool no_usage;              /* the "nousage" fault */
 } chat_reply_t;
 
 /* The tool a "TOOL: <name>" line of the last user text asks for: the name
@@ -222,7 +223,8 @@ static json_object *completion(const chat_reply_t *p)
              json_object_new_string(p->tool_name ? "tool_calls" : "stop"));
     json_object_array_add(choices, c);
     mgw_jset(o, "choices", choices);
-    mgw_jset(o, "usage", usage_json(p));
+    if (!p->no_usage)
+        mgw_jset(o, "usage", usage_json(p));
     return o;
 }
 
@@ -280,7 +282,7 @@ static void stream_events(const chat_reply_t *p, bool include_usage,
 
     mgw_events_add(e, NULL, chunk(p, json_object_new_object(),
                                   p->tool_name ? "tool_calls" : "stop"));
-    if (include_usage) {
+    if (include_usage && !p->no_usage) {
         json_object *o = envelope(p, "chat.completion.chunk");
         mgw_jset(o, "choices", json_object_new_array());
         mgw_jset(o, "usage", usage_json(p));
@@ -309,6 +311,7 @@ int mgw_openai_chat(mgw_ctx_t *x)
                                      "messages must be an array", NULL);
     p.n = mgw_next_id();
     p.created = (int64_t)time(NULL);
+    p.no_usage = x->fault.no_usage;
     plan(&p, x->body, messages, &x->usage);
 
     if (stream && json_object_get_boolean(stream)) {

@@ -173,6 +173,8 @@ void mgw_fault_init(mgw_fault_t *f)
     f->kind = MGW_FAULT_NONE;
     f->delay_ms = -1;
     f->trickle_ms = -1;
+    f->cut_events = -1;
+    f->no_usage = false;
 }
 
 /* Parses the digits of s[0, len) as milliseconds. Returns it, or -1. */
@@ -213,6 +215,14 @@ static int fault_one(mgw_fault_t *f, const char *s, size_t len)
         return (f->delay_ms = parse_ms(s + 6, len - 6)) < 0 ? -1 : 0;
     if (len > 8 && memcmp(s, "trickle-", 8) == 0)
         return (f->trickle_ms = parse_ms(s + 8, len - 8)) < 0 ? -1 : 0;
+    if (len > 4 && memcmp(s, "cut-", 4) == 0) {
+        f->kind = MGW_FAULT_CUT;
+        return (f->cut_events = parse_ms(s + 4, len - 4)) < 0 ? -1 : 0;
+    }
+    if (len == 7 && memcmp(s, "nousage", 7) == 0) {
+        f->no_usage = true;
+        return 0;
+    }
     return -1;
 }
 

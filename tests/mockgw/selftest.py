@@ -372,6 +372,29 @@ def test_faults(g):
           and secret in json.loads(ev[-1][1])["error"]["message"]
           and all(dd != "[DONE]" for _, dd in ev), "error-event openai stream")
 
+    # cut-<n>: the first n events; nousage: no usage anywhere
+    out, how = raw(g.port, b"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer "
+                   + TOKEN.encode() + b"\r\nx-mock-fault: cut-2\r\nContent-Length: %d\r\n\r\n"
+                   % len(req) + req)
+    check(how == "eof" and out.count(b"data: ") == 2, "stream cut-2")
+    out, how = raw(g.port, b"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer "
+                   + TOKEN.encode() + b"\r\nx-mock-fault: cut-0\r\nContent-Length: %d\r\n\r\n"
+                   % len(req) + req)
+    check(how == "eof" and b" 200 " in out and b"data: " not in out, "stream cut-0")
+    r, d = g.req("POST", "/v1/chat/completions", dict(b, model="m-fault-nousage"), AUTH)
+    j = json.loads(d)
+    check(r.status == 200 and "usage" not in j and j["choices"], "nousage chat")
+    r, d = g.req("POST", "/v1/chat/completions",
+                 dict(b, model="m-fault-nousage", stream=True,
+                      stream_options={"include_usage": True}), AUTH)
+    check(b'"usage"' not in d and b"[DONE]" in d, "nousage chat stream")
+    msg = {"model": "c-fault-nousage", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}
+    r, d = g.req("POST", "/v1/messages", msg, ANTH)
+    j = json.loads(d)
+    check(r.status == 200 and "usage" not in j and j["content"], "nousage messages")
+    r, d = g.req("POST", "/v1/messages", dict(msg, stream=True), ANTH)
+    check(b'"usage"' not in d and sse(d)[-1][0] == "message_stop", "nousage messages stream")
+
 
 def test_http(g):
     c = g.conn()

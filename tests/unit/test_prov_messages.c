@@ -367,7 +367,8 @@ static void run_stream(sink_t *sink, prov_messages_stream_t **ps, apr_size_t pie
                        apr_pool_t *p)
 {
     prov_rates_t rates = { 1000000, 2000000, 100000, 2000000 };
-    prov_messages_stream_t *s = prov_messages_stream_create("pub-1", &rates, sink_emit, sink, p);
+    prov_messages_stream_t *s = prov_messages_stream_create("pub-1", &rates, 100, 1000000000,
+                                                            sink_emit, sink, p);
     apr_size_t off = 0, n = strlen(stream_text);
     memset(sink, 0, sizeof(*sink));
     while (off < n) {
@@ -425,7 +426,7 @@ static void test_stream_cut_and_client_gone(void)
                          "\"overloaded_error\",\"message\":\"busy\"}}\n\n";
 
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_FALSE(prov_messages_stream_tokens(s, &t));
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, (apr_size_t)(half - stream_text)
                                               + 10), APR_SUCCESS);
@@ -438,34 +439,131 @@ static void test_stream_cut_and_client_gone(void)
     /* the client refuses an event: the relay stops with its status */
     memset(&sink, 0, sizeof(sink));
     sink.stop_after = 2;
-    s = prov_messages_stream_create("pub", &rates, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strlen(stream_text)),
                     APR_ECONNABORTED);
     CU_ASSERT_EQUAL(sink.events, 2);
 
-    /* an error event from the gateway marks the stream; the client gets ours,
-     * with the allow-listed type, never the gateway's words */
+    /* an error event from the gateway marks the stream and ends the relay;
+     * the client gets ours, with the allow-listed type, never the gateway's
+     * words, and what it is charged (nothing was delivered: nothing) */
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_PTR_NULL(prov_messages_stream_error(s));
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
     CU_ASSERT(prov_messages_stream_failed(s));
     HAS(sink.buf, "event: error\n");
     HAS(sink.buf, "\"type\":\"overloaded_error\"");
     HAS(sink.buf, "\"code\":\"GATEWAY_ERROR\"");
+    HAS(sink.buf, "\"usage\":{\"credits\":0}");
     LACKS(sink.buf, "busy");
     CU_ASSERT_PTR_NOT_NULL_FATAL(prov_messages_stream_error(s));
     CU_ASSERT_STRING_EQUAL(prov_messages_stream_error(s)->text, "busy");
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strlen(stream_text)), APR_SUCCESS);
+    CU_ASSERT_EQUAL(sink.events, 1);
+}
+
+/* The figure the client is told in the event that ends the answer is the
+ * one the settlement charges (prov_messages_stream_bill), by
+ * docs/internals/broken-streams.md: usage when reported, else an estimate of
+ * the input and the output relayed, at most the hold, else nothing. */
+static void test_stream_told_credits(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    prov_rates_t rates = { 1000000, 2000000, 100000, 2000000 };   /* 1, 2, 0.1, 2 micro a token */
+    const char *no_usage =
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+        "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"up\",\"content\":[]}}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello, \"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"world\"}}\n\n"
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    const char *cut = strstr(stream_text, "event: content_block_stop");
+    const char *err_ev = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+                         "\"api_error\",\"message\":\"x\"}}\n\n";
+    const char *delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                        "\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"there\"}}\n\n";
+    prov_messages_stream_t *s;
+    prov_delivery_t d;
+    prov_bill_e how;
+    prov_tokens_t t;
+    sink_t sink;
+
+    /* No usage at all: input estimate 100 + 12 bytes / 3 = 4 output tokens. */
+    memset(&sink, 0, sizeof(sink));
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_SUCCESS);
+    CU_ASSERT(prov_messages_stream_complete(s));
+    HAS(sink.buf, "\"usage\":{\"credits\":0.000108}");
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 1, 0, &how, &t), 108);
+    CU_ASSERT_EQUAL(how, PROV_BILL_ESTIMATED);
+    CU_ASSERT_EQUAL(t.input, 100);
+    CU_ASSERT_EQUAL(t.output, 4);
+    prov_messages_stream_delivery(s, &d);
+    CU_ASSERT_EQUAL(d.output_bytes, 12);
+    CU_ASSERT_EQUAL(d.usage, PROV_USAGE_NONE);
+    CU_ASSERT(d.complete && d.started);
+    /* nothing is relayed after message_stop */
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, delta, strlen(delta)), APR_SUCCESS);
+    CU_ASSERT_EQUAL(sink.events, 7);
+
+    /* ... never more than the hold */
+    memset(&sink, 0, sizeof(sink));
+    s = prov_messages_stream_create("pub", &rates, 100, 50, sink_emit, &sink, p);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_SUCCESS);
+    HAS(sink.buf, "\"usage\":{\"credits\":0.00005}");
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 1, 0, &how, &t), 50);
+
+    /* Cut after "Hi" and "there": message_start's input and cache, and the
+     * larger output (7 bytes: 3 tokens > 1 reported): 1000 + 20 + 6. */
+    memset(&sink, 0, sizeof(sink));
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, (apr_size_t)(cut - stream_text)),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, delta, strlen(delta)), APR_SUCCESS);
+    CU_ASSERT(!prov_messages_stream_complete(s));
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 0, 0, &how, &t), 1026);
+    CU_ASSERT_EQUAL(how, PROV_BILL_ESTIMATED);
+    CU_ASSERT_EQUAL(t.cache, 200);
+    CU_ASSERT_EQUAL(t.output, 3);
+    /* then a gateway error: it tells that figure and ends the relay */
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
+    CU_ASSERT(prov_messages_stream_failed(s));
+    HAS(sink.buf, "\"usage\":{\"credits\":0.001026}");
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, delta, strlen(delta)), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 0, 0, &how, &t), 1026);
+
+    /* A client that refuses a delta was not sent it: not counted. */
+    memset(&sink, 0, sizeof(sink));
+    sink.stop_after = 3;
+    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_ECONNABORTED);
+    prov_messages_stream_delivery(s, &d);
+    CU_ASSERT_EQUAL(d.output_bytes, 7);
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 0, 1, &how, &t), 100 + 6);
+    CU_ASSERT_EQUAL(how, PROV_BILL_ESTIMATED);
+
+    /* The full stream with usage: the reported figure, final. */
+    run_stream(&sink, &s, 100000, p);
+    CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 1, 0, &how, &t), 2020);
+    CU_ASSERT_EQUAL(how, PROV_BILL_REPORTED);
 }
 
 static void test_events(void)
 {
     apr_pool_t *p = prov_test_pool();
     prov_error_t *e = prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "cut");
-    const char *ev = prov_messages_error_event(e, p);
+    const char *ev = prov_messages_error_event(e, 1234, p);
     CU_ASSERT_STRING_EQUAL(prov_messages_ping_event(), "event: ping\ndata: {\"type\":\"ping\"}\n\n");
     CU_ASSERT_STRING_EQUAL(ev, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
-                           "\"api_error\",\"message\":\"cut\",\"code\":\"GATEWAY_ERROR\"}}\n\n");
+                           "\"api_error\",\"message\":\"cut\",\"code\":\"GATEWAY_ERROR\"},"
+                           "\"usage\":{\"credits\":0.001234}}\n\n");
 }
 
 void prov_test_suite_messages(void)
@@ -481,5 +579,6 @@ void prov_test_suite_messages(void)
                PROV_TEST(test_tokens_and_answer),
                PROV_TEST(test_stream_relay),
                PROV_TEST(test_stream_cut_and_client_gone),
+               PROV_TEST(test_stream_told_credits),
                PROV_TEST(test_events));
 }

@@ -153,6 +153,31 @@ static void test_tools(void)
     CU_ASSERT_PTR_NULL(strstr(s, "tool"));
 }
 
+/* Hosted tool types are the client's text: the header that names them gets
+ * token characters only, and a bounded list. */
+static void test_dropped_tools_header(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    prov_resp_req_t *req = parse_ok("{\"model\":\"m\",\"input\":\"x\",\"tools\":["
+        "{\"type\":\"web_search\\r\\nX-Injected: 1\"},{\"type\":\" \\r\\n\"},"
+        "{\"type\":\"namespace\",\"name\":\"c r\\nm\",\"tools\":[{\"type\":\"x\\ty\"}]},"
+        "{\"type\":\"caf\\u00e9\"}]}", p);
+    const char *big;
+    int i;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    CU_ASSERT_STRING_EQUAL(req->dropped_tools, "web_searchX-Injected1,crm.xy,caf");
+
+    big = "{\"model\":\"m\",\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}";
+    for (i = 0; i < 200; i++)
+        big = apr_pstrcat(p, big, ",{\"type\":\"hosted_tool_", prov_i64(i, p), "\"}", NULL);
+    big = apr_pstrcat(p, big, "]}", NULL);
+    req = parse_ok(big, p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    CU_ASSERT_TRUE(strlen(req->dropped_tools) <= PROV_RESP_DROPPED_MAX);
+    CU_ASSERT_EQUAL(strncmp(req->dropped_tools, "web_search,hosted_tool_0,", 25), 0);
+    CU_ASSERT_STRING_EQUAL(req->dropped_tools + strlen(req->dropped_tools) - 4, ",...");
+}
+
 static void test_refusals(void)
 {
     apr_pool_t *p = prov_test_pool();
@@ -441,6 +466,61 @@ static void test_stream_tools(void)
         "\"apply_patch\",\"input\":\"P\\n\"}");
 }
 
+/* What a stream delivered (docs/internals/broken-streams.md): the output
+ * text sent (text, tool names, arguments, custom input; never the events'
+ * JSON), the usage once reported, and nothing counted that the client
+ * refused. */
+static void test_stream_delivery(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    prov_resp_req_t *req = parse_ok("{\"model\":\"m\",\"input\":\"x\",\"stream\":true,\"tools\":["
+        "{\"type\":\"custom\",\"name\":\"apply_patch\"},{\"type\":\"namespace\",\"name\":\"crm\","
+        "\"tools\":[{\"type\":\"function\",\"name\":\"lookup\"}]}]}", p);
+    const char *text = CHUNK("{\"role\":\"assistant\",\"content\":\"\"}", "null")
+                       CHUNK("{\"content\":\"Hello, \"}", "null")
+                       CHUNK("{\"content\":\"world\"}", "null");
+    events_t *e = events_new(p);
+    prov_resp_stream_t *s = prov_resp_stream_create(req, "resp_d1", "pub", 5, on_emit, e, p);
+    prov_delivery_t d;
+
+    prov_resp_stream_delivery(s, &d);
+    CU_ASSERT_FALSE(d.started);
+    CU_ASSERT_EQUAL(d.output_bytes, 0);
+    /* the first chunk starts the response, with no output yet */
+    CU_ASSERT_EQUAL(feed(s, CHUNK("{\"role\":\"assistant\",\"content\":\"\"}", "null"), 9),
+                    APR_SUCCESS);
+    prov_resp_stream_delivery(s, &d);
+    CU_ASSERT_TRUE(d.started);
+    CU_ASSERT_EQUAL(d.output_bytes, 0);
+    CU_ASSERT_EQUAL(d.usage, PROV_USAGE_NONE);
+    CU_ASSERT_EQUAL(feed(s,
+        CHUNK("{\"content\":\"ok\"}", "null")
+        CHUNK("{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":"
+              "{\"name\":\"crm__lookup\",\"arguments\":\"\"}}]}", "null")
+        CHUNK("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"q\\\":\"}}]}", "null")
+        CHUNK("{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"function\":{\"name\":"
+              "\"apply_patch\",\"arguments\":\"{\\\"input\\\":\\\"P\\\\n\\\"}\"}}]}", "null")
+        CHUNK("{}", "\"tool_calls\""), 13), APR_SUCCESS);
+    /* "ok", "crm__lookup", {"q": and "apply_patch"; the custom input waits for the end */
+    prov_resp_stream_delivery(s, &d);
+    CU_ASSERT_EQUAL(d.output_bytes, 2 + 11 + 5 + 11);
+    CU_ASSERT_EQUAL(d.usage, PROV_USAGE_NONE);
+    CU_ASSERT_EQUAL(feed(s, USAGE, 13), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_resp_stream_complete(s, 0), APR_SUCCESS);
+    prov_resp_stream_delivery(s, &d);
+    CU_ASSERT_EQUAL(d.output_bytes, 2 + 11 + 5 + 11 + 2);
+    CU_ASSERT_EQUAL(d.usage, PROV_USAGE_FINAL);
+    CU_ASSERT_EQUAL(d.reported.input, 16);
+
+    /* A client that refuses the second delta was sent only the first. */
+    e = events_new(p);
+    e->fail_after = 5;
+    s = prov_resp_stream_create(req, "resp_d2", "pub", 5, on_emit, e, p);
+    CU_ASSERT_EQUAL(feed(s, text, 1000), APR_ECONNABORTED);
+    prov_resp_stream_delivery(s, &d);
+    CU_ASSERT_EQUAL(d.output_bytes, 7);
+}
+
 static void test_stream_fail(void)
 {
     apr_pool_t *p = prov_test_pool();
@@ -534,10 +614,12 @@ void prov_test_suite_responses(void)
                PROV_TEST(test_string_input),
                PROV_TEST(test_items),
                PROV_TEST(test_tools),
+               PROV_TEST(test_dropped_tools_header),
                PROV_TEST(test_refusals),
                PROV_TEST(test_render),
                PROV_TEST(test_stream_text),
                PROV_TEST(test_stream_tools),
+               PROV_TEST(test_stream_delivery),
                PROV_TEST(test_stream_fail),
                PROV_TEST(test_quota_headers));
 }

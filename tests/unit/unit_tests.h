@@ -32,6 +32,8 @@ void prov_test_suite_messages(void);
 void prov_test_suite_responses(void);
 void prov_test_suite_gateway(void);
 void prov_test_suite_redact(void);
+void prov_test_suite_header(void);
+void prov_test_suite_estimate(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \
