@@ -2,15 +2,19 @@
  * shares, in the order the specification fixes: the key first (so that an
  * unauthenticated caller learns nothing), the blocked user, the method, the
  * body, the model, then the reservation (key budget and account remainder, held
- * atomically), and after the gateway the settlement or release. A transport
- * handler calls these steps and does only its own parsing and answering;
- * each step either lets it go on (PROVIDER_GO) or has already answered in
- * the transport's error shape and returns what the handler must return. */
+ * atomically), and after the gateway the settlement or release: staged first
+ * (its figure goes into the answer), committed once the answer is out, released
+ * instead when the module fails to deliver it (status undelivered;
+ * docs/internals/broken-streams.md). A transport handler calls these steps and
+ * does only its own parsing and answering; each step either lets it go on
+ * (PROVIDER_GO) or has already answered in the transport's error shape and
+ * returns what the handler must return. */
 #include <string.h>
 #include "mod_provider.h"
 
 APLOG_USE_MODULE(provider);
 
+#include "prov_estimate.h"
 #include "prov_keys.h"
 #include "prov_money.h"
 
