@@ -54,17 +54,18 @@ prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, const prov_d
     *how = prov_estimate_rule(d);
     switch (*how) {
     case PROV_BILL_REPORTED:
+        /* The gateway's word: its input may exceed the estimate the hold
+         * assumed (the settlement judges absurd counts, not this). */
         *t = d->reported;
-        break;
+        return prov_money_charge(eff, t);
     case PROV_BILL_ESTIMATED:
         prov_estimate_tokens(t, d, input_estimate);
-        break;
+        charge = prov_money_charge(eff, t);
+        return charge > hold ? hold : charge;
     default:
         memset(t, 0, sizeof(*t));
         return 0;
     }
-    charge = prov_money_charge(eff, t);
-    return charge > hold ? hold : charge;
 }
 
 const prov_delivery_t *prov_estimate_answer(prov_delivery_t *d, apr_uint64_t output_bytes)

@@ -94,12 +94,15 @@ static void test_tokens_and_bill(void)
     prov_estimate_tokens(&t, &d, 57);
     CU_ASSERT_EQUAL(t.input, 0);
 
-    /* Final usage: charged as reported (at most the hold). */
+    /* Final usage: charged as reported, even above the hold (the input
+     * estimate may fall short of the gateway's count). */
     d.usage = PROV_USAGE_FINAL;
     d.reported.input = 20;
     c = prov_estimate_bill(&how, &t, &d, &rates, 57, 1000000);
     CU_ASSERT_EQUAL(how, PROV_BILL_REPORTED);
     CU_ASSERT_EQUAL(t.output, 9);
+    CU_ASSERT_EQUAL(c, 20 + 36 + 10);
+    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 30);
     CU_ASSERT_EQUAL(c, 20 + 36 + 10);
 
     /* Nothing delivered: nothing. */
