@@ -127,6 +127,8 @@ typedef struct provider_infer_t {
     prov_model_t *model;
     prov_rates_t eff;             /* the model's effective rates */
     prov_micro_t hold;
+    apr_int64_t max_output;       /* the output a settlement believes: the request's
+                                   * cap, else PROV_OUTPUT_TOKENS_MAX */
     prov_reservation_t *res;
     prov_micro_t charge;          /* after provider_infer_settle */
 } provider_infer_t;
@@ -145,8 +147,9 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
 /* Charges t at the model's rates (t NULL: the hold, when the gateway reported
- * no usage), completes the ledger row, sets x-provider-credits while headers
- * are unsent; returns the charge. */
+ * no usage; an absurd t: at most the hold, with a warning), completes the
+ * ledger row, sets x-provider-credits while headers are unsent; returns the
+ * charge. */
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
 /* Returns the hold without a charge; the ledger row records status. */

@@ -169,6 +169,8 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
     prov_error_t *err = NULL;
     apr_status_t rv;
 
+    /* Without a cap of its own, the model's own limit applies upstream. */
+    in->max_output = max_output > 0 ? max_output : PROV_OUTPUT_TOKENS_MAX;
     if (max_output <= 0)
         max_output = in->conf->default_max_tokens;
     in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
@@ -228,9 +230,21 @@ prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status)
 {
     static const prov_tokens_t none = { 0, 0, 0, 0 };
-    prov_micro_t charge = t ? prov_money_charge(&in->eff, t) : in->hold;
+    prov_tokens_t rec = none;
+    int absurd = 0;
+    prov_micro_t charge = t ? prov_money_settle(&absurd, &rec, &in->eff, t, in->max_output,
+                                                in->hold)
+                            : in->hold;
+    if (absurd)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, in->r, "PROV00300: request %s: the "
+                      "gateway reported absurd usage (input %" APR_INT64_T_FMT ", output %"
+                      APR_INT64_T_FMT ", cache %" APR_INT64_T_FMT ", reasoning %"
+                      APR_INT64_T_FMT " tokens; output cap %" APR_INT64_T_FMT "); charged %s "
+                      "credits (its hold: %s)", in->request_id, t->input, t->output, t->cache,
+                      t->reasoning, in->max_output, prov_money_format(charge, in->r->pool),
+                      prov_money_format(in->hold, in->r->pool));
     in->charge = charge;
-    finish(in, t ? t : &none, charge, status);
+    finish(in, &rec, charge, status);
     if (!in->r->sent_bodyct)
         apr_table_setn(in->r->headers_out, "x-provider-credits",
                        prov_money_format(charge, in->r->pool));

@@ -32,6 +32,7 @@ void prov_test_suite_messages(void);
 void prov_test_suite_responses(void);
 void prov_test_suite_gateway(void);
 void prov_test_suite_redact(void);
+void prov_test_suite_json(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \
