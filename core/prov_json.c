@@ -162,6 +162,19 @@ json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, 
     return prov_json_own(obj, p);
 }
 
+json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **err)
+{
+    json_object *obj = NULL;
+    const char *why = parse_strict(&obj, buf, len);
+    if (!why && !obj)
+        why = "the JSON value is null";
+    if (why) {
+        *err = why;
+        return NULL;
+    }
+    return obj;
+}
+
 json_object *prov_json_parse_body(const char *buf, apr_size_t len, const char **err,
                                   apr_pool_t *p)
 {

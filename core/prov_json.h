@@ -13,6 +13,9 @@
  * *err set (a short description) on bad JSON or a JSON null. The result is
  * put when p is cleared. */
 json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p);
+/* The same, owned by the caller (who puts it): for many short-lived
+ * values, such as the events of a stream. */
+json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **err);
 /* The same for a request body, which must be a JSON object: NULL with *err a
  * sentence for the client ("The request body is not valid JSON: ...", or
  * "The request body must be a JSON object" for valid JSON of another type). */

@@ -567,7 +567,7 @@ static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
 static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
 {
     prov_resp_stream_t *s = baton;
-    json_tokener *tok;
+    const char *perr = NULL;
     json_object *chunk;
     apr_status_t rv;
 
@@ -576,9 +576,7 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
         s->finished = 1;
         return APR_SUCCESS;
     }
-    tok = json_tokener_new();
-    chunk = json_tokener_parse_ex(tok, data, (int)len);
-    json_tokener_free(tok);
+    chunk = prov_json_parse_raw(data, len, &perr);
     if (!chunk)
         return APR_EINVAL;
     rv = on_chunk(s, chunk);

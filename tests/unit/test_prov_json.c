@@ -47,6 +47,9 @@ static void test_parse_strict(void)
         CU_ASSERT_PTR_NULL(prov_json_parse(lenient[i], strlen(lenient[i]), &err, p));
         CU_ASSERT_PTR_NOT_NULL(err);
         err = NULL;
+        CU_ASSERT_PTR_NULL(prov_json_parse_raw(lenient[i], strlen(lenient[i]), &err));
+        CU_ASSERT_PTR_NOT_NULL(err);
+        err = NULL;
         CU_ASSERT_PTR_NULL(prov_json_parse_body(lenient[i], strlen(lenient[i]), &err, p));
         CU_ASSERT_PTR_NOT_NULL_FATAL(err);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, "not valid JSON"));
@@ -59,6 +62,9 @@ static void test_parse_strict(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(o);
         CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "a"), "it's \"q\" \xc3\xa9 \xc3\xa9 \t\n\\");
         CU_ASSERT_PTR_NOT_NULL(prov_json_parse_body(ok, strlen(ok), &err, p));
+        o = prov_json_parse_raw(ok, strlen(ok), &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        CU_ASSERT_EQUAL(json_object_put(o), 1);
     }
     /* Truncated or trailing data. */
     CU_ASSERT_PTR_NULL(prov_json_parse("{\"a\":1", 6, &err, p));
