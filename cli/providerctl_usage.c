@@ -119,12 +119,12 @@ static const char *const table_heads[] = { "", "DAY (UTC)", "KEY", "MODEL" };
 
 static void add_row(prov_usage_row_t *total, const prov_usage_row_t *r)
 {
-    total->requests += r->requests;
-    total->tokens.input += r->tokens.input;
-    total->tokens.output += r->tokens.output;
-    total->tokens.cache += r->tokens.cache;
-    total->tokens.reasoning += r->tokens.reasoning;
-    total->credits += r->credits;
+    total->requests = prov_i64_add_sat(total->requests, r->requests);
+    total->tokens.input = prov_i64_add_sat(total->tokens.input, r->tokens.input);
+    total->tokens.output = prov_i64_add_sat(total->tokens.output, r->tokens.output);
+    total->tokens.cache = prov_i64_add_sat(total->tokens.cache, r->tokens.cache);
+    total->tokens.reasoning = prov_i64_add_sat(total->tokens.reasoning, r->tokens.reasoning);
+    total->credits = prov_i64_add_sat(total->credits, r->credits);
 }
 
 static const char *const *cells(const prov_usage_row_t *r, apr_pool_t *p)

@@ -281,8 +281,7 @@ apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_in
         goto fail;
     /* Both bounded by PROV_AMOUNT_MAX-sized steps, but a balance built from
      * many of them could still approach the int64 limit. */
-    if ((amount > 0 && u->balance > APR_INT64_MAX - amount)
-        || (amount < 0 && u->balance < APR_INT64_MIN - amount)) {
+    if (prov_i64_add(&after, u->balance, amount) != APR_SUCCESS) {
         rv = APR_ERANGE;
         goto fail;
     }

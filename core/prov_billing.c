@@ -78,7 +78,10 @@ apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
     /* Tokenizers average 3-4 bytes per token on prose; take 3 and a
      * per-message overhead, so that the hold errs on the side of covering
      * the charge. */
-    return (apr_int64_t)(prompt_bytes / 3) + 8 * (apr_int64_t)n_messages + 16;
+    apr_int64_t est = prompt_bytes / 3 > (apr_size_t)APR_INT64_MAX
+                      ? APR_INT64_MAX : (apr_int64_t)(prompt_bytes / 3);
+    est = prov_i64_add_sat(est, prov_i64_mul_sat(8, n_messages > 0 ? n_messages : 0));
+    return prov_i64_add_sat(est, 16);
 }
 
 /* ---- store sources ------------------------------------------------------- */
@@ -705,7 +708,7 @@ apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *sco
     while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
         prov_micro_t a = prov_store_get_i64(s, row, plan ? 2 : 1, 0);
         window_push(w, prov_store_get_i64(s, row, 0, 0), a, p);
-        w->sum += a;
+        w->sum = prov_i64_add_sat(w->sum, a);
     }
     return rv == APR_EOF ? APR_SUCCESS : rv;
 }
@@ -751,16 +754,16 @@ void prov_window_add(prov_window_t *w, apr_int64_t t, prov_micro_t amount, apr_p
 {
     apr_int64_t b = prov_bucket_of(t, w->len);
     if (!w->listed) {
-        w->sum += amount;
-        w->pending += amount;
+        w->sum = prov_i64_add_sat(w->sum, amount);
+        w->pending = prov_i64_add_sat(w->pending, amount);
         w->pending_at = t;
         if (!w->oldest && amount > 0)
             w->oldest = b;
         return;
     }
-    w->sum += amount;
+    w->sum = prov_i64_add_sat(w->sum, amount);
     if (w->n && w->start[w->n - 1] == b)
-        w->amount[w->n - 1] += amount;
+        w->amount[w->n - 1] = prov_i64_add_sat(w->amount[w->n - 1], amount);
     else
         window_push(w, b, amount, p);
 }
@@ -770,13 +773,13 @@ apr_int64_t prov_window_retry_after(const prov_window_t *w, prov_micro_t need,
 {
     prov_micro_t leaving = 0;
     int i;
-    if (w->sum + need <= limit)
+    if (prov_i64_add_sat(w->sum, need) <= limit)
         return 0;
     if (need > limit)
         return -1;
     for (i = 0; i < w->n; i++) {
-        leaving += w->amount[i];
-        if (w->sum - leaving + need <= limit) {
+        leaving = prov_i64_add_sat(leaving, w->amount[i]);
+        if (prov_i64_add_sat(prov_i64_sub_sat(w->sum, leaving), need) <= limit) {
             apr_int64_t t = w->start[i] + w->len + w->span - now;
             return t > 0 ? t : 1;
         }

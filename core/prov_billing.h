@@ -92,7 +92,8 @@ typedef struct prov_reservation_t {
 void prov_billing_configure(apr_int64_t hold_timeout);
 
 /* The worst-case cost: input_tokens_est input tokens plus max_output output
- * tokens at the effective rates. */
+ * tokens at the effective rates; APR_INT64_MAX (a hold no limit admits) when
+ * that is beyond int64. */
 prov_micro_t prov_billing_estimate(const prov_rates_t *effective, apr_int64_t input_tokens_est,
                                    apr_int64_t max_output);
 /* The documented input estimate: floor(prompt bytes / 3) + 8 per message + 16. */

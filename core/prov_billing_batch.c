@@ -62,9 +62,9 @@ static void add_delta(batch_t *b, const char *scope, apr_int64_t id, apr_int64_t
         d->bucket = bucket;
         apr_hash_set(b->deltas, k, APR_HASH_KEY_STRING, d);
     }
-    d->credits += credits;
-    d->plan += plan;
-    d->requests += requests;
+    d->credits = prov_i64_add_sat(d->credits, credits);
+    d->plan = prov_i64_add_sat(d->plan, plan);
+    d->requests = prov_i64_add_sat(d->requests, requests);
 }
 
 static void add_balance(batch_t *b, apr_int64_t user_id, prov_micro_t amount)
@@ -76,7 +76,7 @@ static void add_balance(batch_t *b, apr_int64_t user_id, prov_micro_t amount)
         v = apr_pcalloc(b->p, sizeof(*v));
         apr_hash_set(b->balances, k, sizeof(*k), v);
     }
-    *v += amount;
+    *v = prov_i64_add_sat(*v, amount);
 }
 
 /* One request's usage, at the buckets of the time its hold was taken. */
@@ -139,7 +139,7 @@ static apr_status_t settle_one(batch_t *b, const prov_reservation_t *r, const pr
 {
     apr_pool_t *p = b->p;
     int n = 0;
-    prov_micro_t diff = charge - r->hold;
+    prov_micro_t diff = prov_i64_sub_sat(charge, r->hold);
     apr_status_t rv = prov_store_exec(b->s, &n, "bill_ledger_settle",
         PROV_ARGS(prov_i64(t->input, p), prov_i64(t->output, p), prov_i64(t->cache, p),
                   prov_i64(t->reasoning, p), prov_i64(charge, p), prov_i64(charge, p),
@@ -152,7 +152,7 @@ static apr_status_t settle_one(batch_t *b, const prov_reservation_t *r, const pr
     if (diff) {
         usage_deltas(b, r->user_id, r->key_id, r->created_at, diff, r->from_plan, 0);
         if (!r->from_plan)
-            add_balance(b, r->user_id, -diff);
+            add_balance(b, r->user_id, prov_i64_sub_sat(0, diff));
     }
     return APR_SUCCESS;
 }
@@ -358,7 +358,7 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
                          "the models you can use.");
         return APR_SUCCESS;
     }
-    if (k->has_budget && k->w.sum + hold > k->budget) {
+    if (k->has_budget && prov_i64_add_sat(k->w.sum, hold) > k->budget) {
         apr_int64_t ra;
         if (op->retry_ok) {
             op->retry = 1;           /* first return this process's lease */
@@ -377,8 +377,8 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
                 : " This request alone costs more than the whole budget.");
         return APR_SUCCESS;
     }
-    if (a->plan.has_plan && a->w5.sum + hold <= a->plan.quota_5h
-        && a->w7.sum + hold <= a->plan.quota_7d) {
+    if (a->plan.has_plan && prov_i64_add_sat(a->w5.sum, hold) <= a->plan.quota_5h
+        && prov_i64_add_sat(a->w7.sum, hold) <= a->plan.quota_7d) {
         from_plan = 1;
     }
     else if (a->balance >= hold) {
@@ -427,8 +427,8 @@ static apr_status_t reserve_one(batch_t *b, prov_op_t *op)
         prov_window_add(&a->w7, b->now, hold, b->p);
     }
     else {
-        a->balance -= hold;
-        add_balance(b, auth->user_id, -hold);
+        a->balance = prov_i64_sub_sat(a->balance, hold);
+        add_balance(b, auth->user_id, prov_i64_sub_sat(0, hold));
     }
 
     r = apr_pcalloc(p, sizeof(*r));
@@ -470,7 +470,7 @@ static void lease_move(batch_t *b, const prov_slot_t *w, apr_int64_t at, prov_mi
         return;
     usage_deltas(b, w->user_id, w->key_id, at, amount, w->from_plan, 0);
     if (!w->from_plan)
-        add_balance(b, w->user_id, -amount);
+        add_balance(b, w->user_id, prov_i64_sub_sat(0, amount));
 }
 
 /* Writes the entries a lease's slot handed over, and returns the lease (or
@@ -592,10 +592,10 @@ static prov_micro_t lease_room(const acct_t *a, const keyw_t *k, int from_plan)
 {
     prov_micro_t room;
     if (from_plan) {
-        prov_micro_t r7 = a->plan.quota_7d - a->w7.sum;
+        prov_micro_t r7 = prov_i64_sub_sat(a->plan.quota_7d, a->w7.sum);
         if (!a->plan.has_plan)
             return -1;
-        room = a->plan.quota_5h - a->w5.sum;
+        room = prov_i64_sub_sat(a->plan.quota_5h, a->w5.sum);
         if (r7 < room)
             room = r7;
     }
@@ -604,8 +604,8 @@ static prov_micro_t lease_room(const acct_t *a, const keyw_t *k, int from_plan)
             return -1;
         room = a->balance;
     }
-    if (k->has_budget && k->budget - k->w.sum < room)
-        room = k->budget - k->w.sum;
+    if (k->has_budget && prov_i64_sub_sat(k->budget, k->w.sum) < room)
+        room = prov_i64_sub_sat(k->budget, k->w.sum);
     return room;
 }
 
@@ -639,8 +639,12 @@ static void lease_windows(prov_plan_windows_t *pw, char *name, apr_size_t len, c
     pw->plan_name = NULL;
     if (a->plan.plan_name)
         apr_cpystrn(name, a->plan.plan_name, len);
-    pw->used_5h = a->w5.sum - unused > 0 ? a->w5.sum - unused : 0;
-    pw->used_7d = a->w7.sum - unused > 0 ? a->w7.sum - unused : 0;
+    pw->used_5h = prov_i64_sub_sat(a->w5.sum, unused);
+    pw->used_7d = prov_i64_sub_sat(a->w7.sum, unused);
+    if (pw->used_5h < 0)
+        pw->used_5h = 0;
+    if (pw->used_7d < 0)
+        pw->used_7d = 0;
     pw->reset_5h = prov_window_reset(&a->w5, now);
     pw->reset_7d = prov_window_reset(&a->w7, now);
 }
@@ -656,7 +660,7 @@ static void lease_add(batch_t *b, const prov_slot_t *w, acct_t *a, keyw_t *k,
         prov_window_add(&a->w7, b->now, amount, b->p);
     }
     else {
-        a->balance -= amount;
+        a->balance = prov_i64_sub_sat(a->balance, amount);
     }
 }
 
@@ -669,7 +673,7 @@ static void lease_add(batch_t *b, const prov_slot_t *w, acct_t *a, keyw_t *k,
  * bucket is over, so that it never leaves a window while it is held. */
 static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
 {
-    prov_micro_t base = w->amount - w->writing, extra = 0;
+    prov_micro_t base = prov_i64_sub_sat(w->amount, w->writing), extra = 0;
     apr_int64_t at = w->at;
     acct_t *a = NULL;
     keyw_t *k = NULL;
@@ -682,7 +686,8 @@ static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
         if (ok) {
             /* Up to the headroom, never more than half of the room left:
              * near a limit leases shrink, and requests go to the database. */
-            prov_micro_t want = w->unit - (w->amount - w->take_drawn),
+            prov_micro_t want = prov_i64_sub_sat(w->unit,
+                                                 prov_i64_sub_sat(w->amount, w->take_drawn)),
                          room = lease_room(a, k, w->from_plan);
             if (room < 0)
                 ok = 0;              /* a limit was lowered below what is held */
@@ -696,7 +701,8 @@ static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
                  != prov_bucket_of(b->now, PROV_BUCKET_MINUTES))
         at = b->now;
     rv = prov_store_exec(b->s, &n, "bill_lease_update",
-                         PROV_ARGS(prov_i64(base + extra, b->p), prov_i64(at, b->p), w->id),
+                         PROV_ARGS(prov_i64(prov_i64_add_sat(base, extra), b->p),
+                                   prov_i64(at, b->p), w->id),
                          b->p);
     if (rv != APR_SUCCESS)
         return rv;
@@ -709,17 +715,18 @@ static apr_status_t lease_keep(batch_t *b, prov_slot_t *w)
         return APR_SUCCESS;
     }
     if (at != w->at) {
-        lease_move(b, w, w->at, -base);
+        lease_move(b, w, w->at, prov_i64_sub_sat(0, base));
         lease_move(b, w, at, base);
     }
     if (extra)
         lease_add(b, w, a, k, extra);
-    w->res_amount = base + extra;
+    w->res_amount = prov_i64_add_sat(base, extra);
     w->res_at = at;
     w->res_drain = !ok;
     if (w->renew && a)
         lease_windows(&w->res_windows, w->res_plan_name, sizeof(w->res_plan_name), a,
-                      w->res_amount - (w->take_drawn - w->writing), b->now);
+                      prov_i64_sub_sat(w->res_amount,
+                                       prov_i64_sub_sat(w->take_drawn, w->writing)), b->now);
     return APR_SUCCESS;
 }
 
@@ -746,10 +753,10 @@ static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
     if (!ok || op->lease_unit <= 0)
         return APR_SUCCESS;
     room = lease_room(a, k, w.from_plan);
-    while (op->lease_unit > op->lease_floor && room < 2 * op->lease_unit)
+    while (op->lease_unit > op->lease_floor && room < prov_i64_mul_sat(2, op->lease_unit))
         op->lease_unit = op->lease_unit / 2 > op->lease_floor ? op->lease_unit / 2
                                                                : op->lease_floor;
-    if (room < 2 * op->lease_unit)
+    if (room < prov_i64_mul_sat(2, op->lease_unit))
         return APR_SUCCESS;
     if (apr_generate_random_bytes(rnd, sizeof(rnd)) != APR_SUCCESS)
         return APR_SUCCESS;          /* no lease: requests reserve one by one */

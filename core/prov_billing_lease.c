@@ -145,7 +145,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
         return 0;
     if (auth->key_hash && (!s->key_hash || strcmp(s->key_hash, auth->key_hash)))
         return 0;
-    if (s->drawn + hold > s->amount) {
+    if (prov_i64_add_sat(s->drawn, hold) > s->amount) {
         s->exhausted = 1;
         return 0;
     }
@@ -168,7 +168,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     e->hold = hold;
     e->next = s->pending;
     s->pending = e;
-    s->drawn += hold;
+    s->drawn = prov_i64_add_sat(s->drawn, hold);
     s->busy++;
     s->last_draw = e->drawn_at;
 
@@ -224,7 +224,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     apr_cpystrn(e->status, status, sizeof(e->status));
     if (e->state == PROV_ENT_INFLIGHT) {
         e->state = PROV_ENT_SETTLED;
-        e->slot->drawn += charge - e->hold;
+        e->slot->drawn = prov_i64_add_sat(e->slot->drawn, prov_i64_sub_sat(charge, e->hold));
         if (!e->slot->settled_n++)
             e->slot->settled_since = apr_time_now();
     }
@@ -263,7 +263,7 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
                     && (closing || e->state == PROV_ENT_SETTLED
                         || wall - e->drawn_at >= ENTRY_WRITE_AFTER)) {
                     rows++;
-                    s->writing += entry_amount(e);
+                    s->writing = prov_i64_add_sat(s->writing, entry_amount(e));
                     e->complete = e->state == PROV_ENT_SETTLED;
                     e->settled = 0;
                     e->state = PROV_ENT_WRITING;
@@ -282,11 +282,12 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             if (left)
                 s->settled_since = wall - WRITER_WAIT;
             if (!closing && s->exhausted && s->unit) {
-                s->unit = s->unit * 2;
+                s->unit = prov_i64_mul_sat(s->unit, 2);
                 if (s->unit > s->unit_max)
                     s->unit = s->unit_max;
             }
-            s->renew = !closing && (s->exhausted || s->amount - s->drawn < s->unit / 2
+            s->renew = !closing && (s->exhausted
+                                    || prov_i64_sub_sat(s->amount, s->drawn) < s->unit / 2
                                     || wall - s->checked >= LEASE_CHECK_EVERY);
             /* A lease with enough headroom and nothing to write waits. */
             if (!closing && !s->taken && !s->renew)
@@ -346,8 +347,9 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             continue;
         if (s && s->state == PROV_LEASE_OPEN && !s->closing)
             continue;
-        op->lease_floor = op->hold * LEASE_HOLDS;
-        op->lease_unit = op->hold * (L->keep_idle ? LEASE_HOLDS_WRITER : LEASE_HOLDS);
+        op->lease_floor = prov_i64_mul_sat(op->hold, LEASE_HOLDS);
+        op->lease_unit = prov_i64_mul_sat(op->hold,
+                                          L->keep_idle ? LEASE_HOLDS_WRITER : LEASE_HOLDS);
         if (s && s->unit > op->lease_unit)
             op->lease_unit = s->unit;
     }
@@ -405,7 +407,8 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             else {
                 if (e->complete || e->settled) {
                     if (!e->complete)
-                        s->drawn += e->charge - e->hold;
+                        s->drawn = prov_i64_add_sat(s->drawn,
+                                                    prov_i64_sub_sat(e->charge, e->hold));
                     e->state = PROV_ENT_SETTLED;
                     if (!s->settled_n++)
                         s->settled_since = apr_time_now();
@@ -419,7 +422,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
         }
         s->taken = NULL;
         if (rv == APR_SUCCESS) {
-            s->drawn -= s->writing;
+            s->drawn = prov_i64_sub_sat(s->drawn, s->writing);
             if (s->closing || s->res_gone) {
                 lease_clear(s);
             }
@@ -486,7 +489,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             s->amount = op->granted;
             s->drawn = 0;
             s->unit = op->lease_unit;
-            s->unit_max = op->hold * LEASE_HOLDS_MAX;
+            s->unit_max = prov_i64_mul_sat(op->hold, LEASE_HOLDS_MAX);
             if (s->unit_max < s->unit)
                 s->unit_max = s->unit;
             s->exhausted = 0;

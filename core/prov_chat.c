@@ -5,6 +5,7 @@
 #include <string.h>
 #include "prov_chat.h"
 #include "prov_json.h"
+#include "prov_money.h"
 
 static const char *const refused_fields[] = { "tools", "functions", "tool_choice",
                                               "function_call", NULL };
@@ -114,26 +115,21 @@ static apr_status_t read_max_tokens(apr_int64_t *out, prov_error_t **err, json_o
     json_object *v = NULL;
     if (!json_object_object_get_ex(body, name, &v) || !v)
         return APR_SUCCESS;
-    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
-        BAD(name, "'%s' must be a positive integer", name);
-    *out = json_object_get_int64(v);
-    return APR_SUCCESS;
+    return prov_json_output_cap(out, err, v, name, p);
 }
 
 apr_status_t prov_chat_parse(prov_chat_req_t **preq, prov_error_t **err, const char *body,
                              apr_size_t len, apr_pool_t *p)
 {
     const char *perr = NULL;
-    json_object *root = prov_json_parse(body, len, &perr, p);
+    json_object *root = prov_json_parse_body(body, len, &perr, p);
     json_object *v = NULL, *msgs;
     prov_chat_req_t *req;
     const char *const *f;
     apr_status_t rv;
 
     if (!root)
-        BAD(NULL, "The request body is not valid JSON: %s", perr);
-    if (!json_object_is_type(root, json_type_object))
-        BAD(NULL, "The request body must be a JSON object");
+        BAD(NULL, "%s", perr);
     req = apr_pcalloc(p, sizeof(*req));
     req->body = root;
     req->max_tokens = -1;
@@ -192,21 +188,13 @@ static apr_int64_t int_at(json_object *obj, const char *a, const char *b)
 
 apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage)
 {
-    apr_int64_t prompt, completion, cached, reasoning;
     if (!usage || !json_object_is_type(usage, json_type_object))
         return APR_EINVAL;
-    prompt = int_at(usage, "prompt_tokens", NULL);
-    completion = int_at(usage, "completion_tokens", NULL);
-    cached = int_at(usage, "prompt_tokens_details", "cached_tokens");
-    reasoning = int_at(usage, "completion_tokens_details", "reasoning_tokens");
-    if (prompt < 0) prompt = 0;
-    if (completion < 0) completion = 0;
-    if (cached < 0) cached = 0;
-    if (reasoning < 0) reasoning = 0;
-    t->cache = cached;
-    t->input = prompt > cached ? prompt - cached : 0;
-    t->reasoning = reasoning;
-    t->output = completion > reasoning ? completion - reasoning : 0;
+    /* Negative counts stay negative: the settlement judges them. */
+    prov_tokens_split(t, int_at(usage, "prompt_tokens", NULL),
+                      int_at(usage, "completion_tokens", NULL),
+                      int_at(usage, "prompt_tokens_details", "cached_tokens"),
+                      int_at(usage, "completion_tokens_details", "reasoning_tokens"));
     return APR_SUCCESS;
 }
 

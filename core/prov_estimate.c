@@ -46,18 +46,24 @@ void prov_estimate_tokens(prov_tokens_t *t, const prov_delivery_t *d,
     }
 }
 
-prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, const prov_delivery_t *d,
-                                const prov_rates_t *eff, apr_int64_t input_estimate,
+prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, int *absurd,
+                                const prov_delivery_t *d, const prov_rates_t *eff,
+                                apr_int64_t input_estimate, apr_int64_t max_output,
                                 prov_micro_t hold)
 {
     prov_micro_t charge;
+    int ab = 0;
     *how = prov_estimate_rule(d);
+    if (absurd)
+        *absurd = 0;
     switch (*how) {
     case PROV_BILL_REPORTED:
         /* The gateway's word: its input may exceed the estimate the hold
-         * assumed (the settlement judges absurd counts, not this). */
-        *t = d->reported;
-        return prov_money_charge(eff, t);
+         * assumed; only a report no request could produce is capped. */
+        charge = prov_money_settle(&ab, t, eff, &d->reported, max_output, hold);
+        if (absurd)
+            *absurd = ab;
+        return charge;
     case PROV_BILL_ESTIMATED:
         prov_estimate_tokens(t, d, input_estimate);
         charge = prov_money_charge(eff, t);

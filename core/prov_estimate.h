@@ -53,11 +53,14 @@ apr_int64_t prov_estimate_output_tokens(apr_uint64_t bytes);
 void prov_estimate_tokens(prov_tokens_t *t, const prov_delivery_t *d,
                           apr_int64_t input_estimate);
 /* Applies the rule: *how and *t (the tokens the ledger row records; zero for
- * a release) and returns the charge: the reported tokens at the effective
- * rates (as provider settlement charges them), or the estimated ones at most
- * hold; 0 for a release. */
-prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, const prov_delivery_t *d,
-                                const prov_rates_t *effective, apr_int64_t input_estimate,
+ * a release) and returns the charge: the reported tokens as a settlement
+ * charges them (prov_money_settle: an absurd report, beyond the request's
+ * output cap max_output or overflowing, at most the hold), or the estimated
+ * ones at most hold; 0 for a release. *absurd (may be NULL) says whether the
+ * report was absurd. */
+prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, int *absurd,
+                                const prov_delivery_t *d, const prov_rates_t *effective,
+                                apr_int64_t input_estimate, apr_int64_t max_output,
                                 prov_micro_t hold);
 
 /* Fills d for a complete non-streamed answer without usage that carries

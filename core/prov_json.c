@@ -1,5 +1,7 @@
-/* prov_json.c: json-c objects tied to APR pools, typed getters, and credit
- * amounts written as exact decimal JSON numbers. */
+/* prov_json.c: strict JSON parsing (RFC 8259, for client bodies and gateway
+ * answers alike) with json-c objects tied to APR pools, typed getters, the
+ * output caps of requests, and credit amounts written as exact decimal JSON
+ * numbers. */
 #include <locale.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -61,51 +63,133 @@ static void tok_put(json_tokener *tok)
         json_tokener_free(tok);
 }
 
-json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
+/* What json-c's strict mode still lets through (json-c 0.16): single-quoted
+ * member names, NaN and Infinity, a number ending in its decimal point, and
+ * raw control characters inside strings. Run over text json-c has parsed, so
+ * its structure is known to be sound; returns why it is not JSON, or NULL. */
+static const char *strict_rest(const char *buf, apr_size_t len)
+{
+    apr_size_t i;
+    int in_string = 0;
+
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+            else if (c < 0x20)
+                return "control character inside a string (escape it)";
+        }
+        else if (c == '"')
+            in_string = 1;
+        else if (c == '\'')
+            return "single quotes are not JSON (use double quotes)";
+        else if (c == 'N' || c == 'I')
+            return "NaN and Infinity are not JSON numbers";
+        else if (c == '.' && (i + 1 == len || buf[i + 1] < '0' || buf[i + 1] > '9'))
+            return "a number needs digits after its decimal point";
+    }
+    return NULL;
+}
+
+/* Parses buf strictly (RFC 8259: no comments, single quotes, trailing
+ * commas, NaN or raw control characters; valid UTF-8). Sets *obj (NULL for
+ * the literal null) or returns why not. */
+static const char *parse_strict(json_object **pobj, const char *buf, apr_size_t len)
 {
     json_tokener *tok;
     json_object *obj;
     enum json_tokener_error jerr;
+    const char *why = NULL;
 
-    if (len > (apr_size_t)0x7fffffff) {
-        *err = "body too large";
-        return NULL;
-    }
+    if (len > (apr_size_t)0x7fffffff)
+        return "body too large";
     /* json-c switches to the C locale around every parse, duplicating the
      * thread's locale under glibc's global locale lock: a thread already in
      * the static C locale makes that free (and httpd runs in "C" anyway). */
     pthread_once(&c_locale_once, c_locale_init);
     if (c_locale && uselocale((locale_t)0) != c_locale)
         uselocale(c_locale);
-    tok = tok_get();
-    if (!tok) {
-        *err = "out of memory";
-        return NULL;
-    }
+    if (!(tok = tok_get()))
+        return "out of memory";
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     obj = json_tokener_parse_ex(tok, buf, (int)len);
     jerr = json_tokener_get_error(tok);
-    if (!obj || jerr != json_tokener_success) {
-        *err = jerr == json_tokener_continue ? "unexpected end of JSON"
-                                              : json_tokener_error_desc(jerr);
-        if (obj)
-            json_object_put(obj);
-        tok_put(tok);
-        return NULL;
+    if (jerr == json_tokener_continue) {
+        /* A value at the top level that is not an object or an array
+         * (null, 123, true) ends only at a delimiter: the end of the text. */
+        obj = json_tokener_parse_ex(tok, "", 1);
+        jerr = json_tokener_get_error(tok);
+        if (jerr != json_tokener_success)
+            why = "unexpected end of JSON";
     }
-    /* Trailing non-space bytes after the value are an error too. */
-    if (json_tokener_get_parse_end(tok) < len) {
+    else if (jerr != json_tokener_success) {
+        why = json_tokener_error_desc(jerr);
+    }
+    else if (json_tokener_get_parse_end(tok) < len) {
+        /* Trailing non-space bytes after the value are an error too. */
         const char *rest = buf + json_tokener_get_parse_end(tok);
         const char *end = buf + len;
         while (rest < end && (*rest == ' ' || *rest == '\n' || *rest == '\r' || *rest == '\t'))
             rest++;
-        if (rest < end) {
-            *err = "unexpected data after the JSON value";
-            json_object_put(obj);
-            tok_put(tok);
-            return NULL;
-        }
+        if (rest < end)
+            why = "unexpected data after the JSON value";
     }
+    if (!why)
+        why = strict_rest(buf, len);
     tok_put(tok);
+    if (why) {
+        if (obj)
+            json_object_put(obj);
+        return why;
+    }
+    *pobj = obj;
+    return NULL;
+}
+
+json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
+{
+    json_object *obj = NULL;
+    const char *why = parse_strict(&obj, buf, len);
+    if (!why && !obj)
+        why = "the JSON value is null";
+    if (why) {
+        *err = why;
+        return NULL;
+    }
+    return prov_json_own(obj, p);
+}
+
+json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **err)
+{
+    json_object *obj = NULL;
+    const char *why = parse_strict(&obj, buf, len);
+    if (!why && !obj)
+        why = "the JSON value is null";
+    if (why) {
+        *err = why;
+        return NULL;
+    }
+    return obj;
+}
+
+json_object *prov_json_parse_body(const char *buf, apr_size_t len, const char **err,
+                                  apr_pool_t *p)
+{
+    json_object *obj = NULL;
+    const char *why = parse_strict(&obj, buf, len);
+    if (why) {
+        *err = apr_pstrcat(p, "The request body is not valid JSON: ", why, NULL);
+        return NULL;
+    }
+    if (!obj || !json_object_is_type(obj, json_type_object)) {
+        if (obj)
+            json_object_put(obj);
+        *err = "The request body must be a JSON object";
+        return NULL;
+    }
     return prov_json_own(obj, p);
 }
 
@@ -129,6 +213,26 @@ const char *prov_json_get_str(json_object *obj, const char *key)
 {
     json_object *v = prov_json_get(obj, key, json_type_string);
     return v ? json_object_get_string(v) : NULL;
+}
+
+apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
+                                  const char *name, apr_pool_t *p)
+{
+    apr_int64_t n;
+    if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1) {
+        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
+                               "'%s' must be a positive integer", name);
+        return APR_EINVAL;
+    }
+    if (n > PROV_OUTPUT_TOKENS_MAX) {
+        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
+                               "'%s' must be at most %" APR_INT64_T_FMT " (the largest "
+                               "output this service allows for one request)",
+                               name, PROV_OUTPUT_TOKENS_MAX);
+        return APR_EINVAL;
+    }
+    *out = n;
+    return APR_SUCCESS;
 }
 
 static int credits_serializer(json_object *jso, struct printbuf *pb, int level, int flags)

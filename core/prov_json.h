@@ -5,11 +5,22 @@
 #define PROV_JSON_H
 
 #include "prov_common.h"
+#include "prov_error.h"
 #include <json-c/json.h>
 
-/* Parses len bytes; NULL with *err set (a short description) on bad JSON.
- * The result is put when p is cleared. */
+/* Parses len bytes strictly (RFC 8259: no comments, single quotes, trailing
+ * commas, NaN, raw control characters in strings; valid UTF-8); NULL with
+ * *err set (a short description) on bad JSON or a JSON null. The result is
+ * put when p is cleared. */
 json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p);
+/* The same, owned by the caller (who puts it): for many short-lived
+ * values, such as the events of a stream. */
+json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **err);
+/* The same for a request body, which must be a JSON object: NULL with *err a
+ * sentence for the client ("The request body is not valid JSON: ...", or
+ * "The request body must be a JSON object" for valid JSON of another type). */
+json_object *prov_json_parse_body(const char *buf, apr_size_t len, const char **err,
+                                  apr_pool_t *p);
 /* Puts obj when p is cleared; returns obj. */
 json_object *prov_json_own(json_object *obj, apr_pool_t *p);
 /* Compact serialisation copied into p ("/" not escaped). */
@@ -19,6 +30,14 @@ const char *prov_json_dump(json_object *obj, apr_pool_t *p);
 json_object *prov_json_get(json_object *obj, const char *key, json_type type);
 /* String member or NULL. */
 const char *prov_json_get_str(json_object *obj, const char *key);
+
+/* An output cap of a request (max_tokens, max_completion_tokens,
+ * max_output_tokens) from the member v named name: APR_SUCCESS with *out a
+ * whole number from 1 to PROV_OUTPUT_TOKENS_MAX; else APR_EINVAL with *err a
+ * 400 INVALID_REQUEST naming the field (json-c reads an integer beyond 64
+ * bits as INT64_MAX, so it is refused as too large). */
+apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
+                                  const char *name, apr_pool_t *p);
 
 /* A credit amount (micro-credits) as a JSON number with exactly the decimals
  * it needs (12.5, 0.000125): never a binary-float rendering. */

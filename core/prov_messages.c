@@ -373,15 +373,13 @@ apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
                                  apr_pool_t *p)
 {
     const char *perr = NULL;
-    json_object *root = prov_json_parse(body, len, &perr, p);
+    json_object *root = prov_json_parse_body(body, len, &perr, p);
     json_object *v = NULL, *msgs;
     prov_messages_req_t *req;
     apr_status_t rv;
 
     if (!root)
-        BAD(NULL, "The request body is not valid JSON: %s", perr);
-    if (!json_object_is_type(root, json_type_object))
-        BAD(NULL, "The request body must be a JSON object");
+        BAD(NULL, "%s", perr);
     req = apr_pcalloc(p, sizeof(*req));
     req->body = root;
     req->max_tokens = -1;
@@ -392,9 +390,9 @@ apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
     if (!count_tokens) {
         if (!json_object_object_get_ex(root, "max_tokens", &v) || !v)
             BAD("max_tokens", "'max_tokens' is required (a positive integer)");
-        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
-            BAD("max_tokens", "'max_tokens' must be a positive integer");
-        req->max_tokens = json_object_get_int64(v);
+        if ((rv = prov_json_output_cap(&req->max_tokens, err, v, "max_tokens", p))
+            != APR_SUCCESS)
+            return rv;
         if (json_object_object_get_ex(root, "stream", &v) && v) {
             if (!json_object_is_type(v, json_type_boolean))
                 BAD("stream", "'stream' must be true or false");
@@ -433,11 +431,25 @@ apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req)
     return (apr_int64_t)(req->prompt_bytes / 4) + 4 * (apr_int64_t)req->n_messages + 8;
 }
 
+/* A reported count; -1 when the gateway reported a negative one (for the
+ * settlement to judge). */
+static apr_int64_t count_of(apr_int64_t n)
+{
+    return n < 0 ? -1 : n;
+}
+
+/* Input and cache-creation tokens are both charged as input. */
+static apr_int64_t input_of(apr_int64_t input, apr_int64_t creation)
+{
+    if (input < 0 || creation < 0)
+        return -1;
+    return prov_i64_add_sat(input, creation);
+}
+
 static apr_int64_t count_at(json_object *usage, const char *name)
 {
     json_object *v = prov_json_get(usage, name, json_type_int);
-    apr_int64_t n = v ? json_object_get_int64(v) : 0;
-    return n > 0 ? n : 0;
+    return v ? count_of(json_object_get_int64(v)) : 0;
 }
 
 apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage)
@@ -445,7 +457,8 @@ apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage)
     if (!usage || !json_object_is_type(usage, json_type_object))
         return APR_EINVAL;
     t->cache = count_at(usage, "cache_read_input_tokens");
-    t->input = count_at(usage, "input_tokens") + count_at(usage, "cache_creation_input_tokens");
+    t->input = input_of(count_at(usage, "input_tokens"),
+                        count_at(usage, "cache_creation_input_tokens"));
     t->output = count_at(usage, "output_tokens");
     t->reasoning = 0;
     return APR_SUCCESS;
@@ -482,6 +495,7 @@ struct prov_messages_stream_t {
     const char *public_id;
     prov_rates_t rates;
     apr_int64_t input_estimate;
+    apr_int64_t max_output;
     prov_micro_t hold;
     prov_messages_emit_cb *emit;
     void *baton;
@@ -514,9 +528,9 @@ static void take_usage(prov_messages_stream_t *s, json_object *usage)
 
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t)
 {
-    t->input = (s->input > 0 ? s->input : 0) + (s->creation > 0 ? s->creation : 0);
-    t->cache = s->cache_read > 0 ? s->cache_read : 0;
-    t->output = s->output > 0 ? s->output : 0;
+    t->input = input_of(s->input, s->creation);
+    t->cache = count_of(s->cache_read);
+    t->output = count_of(s->output);
     t->reasoning = 0;
     return s->has_usage;
 }
@@ -539,7 +553,8 @@ prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int comp
     prov_messages_stream_delivery(s, &d);
     d.complete = complete;
     d.client_left = client_left;
-    return prov_estimate_bill(how, t, &d, &s->rates, s->input_estimate, s->hold);
+    return prov_estimate_bill(how, t, NULL, &d, &s->rates, s->input_estimate,
+                              s->max_output, s->hold);
 }
 
 /* An error event: e in the Anthropic shape (error.type = type when given),
@@ -638,6 +653,7 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
 prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
                                                     const prov_rates_t *effective,
                                                     apr_int64_t input_estimate,
+                                                    apr_int64_t max_output,
                                                     prov_micro_t hold,
                                                     prov_messages_emit_cb *emit, void *baton,
                                                     apr_pool_t *p)
@@ -646,6 +662,7 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
     s->public_id = apr_pstrdup(p, public_id);
     s->rates = *effective;
     s->input_estimate = input_estimate;
+    s->max_output = max_output;
     s->hold = hold;
     s->emit = emit;
     s->baton = baton;

@@ -81,11 +81,13 @@ typedef struct prov_messages_stream_t prov_messages_stream_t;
  * gets model = public_id; message_delta and a gateway error event get
  * usage.credits, the charge prov_messages_stream_bill gives at that point (for
  * a complete answer, or for one broken by the gateway). Nothing is relayed
- * after message_stop or an error. input_estimate and hold are the request's
- * (the estimate's input when the gateway reports none, and its cap). */
+ * after message_stop or an error. input_estimate, max_output and hold are the
+ * request's (the estimate's input when the gateway reports none, the output
+ * cap a report is judged by, and the charge's cap). */
 prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
                                                     const prov_rates_t *effective,
                                                     apr_int64_t input_estimate,
+                                                    apr_int64_t max_output,
                                                     prov_micro_t hold,
                                                     prov_messages_emit_cb *emit, void *baton,
                                                     apr_pool_t *p);

@@ -1,6 +1,8 @@
 /* prov_money.c: exact credit arithmetic: decimal text <-> micro-credits, the
  * effective rate card (NULL cache -> input rate, NULL reasoning -> output
- * rate) and the charge of a request, each kind rounded up to a micro-credit. */
+ * rate), the charge of a request, each kind rounded up to a micro-credit and
+ * saturating rather than wrapping, and the settlement's judgement of a
+ * gateway's usage report (an absurd one is charged at most the hold). */
 #include <string.h>
 #include "prov_money.h"
 
@@ -78,7 +80,7 @@ apr_status_t prov_rates_effective(prov_rates_t *out, const prov_rates_t *card)
     return APR_SUCCESS;
 }
 
-/* ceil(tokens * rate / 1M) without overflow for rates up to PROV_RATE_MAX. */
+/* ceil(tokens * rate / 1M), or APR_INT64_MAX when that does not fit. */
 static prov_micro_t kind_charge(apr_int64_t tokens, prov_micro_t rate)
 {
     apr_uint64_t t, r, q, rem;
@@ -86,16 +88,73 @@ static prov_micro_t kind_charge(apr_int64_t tokens, prov_micro_t rate)
         return 0;
     t = (apr_uint64_t)tokens;
     r = (apr_uint64_t)rate;
-    q = (t / 1000000u) * r;
-    rem = (t % 1000000u) * r;          /* < 1e6 * 1e12 = 1e18: fits */
-    q += rem / 1000000u;
-    if (rem % 1000000u)
-        q++;
+    if (__builtin_mul_overflow(t / 1000000u, r, &q)
+        || __builtin_mul_overflow(t % 1000000u, r, &rem))
+        return APR_INT64_MAX;
+    if (__builtin_add_overflow(q, rem / 1000000u + (rem % 1000000u ? 1 : 0), &q)
+        || q > (apr_uint64_t)APR_INT64_MAX)
+        return APR_INT64_MAX;
     return (prov_micro_t)q;
 }
 
 prov_micro_t prov_money_charge(const prov_rates_t *eff, const prov_tokens_t *t)
 {
-    return kind_charge(t->input, eff->input) + kind_charge(t->output, eff->output)
-         + kind_charge(t->cache, eff->cache) + kind_charge(t->reasoning, eff->reasoning);
+    prov_micro_t c = kind_charge(t->input, eff->input);
+    c = prov_i64_add_sat(c, kind_charge(t->output, eff->output));
+    c = prov_i64_add_sat(c, kind_charge(t->cache, eff->cache));
+    return prov_i64_add_sat(c, kind_charge(t->reasoning, eff->reasoning));
+}
+
+/* The part of total that is not part: negative when total is (a negative
+ * part is flagged on its own kind and leaves total whole). */
+static apr_int64_t rest_of(apr_int64_t total, apr_int64_t part)
+{
+    if (total < 0)
+        return total;
+    if (part <= 0)
+        return total;
+    return total > part ? total - part : 0;
+}
+
+void prov_tokens_split(prov_tokens_t *t, apr_int64_t prompt, apr_int64_t completion,
+                       apr_int64_t cached, apr_int64_t reasoning)
+{
+    t->cache = cached;
+    t->input = rest_of(prompt, cached);
+    t->reasoning = reasoning;
+    t->output = rest_of(completion, reasoning);
+}
+
+static apr_int64_t clamp_count(apr_int64_t n)
+{
+    return n < 0 ? 0 : n > PROV_REPORT_TOKENS_MAX ? PROV_REPORT_TOKENS_MAX : n;
+}
+
+prov_micro_t prov_money_settle(int *absurd, prov_tokens_t *recorded,
+                               const prov_rates_t *eff, const prov_tokens_t *t,
+                               apr_int64_t max_output, prov_micro_t hold)
+{
+    const apr_int64_t n[4] = { t->input, t->output, t->cache, t->reasoning };
+    prov_micro_t charge = prov_money_charge(eff, t);
+    int negative = 0, odd = 0, i;
+
+    for (i = 0; i < 4; i++) {
+        negative |= n[i] < 0;
+        odd |= n[i] > PROV_REPORT_TOKENS_MAX;
+    }
+    if (max_output > 0 && prov_i64_add_sat(t->output > 0 ? t->output : 0,
+                                           t->reasoning > 0 ? t->reasoning : 0) > max_output)
+        odd = 1;
+    if (charge == APR_INT64_MAX)
+        odd = 1;
+    recorded->input = clamp_count(t->input);
+    recorded->output = clamp_count(t->output);
+    recorded->cache = clamp_count(t->cache);
+    recorded->reasoning = clamp_count(t->reasoning);
+    *absurd = negative || odd;
+    if (negative)
+        return hold;
+    if (odd && charge > hold)
+        return hold;
+    return charge;
 }

@@ -396,10 +396,12 @@ static apr_status_t read_options(build_t *b, json_object *root, json_object *up)
     const char *const *f;
 
     if (json_object_object_get_ex(root, "max_output_tokens", &v) && v) {
-        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
-            BAD("max_output_tokens", "'max_output_tokens' must be a positive integer");
-        b->req->max_output_tokens = json_object_get_int64(v);
-        json_object_object_add(up, "max_tokens", json_object_new_int64(json_object_get_int64(v)));
+        apr_status_t rv = prov_json_output_cap(&b->req->max_output_tokens, err, v,
+                                               "max_output_tokens", p);
+        if (rv != APR_SUCCESS)
+            return rv;
+        json_object_object_add(up, "max_tokens",
+                               json_object_new_int64(b->req->max_output_tokens));
     }
     for (f = numbers; *f; f++) {
         if (!json_object_object_get_ex(root, *f, &v) || !v)
@@ -480,7 +482,7 @@ apr_status_t prov_resp_parse(prov_resp_req_t **preq, prov_error_t **err, const c
                              apr_size_t len, apr_pool_t *p)
 {
     const char *perr = NULL;
-    json_object *root = prov_json_parse(body, len, &perr, p);
+    json_object *root = prov_json_parse_body(body, len, &perr, p);
     json_object *v = NULL, *input = NULL, *up;
     const char *const *f;
     prov_resp_req_t *req;
@@ -489,9 +491,7 @@ apr_status_t prov_resp_parse(prov_resp_req_t **preq, prov_error_t **err, const c
     size_t i;
 
     if (!root)
-        BAD(NULL, "The request body is not valid JSON: %s", perr);
-    if (!json_object_is_type(root, json_type_object))
-        BAD(NULL, "The request body must be a JSON object");
+        BAD(NULL, "%s", perr);
     req = apr_pcalloc(p, sizeof(*req));
     req->max_output_tokens = -1;
     req->parallel_tool_calls = 1;

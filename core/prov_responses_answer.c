@@ -90,10 +90,10 @@ static apr_int64_t int_at(json_object *o, const char *a, const char *b)
 {
     json_object *v = b ? prov_json_get(prov_json_get(o, a, json_type_object), b, json_type_int)
                        : prov_json_get(o, a, json_type_int);
-    apr_int64_t n = v ? json_object_get_int64(v) : 0;
-    return n > 0 ? n : 0;
+    return v ? json_object_get_int64(v) : 0;
 }
 
+/* The counts as reported (negative ones too: the settlement judges them). */
 static void usage_read(usage_t *u, json_object *usage)
 {
     if (!usage || !json_object_is_type(usage, json_type_object))
@@ -105,17 +105,23 @@ static void usage_read(usage_t *u, json_object *usage)
     u->reasoning = int_at(usage, "completion_tokens_details", "reasoning_tokens");
 }
 
+static apr_int64_t shown(apr_int64_t n)
+{
+    return n > 0 ? n : 0;
+}
+
 static json_object *usage_json(const usage_t *u, prov_micro_t charge)
 {
     json_object *o = json_object_new_object(), *id = json_object_new_object();
     json_object *od = json_object_new_object();
-    json_object_object_add(o, "input_tokens", json_object_new_int64(u->input));
-    json_object_object_add(id, "cached_tokens", json_object_new_int64(u->cached));
+    json_object_object_add(o, "input_tokens", json_object_new_int64(shown(u->input)));
+    json_object_object_add(id, "cached_tokens", json_object_new_int64(shown(u->cached)));
     json_object_object_add(o, "input_tokens_details", id);
-    json_object_object_add(o, "output_tokens", json_object_new_int64(u->output));
-    json_object_object_add(od, "reasoning_tokens", json_object_new_int64(u->reasoning));
+    json_object_object_add(o, "output_tokens", json_object_new_int64(shown(u->output)));
+    json_object_object_add(od, "reasoning_tokens", json_object_new_int64(shown(u->reasoning)));
     json_object_object_add(o, "output_tokens_details", od);
-    json_object_object_add(o, "total_tokens", json_object_new_int64(u->input + u->output));
+    json_object_object_add(o, "total_tokens", json_object_new_int64(
+        prov_i64_add_sat(shown(u->input), shown(u->output))));
     if (charge >= 0)
         json_object_object_add(o, "credits", prov_json_credits(charge));
     return o;
@@ -576,7 +582,7 @@ static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
 static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
 {
     prov_resp_stream_t *s = baton;
-    json_tokener *tok;
+    const char *perr = NULL;
     json_object *chunk;
     apr_status_t rv;
 
@@ -585,9 +591,7 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
         s->finished = 1;
         return APR_SUCCESS;
     }
-    tok = json_tokener_new();
-    chunk = json_tokener_parse_ex(tok, data, (int)len);
-    json_tokener_free(tok);
+    chunk = prov_json_parse_raw(data, len, &perr);
     if (!chunk)
         return APR_EINVAL;
     rv = on_chunk(s, chunk);
@@ -658,10 +662,7 @@ apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t 
 {
     if (!s->usage.have)
         return APR_ENOENT;
-    t->cache = s->usage.cached;
-    t->input = s->usage.input > s->usage.cached ? s->usage.input - s->usage.cached : 0;
-    t->reasoning = s->usage.reasoning;
-    t->output = s->usage.output > s->usage.reasoning ? s->usage.output - s->usage.reasoning : 0;
+    prov_tokens_split(t, s->usage.input, s->usage.output, s->usage.cached, s->usage.reasoning);
     return APR_SUCCESS;
 }
 

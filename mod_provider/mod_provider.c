@@ -106,6 +106,17 @@ static const char *set_int(cmd_parms *cmd, void *dc, const char *v)
     return NULL;
 }
 
+/* ProviderDefaultMaxTokens: a positive number no request could exceed. */
+static const char *set_max_tokens(cmd_parms *cmd, void *dc, const char *v)
+{
+    const char *err = set_int(cmd, dc, v);
+    if (!err && cmd_conf(cmd)->default_max_tokens > PROV_OUTPUT_TOKENS_MAX)
+        return apr_psprintf(cmd->pool, "%s: '%s' is above the largest output cap a "
+                            "request may have (%" APR_INT64_T_FMT " tokens)",
+                            cmd->directive->directive, v, PROV_OUTPUT_TOKENS_MAX);
+    return err;
+}
+
 static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
 {
     provider_srv_conf *c = cmd_conf(cmd);
@@ -149,9 +160,9 @@ static const command_rec provider_cmds[] = {
                   "Seconds the gateway's model list is cached (default 30)"),
     AP_INIT_TAKE1("ProviderMessagesFamily", set_string, OFF(messages_family), RSRC_CONF,
                   "Model family served by /v1/messages (default anthropic)"),
-    AP_INIT_TAKE1("ProviderDefaultMaxTokens", set_int, OFF(default_max_tokens), RSRC_CONF,
-                  "Output tokens assumed for the cost estimate when a request sets none "
-                  "(default 4096)"),
+    AP_INIT_TAKE1("ProviderDefaultMaxTokens", set_max_tokens, OFF(default_max_tokens),
+                  RSRC_CONF, "Output tokens assumed for the cost estimate when a request "
+                  "sets none (default 4096, at most 1000000)"),
     AP_INIT_TAKE1("ProviderStreamPingInterval", set_int, OFF(ping_interval), RSRC_CONF,
                   "Seconds of gateway silence after which a stream gets a keep-alive "
                   "event (default 10)"),

@@ -145,6 +145,8 @@ typedef struct provider_infer_t {
     prov_rates_t eff;             /* the model's effective rates */
     prov_micro_t hold;
     apr_int64_t input_estimate;   /* the input tokens the hold assumed */
+    apr_int64_t max_output;       /* the output a settlement believes: the request's
+                                   * cap, else PROV_OUTPUT_TOKENS_MAX */
     prov_reservation_t *res;
     prov_micro_t charge;          /* after provider_infer_settle */
     /* The settlement staged until the answer is out (provider_infer_commit). */
@@ -169,6 +171,10 @@ void provider_infer_close(provider_infer_t *in);
 /* Stages the charge of the gateway's usage t at the model's rates with status
  * and sets x-provider-credits while headers are unsent; returns the charge.
  * Nothing is committed before provider_infer_commit or provider_infer_answer. */
+/* Charges t at the model's rates (t NULL: the hold, when the gateway reported
+ * no usage; an absurd t: at most the hold, with a warning), completes the
+ * ledger row, sets x-provider-credits while headers are unsent; returns the
+ * charge. */
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
 /* Stages the settlement of what d delivered by prov_estimate's rule (the

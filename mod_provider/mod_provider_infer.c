@@ -173,6 +173,8 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
     prov_error_t *err = NULL;
     apr_status_t rv;
 
+    /* Without a cap of its own, the model's own limit applies upstream. */
+    in->max_output = max_output > 0 ? max_output : PROV_OUTPUT_TOKENS_MAX;
     if (max_output <= 0)
         max_output = in->conf->default_max_tokens;
     in->input_estimate = input_estimate;
@@ -243,11 +245,28 @@ static void stage(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t cha
                        prov_money_format(charge, in->r->pool));
 }
 
+/* The absurd report that a settlement charged at most the hold. */
+static void log_absurd(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, in->r, "PROV00300: request %s: the "
+                  "gateway reported absurd usage (input %" APR_INT64_T_FMT ", output %"
+                  APR_INT64_T_FMT ", cache %" APR_INT64_T_FMT ", reasoning %"
+                  APR_INT64_T_FMT " tokens; output cap %" APR_INT64_T_FMT "); charged %s "
+                  "credits (its hold: %s)", in->request_id, t->input, t->output, t->cache,
+                  t->reasoning, in->max_output, prov_money_format(charge, in->r->pool),
+                  prov_money_format(in->hold, in->r->pool));
+}
+
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status)
 {
-    prov_micro_t charge = prov_money_charge(&in->eff, t);
-    stage(in, t, charge, status, 0);
+    prov_tokens_t rec;
+    int absurd = 0;
+    prov_micro_t charge = prov_money_settle(&absurd, &rec, &in->eff, t, in->max_output,
+                                            in->hold);
+    if (absurd)
+        log_absurd(in, t, charge);
+    stage(in, &rec, charge, status, 0);
     return charge;
 }
 
@@ -256,11 +275,13 @@ prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
 {
     prov_bill_e how;
     prov_tokens_t t;
-    prov_micro_t charge = prov_estimate_bill(&how, &t, d, &in->eff, in->input_estimate,
-                                             in->hold);
-    if (how == PROV_BILL_REPORTED)
-        return provider_infer_settle(in, &t, reported_status);
-    stage(in, &t, charge, how == PROV_BILL_ESTIMATED ? PROV_STATUS_ESTIMATED : release_status,
+    int absurd = 0;
+    prov_micro_t charge = prov_estimate_bill(&how, &t, &absurd, d, &in->eff, in->input_estimate,
+                                             in->max_output, in->hold);
+    if (absurd)
+        log_absurd(in, &d->reported, charge);
+    stage(in, &t, charge, how == PROV_BILL_ESTIMATED ? PROV_STATUS_ESTIMATED
+                          : how == PROV_BILL_REPORTED ? reported_status : release_status,
           how == PROV_BILL_RELEASE);
     return charge;
 }

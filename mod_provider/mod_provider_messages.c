@@ -236,7 +236,7 @@ static int relay_stream(provider_infer_t *in, const char *body, apr_table_t *hea
     x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     x.ping = apr_time_from_sec(in->conf->ping_interval);
     x.stream = prov_messages_stream_create(in->model->public_id, &in->eff, in->input_estimate,
-                                           in->hold, on_event, &x, r->pool);
+                                           in->max_output, in->hold, on_event, &x, r->pool);
     apr_table_setn(headers, "Accept", "text/event-stream");
     rv = prov_gateway_stream_tick(&x.status, in->conf->gateway, "/v1/messages", body,
                                   strlen(body), headers, on_data, on_tick, &x, r->pool);

@@ -28,6 +28,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
       seed: (s) => {
         seedCatalog(s);
         user(s, 'rich', 1000);
+        user(s, 'modest', 2);                        // less than the largest output cap costs
         user(s, 'blocked', null, { budget: 0 });     // blocked, budget exhausted, no balance
         user(s, 'budget', 1000, { budget: 0 });      // budget exhausted
         user(s, 'budgetbroke', null, { budget: 0 }); // budget exhausted and no balance
@@ -202,8 +203,8 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
 
   describe('the worst-case reservation', () => {
     it('402 when max_tokens could cost more than the balance, before calling the gateway', async () => {
-      // 10^9 output tokens at 2.345678 credits per 1M: ~2346 credits > 1000
-      const res = await stack.chat(u.rich.key.secret, { ...ok, max_tokens: 1000000000 });
+      // 10^6 output tokens (the largest cap) at 2.345678 credits per 1M: ~2.35 credits > 2
+      const res = await stack.chat(u.modest.key.secret, { ...ok, max_tokens: 1000000 });
       await refused(res, 402, 'INSUFFICIENT_CREDITS');
     });
   });

@@ -12,6 +12,7 @@
 #ifndef MOCKGW_H
 #define MOCKGW_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -159,8 +160,9 @@ void mgw_sleep_ms(long ms);
 
 /* ---- usage override (mockgw_util.c) ---- */
 
+#define MGW_USAGE_UNSET LONG_MIN
 typedef struct {
-    long prompt, completion, cached, reasoning, creation;   /* -1: not given */
+    long prompt, completion, cached, reasoning, creation;   /* MGW_USAGE_UNSET: not given */
 } mgw_usage_override_t;
 
 void mgw_usage_init(mgw_usage_override_t *u);
@@ -169,6 +171,12 @@ void mgw_usage_init(mgw_usage_override_t *u);
 int mgw_usage_parse_header(mgw_usage_override_t *u, const char *s);
 /* Reads the same keys from a JSON object. Returns 0, or -1 if malformed. */
 int mgw_usage_parse_json(mgw_usage_override_t *u, json_object *o);
+/* Fills the fields u does not have yet from a line "USAGE: prompt=P,..." of
+ * text, whose values may be any 64-bit number, negative ones too (a broken
+ * gateway's report). Returns 0 (also without such a line), -1 if malformed. */
+int mgw_usage_from_text(mgw_usage_override_t *u, const char *text);
+/* a + b, saturated to [LONG_MIN, LONG_MAX] (totals of absurd counts). */
+long mgw_sum_sat(long a, long b);
 
 /* ---- text and JSON helpers (mockgw_util.c) ---- */
 

@@ -138,10 +138,10 @@ static void plan(msg_reply_t *p, json_object *body, json_object *messages,
     if (mt && json_object_get_int64(mt) >= 0 && json_object_get_int64(mt) < 20)
         p->output_tokens = (long)json_object_get_int64(mt);
     p->cache_read = p->cache_creation = 0;
-    if (u->prompt >= 0) p->input_tokens = u->prompt;
-    if (u->completion >= 0) p->output_tokens = u->completion;
-    if (u->cached >= 0) p->cache_read = u->cached;
-    if (u->creation >= 0) p->cache_creation = u->creation;
+    if (u->prompt != MGW_USAGE_UNSET) p->input_tokens = u->prompt;
+    if (u->completion != MGW_USAGE_UNSET) p->output_tokens = u->completion;
+    if (u->cached != MGW_USAGE_UNSET) p->cache_read = u->cached;
+    if (u->creation != MGW_USAGE_UNSET) p->cache_creation = u->creation;
 }
 
 static json_object *usage_json(const msg_reply_t *p, long output_tokens)
@@ -297,7 +297,7 @@ int mgw_anthropic_count_tokens(mgw_ctx_t *x)
                                         "messages: must be an array", NULL);
     o = json_object_new_object();
     mgw_jset(o, "input_tokens", json_object_new_int64(
-                 x->usage.prompt >= 0 ? x->usage.prompt
+                 x->usage.prompt != MGW_USAGE_UNSET ? x->usage.prompt
                                       : input_tokens(x->body, messages)));
     return mgw_send_json(x, 200, o);
 }

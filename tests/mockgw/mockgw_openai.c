@@ -148,10 +148,10 @@ static void plan(chat_reply_t *p, json_object *body, json_object *messages,
     p->prompt = 10 + (long)(bytes / 4);
     p->completion = cap >= 0 && cap < 20 ? cap : 20;
     p->cached = p->reasoning = 0;
-    if (u->prompt >= 0) p->prompt = u->prompt;
-    if (u->completion >= 0) p->completion = u->completion;
-    if (u->cached >= 0) p->cached = u->cached;
-    if (u->reasoning >= 0) p->reasoning = u->reasoning;
+    if (u->prompt != MGW_USAGE_UNSET) p->prompt = u->prompt;
+    if (u->completion != MGW_USAGE_UNSET) p->completion = u->completion;
+    if (u->cached != MGW_USAGE_UNSET) p->cached = u->cached;
+    if (u->reasoning != MGW_USAGE_UNSET) p->reasoning = u->reasoning;
 }
 
 static json_object *usage_json(const chat_reply_t *p)
@@ -161,7 +161,7 @@ static json_object *usage_json(const chat_reply_t *p)
 
     mgw_jset(u, "prompt_tokens", json_object_new_int64(p->prompt));
     mgw_jset(u, "completion_tokens", json_object_new_int64(p->completion));
-    mgw_jset(u, "total_tokens", json_object_new_int64(p->prompt + p->completion));
+    mgw_jset(u, "total_tokens", json_object_new_int64(mgw_sum_sat(p->prompt, p->completion)));
     mgw_jset(pd, "cached_tokens", json_object_new_int64(p->cached));
     mgw_jset(u, "prompt_tokens_details", pd);
     mgw_jset(cd, "reasoning_tokens", json_object_new_int64(p->reasoning));

@@ -288,6 +288,30 @@ static int answer_faults(mgw_ctx_t *x, mgw_family_t fam, int *ret)
     }
 }
 
+/* The counts of a "USAGE:" line in the last user message's text, where
+ * neither the header nor the body field gave them. Returns -1 if malformed. */
+static int usage_from_last_user(mgw_ctx_t *x)
+{
+    json_object *messages = mgw_json_get(x->body, "messages", json_type_array);
+    json_object *last = NULL, *content = NULL;
+    mgw_buf_t t = { 0 };
+    size_t n = messages ? json_object_array_length(messages) : 0;
+    int ret;
+
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(messages, i);
+        const char *role = mgw_json_str(m, "role");
+        if (role && strcmp(role, "user") == 0)
+            last = m;
+    }
+    if (!last || !json_object_object_get_ex(last, "content", &content))
+        return 0;
+    mgw_content_text(content, &t);
+    ret = t.p ? mgw_usage_from_text(&x->usage, t.p) : 0;
+    mgw_buf_free(&t);
+    return ret;
+}
+
 static int inference(mgw_ctx_t *x, mgw_family_t fam, bool body_ok,
                      int (*handler)(mgw_ctx_t *))
 {
@@ -318,6 +342,10 @@ static int inference(mgw_ctx_t *x, mgw_family_t fam, bool body_ok,
         return family_error(x, fam, 400, "invalid_request_error", "invalid_mock_usage",
                             "x-mock-usage must read prompt=P,completion=C,"
                             "cached=K,reasoning=R", NULL);
+    if (usage_from_last_user(x))
+        return family_error(x, fam, 400, "invalid_request_error", "invalid_mock_usage",
+                            "a USAGE: line must read USAGE: prompt=P,completion=C,... "
+                            "with 64-bit integers", NULL);
     if (answer_faults(x, fam, &ret))
         return ret;
     return handler(x);

@@ -4,11 +4,15 @@
  * Owns the growable buffer and allocation wrappers, the id counter, strict JSON
  * parsing, the fault grammar ("delay-<ms>", "500", "cut", ... as given in the
  * x-mock-fault header or after "fault-" in a model name), the usage override
- * grammar (x-mock-usage header and "mock_usage" body field), and the text rules
+ * grammar (x-mock-usage header, "mock_usage" body field and the "USAGE:" line
+ * of the last user text, which may report absurd counts), and the text rules
  * both API families share: UTF-8-safe truncation and streaming pieces, counting
  * the bytes of message content, and the "ARGS: <json>" convention.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +254,7 @@ int mgw_fault_parse(mgw_fault_t *f, const char *spec)
 
 void mgw_usage_init(mgw_usage_override_t *u)
 {
-    u->prompt = u->completion = u->cached = u->reasoning = u->creation = -1;
+    u->prompt = u->completion = u->cached = u->reasoning = u->creation = MGW_USAGE_UNSET;
 }
 
 static long *usage_field(mgw_usage_override_t *u, const char *k, size_t len)
@@ -268,17 +272,20 @@ static long *usage_field(mgw_usage_override_t *u, const char *k, size_t len)
     return NULL;
 }
 
-int mgw_usage_parse_header(mgw_usage_override_t *u, const char *s)
+/* "k=v,k=v" up to the end of s or a newline. Plain: values of 1 to 9
+ * digits. Wide (the USAGE: line): any 64-bit value, a '-' allowed, and only
+ * fields not given yet are set. */
+static int usage_parse_list(mgw_usage_override_t *u, const char *s, bool wide)
 {
     const char *p = s;
 
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
+    while (*p && *p != '\n') {
+        while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r')
             p++;
-        if (!*p)
+        if (!*p || *p == '\n')
             break;
         const char *k = p;
-        while (*p && *p != '=' && *p != ',' && *p != ' ')
+        while (*p && *p != '=' && *p != ',' && *p != ' ' && *p != '\n')
             p++;
         long *field = usage_field(u, k, (size_t)(p - k));
         while (*p == ' ')
@@ -289,18 +296,68 @@ int mgw_usage_parse_header(mgw_usage_override_t *u, const char *s)
         while (*p == ' ')
             p++;
         const char *v = p;
-        while (*p >= '0' && *p <= '9')
+        long n = -1;
+        if (wide) {
+            char *end = NULL;
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (end == v || errno == ERANGE)
+                return -1;
+            p = end;
+            if (*field == MGW_USAGE_UNSET)
+                *field = n;
+        } else {
+            while (*p >= '0' && *p <= '9')
+                p++;
+            n = p - v > 0 && p - v < 10 ? strtol(v, NULL, 10) : -1;
+            if (n < 0)
+                return -1;
+            *field = n;
+        }
+        while (*p == ' ' || *p == '\t' || *p == '\r')
             p++;
-        long n = p - v > 0 && p - v < 10 ? strtol(v, NULL, 10) : -1;
-        if (n < 0)
-            return -1;
-        *field = n;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p && *p != ',')
+        if (*p && *p != ',' && *p != '\n')
             return -1;
     }
     return 0;
+}
+
+int mgw_usage_parse_header(mgw_usage_override_t *u, const char *s)
+{
+    return strchr(s, '\n') ? -1 : usage_parse_list(u, s, false);
+}
+
+int mgw_usage_from_text(mgw_usage_override_t *u, const char *text)
+{
+    const char *line = text;
+
+    while (line && *line) {
+        const char *p = line, *end = strchr(line, '\n');
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (strncmp(p, "USAGE:", 6) == 0) {
+            mgw_usage_override_t w;
+            mgw_usage_init(&w);
+            if (usage_parse_list(&w, p + 6, true))
+                return -1;
+            if (u->prompt == MGW_USAGE_UNSET) u->prompt = w.prompt;
+            if (u->completion == MGW_USAGE_UNSET) u->completion = w.completion;
+            if (u->cached == MGW_USAGE_UNSET) u->cached = w.cached;
+            if (u->reasoning == MGW_USAGE_UNSET) u->reasoning = w.reasoning;
+            if (u->creation == MGW_USAGE_UNSET) u->creation = w.creation;
+            return 0;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+long mgw_sum_sat(long a, long b)
+{
+    long r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? LONG_MAX : LONG_MIN;
+    return r;
 }
 
 int mgw_usage_parse_json(mgw_usage_override_t *u, json_object *o)

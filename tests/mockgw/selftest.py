@@ -171,6 +171,17 @@ def test_chat(g):
     st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("hi"),
                       dict(AUTH, **{"x-mock-usage": "bogus=1"}))
     check(st == 400, "bad x-mock-usage")
+    st, j, _ = g.json("POST", "/v1/chat/completions",
+                      chat_body("hi\nUSAGE: prompt=9223372036854775807,completion=-5"), AUTH)
+    u = j["usage"]
+    check((u["prompt_tokens"], u["completion_tokens"], u["total_tokens"])
+          == (9223372036854775807, -5, 9223372036854775802), "USAGE: line")
+    st, j, _ = g.json("POST", "/v1/chat/completions", chat_body("hi\nUSAGE: completion=9"),
+                      dict(AUTH, **{"x-mock-usage": "completion=4"}))
+    check(j["usage"]["completion_tokens"] == 4, "x-mock-usage over USAGE: line")
+    st, j, _ = g.json("POST", "/v1/chat/completions",
+                      chat_body("USAGE: prompt=99999999999999999999"), AUTH)
+    check(st == 400, "bad USAGE: line")
 
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}},
              {"type": "function", "function": {"name": "other"}}]

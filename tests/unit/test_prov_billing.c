@@ -847,6 +847,35 @@ static void test_window_math(void)
     CU_ASSERT_EQUAL(prov_window_reset(&w, 2000), 900 + 300 + PROV_WINDOW_5H - 2000);
 }
 
+/* Holds so large that a lease of 256 of them passes int64 (issue 11):
+ * two in flight on one key ask for a lease, which must saturate (and be
+ * refused for want of room), never wrap into a negative size. An absurd
+ * hold (a saturated estimate) is refused, never treated as 0. */
+static void test_huge_holds(void)
+{
+    fixture_t f;
+    prov_reservation_t *r1, *r2, *r3;
+    prov_error_t *err = NULL;
+    const prov_micro_t huge = APR_INT64_MAX / 200;
+    setup(&f, PROV_AMOUNT_MAX / 10, 0, 0);
+    r1 = reserve(&f, "huge-1", huge, T0, &err);
+    r2 = reserve(&f, "huge-2", huge, T0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+    CU_ASSERT_FALSE(r2->leased);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), PROV_AMOUNT_MAX / 10 - 2 * huge);
+    r3 = reserve(&f, "huge-3", APR_INT64_MAX, T0, &err);
+    CU_ASSERT_PTR_NULL(r3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, NULL, 5, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 7, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(balance_of(&f), PROV_AMOUNT_MAX / 10 - 12);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger"), 12);
+    apr_pool_destroy(f.p);
+}
+
 void prov_test_suite_billing(void)
 {
     PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_reserve_settle),
@@ -857,5 +886,5 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),
-               PROV_TEST(test_window_math));
+               PROV_TEST(test_window_math), PROV_TEST(test_huge_holds));
 }

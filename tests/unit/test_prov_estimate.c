@@ -68,11 +68,11 @@ static void test_tokens_and_bill(void)
     CU_ASSERT_EQUAL(t.output, 4);
     CU_ASSERT_EQUAL(t.cache, 0);
     CU_ASSERT_EQUAL(t.reasoning, 0);
-    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 1000000);
+    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 1000000);
     CU_ASSERT_EQUAL(how, PROV_BILL_ESTIMATED);
     CU_ASSERT_EQUAL(c, 57 + 16);
     /* Never more than the hold. */
-    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 70);
+    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 70);
     CU_ASSERT_EQUAL(how, PROV_BILL_ESTIMATED);
     CU_ASSERT_EQUAL(c, 70);
     CU_ASSERT_EQUAL(t.output, 4);
@@ -98,17 +98,17 @@ static void test_tokens_and_bill(void)
      * estimate may fall short of the gateway's count). */
     d.usage = PROV_USAGE_FINAL;
     d.reported.input = 20;
-    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 1000000);
+    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 1000000);
     CU_ASSERT_EQUAL(how, PROV_BILL_REPORTED);
     CU_ASSERT_EQUAL(t.output, 9);
     CU_ASSERT_EQUAL(c, 20 + 36 + 10);
-    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 30);
+    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 30);
     CU_ASSERT_EQUAL(c, 20 + 36 + 10);
 
     /* Nothing delivered: nothing. */
     memset(&d, 0, sizeof(d));
     d.started = 1;
-    c = prov_estimate_bill(&how, &t, &d, &rates, 57, 1000000);
+    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 1000000);
     CU_ASSERT_EQUAL(how, PROV_BILL_RELEASE);
     CU_ASSERT_EQUAL(c, 0);
     CU_ASSERT_EQUAL(t.input + t.output + t.cache + t.reasoning, 0);

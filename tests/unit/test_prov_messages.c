@@ -367,7 +367,7 @@ static void run_stream(sink_t *sink, prov_messages_stream_t **ps, apr_size_t pie
                        apr_pool_t *p)
 {
     prov_rates_t rates = { 1000000, 2000000, 100000, 2000000 };
-    prov_messages_stream_t *s = prov_messages_stream_create("pub-1", &rates, 100, 1000000000,
+    prov_messages_stream_t *s = prov_messages_stream_create("pub-1", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000,
                                                             sink_emit, sink, p);
     apr_size_t off = 0, n = strlen(stream_text);
     memset(sink, 0, sizeof(*sink));
@@ -426,7 +426,7 @@ static void test_stream_cut_and_client_gone(void)
                          "\"overloaded_error\",\"message\":\"busy\"}}\n\n";
 
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_FALSE(prov_messages_stream_tokens(s, &t));
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, (apr_size_t)(half - stream_text)
                                               + 10), APR_SUCCESS);
@@ -439,7 +439,7 @@ static void test_stream_cut_and_client_gone(void)
     /* the client refuses an event: the relay stops with its status */
     memset(&sink, 0, sizeof(sink));
     sink.stop_after = 2;
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strlen(stream_text)),
                     APR_ECONNABORTED);
     CU_ASSERT_EQUAL(sink.events, 2);
@@ -448,7 +448,7 @@ static void test_stream_cut_and_client_gone(void)
      * the client gets ours, with the allow-listed type, never the gateway's
      * words, and what it is charged (nothing was delivered: nothing) */
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_PTR_NULL(prov_messages_stream_error(s));
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
     CU_ASSERT(prov_messages_stream_failed(s));
@@ -497,7 +497,7 @@ static void test_stream_told_credits(void)
 
     /* No usage at all: input estimate 100 + 12 bytes / 3 = 4 output tokens. */
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_SUCCESS);
     CU_ASSERT(prov_messages_stream_complete(s));
     HAS(sink.buf, "\"usage\":{\"credits\":0.000108}");
@@ -515,7 +515,7 @@ static void test_stream_told_credits(void)
 
     /* ... never more than the hold */
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, 100, 50, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 50, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_SUCCESS);
     HAS(sink.buf, "\"usage\":{\"credits\":0.00005}");
     CU_ASSERT_EQUAL(prov_messages_stream_bill(s, 1, 0, &how, &t), 50);
@@ -523,7 +523,7 @@ static void test_stream_told_credits(void)
     /* Cut after "Hi" and "there": message_start's input and cache, and the
      * larger output (7 bytes: 3 tokens > 1 reported): 1000 + 20 + 6. */
     memset(&sink, 0, sizeof(sink));
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, (apr_size_t)(cut - stream_text)),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, delta, strlen(delta)), APR_SUCCESS);
@@ -542,7 +542,7 @@ static void test_stream_told_credits(void)
     /* A client that refuses a delta was not sent it: not counted. */
     memset(&sink, 0, sizeof(sink));
     sink.stop_after = 3;
-    s = prov_messages_stream_create("pub", &rates, 100, 1000000, sink_emit, &sink, p);
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000, sink_emit, &sink, p);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, no_usage, strlen(no_usage)), APR_ECONNABORTED);
     prov_messages_stream_delivery(s, &d);
     CU_ASSERT_EQUAL(d.output_bytes, 7);
