@@ -43,6 +43,12 @@ struct prov_billing_writer_t {
     int stop;
     apr_time_t retry_at;            /* after a failed batch: when to try again */
     apr_pool_t *pool;               /* the thread's own */
+    /* upkeep (prov_billing_writer_upkeep): expiry on time, the journal */
+    int upkeep;
+    char *journal_dir;              /* NULL: no journal */
+    int journal_tried;              /* opened, or failed for good */
+    char *db_id;                    /* the database's identity, once read */
+    apr_time_t upkeep_at;           /* wall clock of the next round */
 };
 
 /* How often a writer looks at the leases while any is held or any drawn
@@ -50,6 +56,9 @@ struct prov_billing_writer_t {
  * once); and how long it waits after a failed batch. */
 #define WRITER_TICK apr_time_from_msec(2)
 #define WRITER_RETRY apr_time_from_sec(1)
+/* How often the upkeep looks (wall clock): the journals of dead processes,
+ * and whether the engine's clock says a sweep of expired holds is due. */
+#define UPKEEP_EVERY apr_time_from_sec(1)
 
 /* Wakes q's writer thread, if it has one (q_mutex held). */
 static void writer_wake(queue_t *q)
@@ -204,8 +213,9 @@ prov_op_t *prov_async_settle(const prov_reservation_t *r, const prov_tokens_t *t
 }
 
 /* Ends a batch's operations (q_mutex held): a waiting thread is woken, a
- * queued settlement is freed (mine: the caller's, freed by the caller). */
-static void complete(prov_op_t *batch, prov_op_t *mine)
+ * queued settlement is freed (mine: the caller's, freed by the caller) and
+ * its journal record done once it is committed. */
+static void complete(const queue_t *q, prov_op_t *batch, prov_op_t *mine)
 {
     prov_op_t *o, *next;
     for (o = batch; o; o = next) {
@@ -219,6 +229,8 @@ static void complete(prov_op_t *batch, prov_op_t *mine)
                          "of %" APR_INT64_T_FMT " micro-credits stays reserved until it "
                          "expires", o->res->request_id, o->charge ? "settled" : "released",
                          o->res->hold);
+            else if (o != mine)
+                prov_journal_done(q->leases.journal, o->jticket);
             o->done = 1;
             if (o != mine)
                 free(o);
@@ -323,7 +335,7 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
                     retry = o;
                 }
             }
-            complete(batch, op);
+            complete(q, batch, op);
             while (retry) {
                 o = retry;
                 retry = retry->retry_next;
@@ -348,12 +360,19 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
             pthread_cond_wait(&op->cond, &q_mutex);
         }
     }
-    pthread_mutex_unlock(&q_mutex);
     rv = op->rv;
+    if (async && (rv == APR_SUCCESS || rv == APR_EINCOMPLETE))
+        prov_journal_done(q->leases.journal, op->jticket);
+    pthread_mutex_unlock(&q_mutex);
     pthread_cond_destroy(&op->cond);
     if (async)
         free(op);
     return rv;
+}
+
+apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *p)
+{
+    return submit(op, src, p);
 }
 
 apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
@@ -408,20 +427,70 @@ static apr_status_t run_flush(const prov_store_source_t *src, apr_int64_t now, a
     return submit(&op, src, p);
 }
 
+/* Appends r's settlement to the queue's journal, if it has one, before
+ * anything can answer the request; returns the record's ticket (0: none)
+ * and *pj, the journal referenced (prov_journal_unref when done). */
+static int journal_note(prov_journal_t **pj, const prov_store_source_t *src,
+                        const prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
+                        const char *status, apr_int64_t now)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    static volatile apr_time_t failed_at;
+    prov_journal_rec_t rec;
+    prov_journal_t *j = NULL;
+    queue_t *q;
+    apr_status_t rv;
+    int ticket = 0;
+    pthread_mutex_lock(&q_mutex);
+    if ((q = queue_of(src->channel)) != NULL)
+        j = prov_journal_ref(q->leases.journal);
+    pthread_mutex_unlock(&q_mutex);
+    *pj = j;
+    if (!j)
+        return 0;
+    memset(&rec, 0, sizeof(rec));
+    rec.request_id = r->request_id;
+    rec.transport = r->transport;
+    rec.status = status;
+    rec.user_id = r->user_id;
+    rec.key_id = r->key_id;
+    rec.model_id = r->model_id;
+    rec.created_at = r->created_at;
+    rec.settled_at = now;
+    rec.tokens = t ? *t : none;
+    rec.hold = r->hold;
+    rec.charge = charge;
+    rec.from_plan = r->from_plan;
+    rec.drawn = r->entry != NULL;
+    if ((rv = prov_journal_append(j, &rec, &ticket)) != APR_SUCCESS
+        && apr_time_now() - failed_at > apr_time_from_sec(60)) {
+        failed_at = apr_time_now();
+        prov_log(PROV_LOG_ERR, rv, "PROV00382: request %s could not be journaled; if this "
+                 "process dies before its row is written, the row is lost", r->request_id);
+    }
+    return ticket;
+}
+
 static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
                            const prov_tokens_t *t, prov_micro_t charge, const char *status,
                            apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
+    prov_journal_t *j = NULL;
     apr_status_t rv;
     queue_t *q;
-    int handled = 0, idle = 1;
+    int handled = 0, idle = 1, ticket;
     if (r->settled)
         return APR_EINCOMPLETE;
+    ticket = journal_note(&j, src, r, t, charge < 0 ? 0 : charge, status, now);
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) != NULL) {
+        if (r->entry)
+            ((prov_entry_t *)r->entry)->jticket = ticket;
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
-        idle = !q->leader || q->rounds >= LEADER_ROUNDS;
+        /* Without its journal (wanted, not open yet) nothing is answered
+         * before it is committed. */
+        idle = !q->leader || q->rounds >= LEADER_ROUNDS || q->leases.no_grant;
         if (handled && q->writer) {
             /* The writer thread writes it (and returns the lease). */
             if (prov_lease_due(&q->leases))
@@ -432,6 +501,10 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
             idle = prov_lease_due(&q->leases);
     }
     pthread_mutex_unlock(&q_mutex);
+    if (handled) {
+        ticket = 0;                  /* the entry's now: done once it is written */
+        prov_journal_unref(j);
+    }
     if (handled == 3) {
         r->settled = 1;
         return APR_SUCCESS;
@@ -463,10 +536,17 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     op.status = status;
     {
         prov_op_t *c = idle ? NULL : prov_async_settle(r, t, op.charge, status, now);
+        if (c) {
+            c->jticket = ticket;     /* done by whoever commits it */
+            ticket = 0;
+        }
         rv = c ? submit(c, src, p) : submit(&op, src, p);
     }
-    if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
+    if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE) {
         r->settled = 1;
+        prov_journal_done(j, ticket);
+    }
+    prov_journal_unref(j);
     return rv;
 }
 
@@ -512,7 +592,79 @@ apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int
 
 /* ---- the writer thread ----------------------------------------------------- */
 
-/* Runs the batches that leases make due, until told to stop. */
+/* Opens w's journal (once the database's identity is known); from then on
+ * leases are granted again. Without q_mutex. */
+static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
+{
+    queue_t *q = w->q;
+    prov_journal_t *j = NULL;
+    apr_status_t rv = prov_journal_open(&j, w->journal_dir, w->db_id, 0, p);
+    w->journal_tried = 1;
+    if (rv != APR_SUCCESS)
+        prov_log(PROV_LOG_ERR, rv, "PROV00383: cannot keep a billing journal in %s: the "
+                 "settled requests of a process killed before their rows are written are "
+                 "lost (check ProviderJournalDir)", w->journal_dir);
+    pthread_mutex_lock(&q_mutex);
+    if (j) {
+        q->leases.journal = j;
+        apr_cpystrn(q->leases.owner, prov_journal_owner(j), sizeof(q->leases.owner));
+    }
+    q->leases.no_grant = 0;
+    pthread_mutex_unlock(&q_mutex);
+}
+
+/* One round of the writer's upkeep (without q_mutex): the journal, the
+ * journals of dead processes, and holds that expired by the engine's
+ * clock, so that nothing waits for traffic. */
+static void upkeep(prov_billing_writer_t *w)
+{
+    queue_t *q = w->q;
+    apr_pool_t *p = NULL;
+    apr_int64_t now, every;
+    const char *id = NULL;
+    int due;
+
+    w->upkeep_at = apr_time_now() + UPKEEP_EVERY;
+    apr_pool_create(&p, w->pool);
+    /* Nothing before the database is usable (its schema may be old). */
+    if (!w->db_id && (prov_billing_database_id(&id, &w->src, p) != APR_SUCCESS
+                      || !(w->db_id = strdup(id)))) {
+        apr_pool_destroy(p);
+        return;
+    }
+    if (w->journal_dir && !w->journal_tried)
+        upkeep_journal(w, p);
+    if (w->journal_dir)
+        prov_billing_recover(NULL, &w->src, w->journal_dir, p);
+    now = prov_now();
+    pthread_mutex_lock(&q_mutex);
+    every = q_hold_timeout / 4 < 1 ? 1 : q_hold_timeout / 4 > 60 ? 60 : q_hold_timeout / 4;
+    due = now - q->last_sweep >= every || now < q->last_sweep;
+    pthread_mutex_unlock(&q_mutex);
+    if (due)
+        prov_billing_expire(NULL, &w->src, now, p);
+    apr_pool_destroy(p);
+}
+
+/* Waits on w's condition until woken or wall clock at (q_mutex held). */
+static void writer_wait(prov_billing_writer_t *w, apr_time_t at)
+{
+    struct timespec ts;
+    apr_interval_time_t d = at - apr_time_now();
+    if (d <= 0)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(d / APR_USEC_PER_SEC);
+    ts.tv_nsec += (long)(d % APR_USEC_PER_SEC) * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&w->cond, &q_mutex, &ts);
+}
+
+/* Runs the batches that leases make due, and the upkeep, until told to
+ * stop. */
 static void *writer_main(void *arg)
 {
     prov_billing_writer_t *w = arg;
@@ -521,6 +673,12 @@ static void *writer_main(void *arg)
     while (!w->stop) {
         apr_time_t wall = apr_time_now();
         int active = prov_lease_active(&q->leases), run = 0;
+        if (w->upkeep && wall >= w->upkeep_at) {
+            pthread_mutex_unlock(&q_mutex);
+            upkeep(w);
+            pthread_mutex_lock(&q_mutex);
+            continue;
+        }
         if (!q->leader && q->head) {
             run = 1;                 /* queued settlements nobody leads */
         }
@@ -542,19 +700,12 @@ static void *writer_main(void *arg)
                 w->retry_at = apr_time_now() + WRITER_RETRY;
             continue;
         }
-        if (active) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_nsec += (long)WRITER_TICK * 1000;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&w->cond, &q_mutex, &ts);
-        }
-        else {
+        if (active)
+            writer_wait(w, wall + WRITER_TICK);
+        else if (w->upkeep)
+            writer_wait(w, w->upkeep_at);
+        else
             pthread_cond_wait(&w->cond, &q_mutex);
-        }
     }
     pthread_mutex_unlock(&q_mutex);
     return NULL;
@@ -611,6 +762,7 @@ fail:
 
 void prov_billing_writer_stop(prov_billing_writer_t *w)
 {
+    prov_journal_t *j;
     queue_t *q;
     int i, left = 0;
     if (!w)
@@ -634,13 +786,43 @@ void prov_billing_writer_stop(prov_billing_writer_t *w)
     q->writer = NULL;
     q->leases.keep_idle = 0;
     q->leases.stopping = 0;
+    /* What is journaled and not committed (nothing, unless the database
+     * failed) stays for a survivor; the rest of the journal goes. */
+    j = q->leases.journal;
+    q->leases.journal = NULL;
+    q->leases.owner[0] = '\0';
+    q->leases.no_grant = 0;
     pthread_mutex_unlock(&q_mutex);
+    prov_journal_close(j);
     if (left)
         prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00057: the billing writer stopped with "
                  "leases or unwritten requests left; requests still in flight write them");
+    free(w->journal_dir);
+    free(w->db_id);
     pthread_cond_destroy(&w->cond);
     apr_pool_destroy(w->pool);
     free(w);
+}
+
+apr_status_t prov_billing_writer_upkeep(prov_billing_writer_t *w, const char *journal_dir)
+{
+    char *dir = journal_dir ? strdup(journal_dir) : NULL;
+    if (journal_dir && !dir)
+        return APR_ENOMEM;
+    pthread_mutex_lock(&q_mutex);
+    if (w->upkeep) {
+        pthread_mutex_unlock(&q_mutex);
+        free(dir);
+        return APR_EEXIST;
+    }
+    w->upkeep = 1;
+    w->journal_dir = dir;
+    w->upkeep_at = 0;
+    if (dir)
+        w->q->leases.no_grant = 1;   /* until the journal is open */
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&q_mutex);
+    return APR_SUCCESS;
 }
 
 int prov_billing_active(const prov_store_source_t *src)

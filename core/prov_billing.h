@@ -138,6 +138,52 @@ void prov_billing_writer_stop(prov_billing_writer_t *w);
 /* Whether src's queue holds a lease, a request not written yet or a batch
  * running or queued (for tests: 0 means the database is complete). */
 int prov_billing_active(const prov_store_source_t *src);
+/* The writer's upkeep, for a server (the module; providerctl does not).
+ * Holds and leases older than the hold timeout are expired on time without
+ * traffic: the thread looks every second and runs prov_billing_expire once
+ * the engine's clock (prov_now) has moved min(hold timeout / 4, 60 s) since
+ * the last sweep. With journal_dir (NULL: none), every settlement that is
+ * answered before its ledger row is committed (drawn from a lease, or
+ * queued behind a running batch) is first appended to this process's
+ * journal there, and the journals of dead processes in journal_dir are
+ * replayed (prov_billing_recover), so that a process killed at any moment
+ * loses no settled row. Until the journal is open (it needs the database's
+ * identity), no lease is granted and settlements wait for their batch. */
+apr_status_t prov_billing_writer_upkeep(prov_billing_writer_t *w, const char *journal_dir);
+/* Replays the journals in dir whose processes are gone and that belong to
+ * src's database: each settlement once (a drawn request's row written if it
+ * was not, a hold settled if it still is one), the leases of those
+ * processes returned, in the same batches; then deletes them. *journals
+ * (may be NULL) counts them. A journal whose replay fails stays for the
+ * next call. */
+apr_status_t prov_billing_recover(int *journals, const prov_store_source_t *src, const char *dir,
+                                  apr_pool_t *p);
+
+/* A hold in flight (`providerctl hold list`): a request's reservation (its
+ * reserved ledger row) or a process's lease. */
+typedef struct prov_hold_t {
+    const char *id;                 /* the request id, or the lease id */
+    int lease;
+    apr_int64_t user_id;
+    const char *email;              /* NULL when the user is gone */
+    apr_int64_t key_id;
+    const char *model;              /* the model's public id, NULL when gone */
+    prov_micro_t amount;
+    int from_plan;
+    apr_int64_t since;              /* reserved at, or (a lease) last placed at */
+} prov_hold_t;
+
+/* The holds and leases in flight (user_id 0: of every user), oldest first,
+ * as an array of prov_hold_t. */
+apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr_int64_t user_id,
+                                apr_pool_t *p);
+/* Gives back one hold (id: a request id whose row is reserved; the row gets
+ * status and no charge) or lease (id: its id; deleted), exactly as
+ * prov_billing_expire does. *found: 0 when there is no such hold (settled,
+ * expired or unknown). A request whose hold was released and that still
+ * ends is not charged. */
+apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
+                                       const char *status, apr_int64_t now, apr_pool_t *p);
 
 /* Returns the hold: no charge, the ledger row records status ("failed"...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,

@@ -767,7 +767,7 @@ static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
                          PROV_ARGS(op->lease_id, prov_i64(w.user_id, b->p),
                                    prov_i64(w.key_id, b->p), prov_i64(w.model_id, b->p),
                                    source_of(w.from_plan), prov_i64(op->lease_unit, b->p),
-                                   prov_i64(b->now, b->p)), b->p);
+                                   prov_i64(b->now, b->p), op->lease_owner), b->p);
     if (rv != APR_SUCCESS)
         return rv;
     lease_add(b, &w, a, k, op->lease_unit);
@@ -777,15 +777,15 @@ static apr_status_t lease_grant(batch_t *b, prov_op_t *op)
     return APR_SUCCESS;
 }
 
-/* Leases whose process stopped renewing them: released. */
-static apr_status_t sweep_leases(batch_t *b, apr_int64_t hold_timeout)
+/* Returns the leases that label (with one argument) selects, each once:
+ * their rows deleted, what they held given back; *count counts them. */
+static apr_status_t release_leases(batch_t *b, const char *label, const char *arg, int *count)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *stale = apr_array_make(b->p, 4, sizeof(prov_slot_t));
-    apr_status_t rv = prov_store_select(b->s, &res, "bill_stale_leases",
-                                        PROV_ARGS(prov_i64(b->now - hold_timeout, b->p)), b->p);
-    int i, count = 0;
+    apr_status_t rv = prov_store_select(b->s, &res, label, PROV_ARGS(arg), b->p);
+    int i;
     if (rv != APR_SUCCESS)
         return rv;
     while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
@@ -809,13 +809,121 @@ static apr_status_t sweep_leases(batch_t *b, apr_int64_t hold_timeout)
             return rv;
         if (n == 1) {
             lease_move(b, w, w->at, -w->amount);
-            count++;
+            (*count)++;
         }
     }
+    return APR_SUCCESS;
+}
+
+/* Leases whose process stopped renewing them: released. */
+static apr_status_t sweep_leases(batch_t *b, apr_int64_t hold_timeout)
+{
+    int count = 0;
+    apr_status_t rv = release_leases(b, "bill_stale_leases",
+                                     prov_i64(b->now - hold_timeout, b->p), &count);
+    if (rv != APR_SUCCESS)
+        return rv;
     if (count)
         prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00056: released %d lease(s) not renewed for "
                  "%" APR_INT64_T_FMT " s (their process stopped)", count, hold_timeout);
     return APR_SUCCESS;
+}
+
+/* ---- journals and holds given back by hand ---------------------------------- */
+
+/* A dead process's journal records (prov_billing_journal.c): each
+ * settlement exactly once. A hold still reserved is settled; a drawn
+ * request whose row was never written gets it, charged as its lease's
+ * batch would have; anything else was written before the process died.
+ * Then (op->owner) the leases that process held are returned: together
+ * with the rows, exactly what it would have written and returned. */
+static apr_status_t replay(batch_t *b, prov_op_t *op)
+{
+    apr_pool_t *p = b->p;
+    apr_int64_t now = b->now;
+    apr_status_t rv = APR_SUCCESS;
+    int i, n, moved, leases = 0;
+
+    op->swept = 0;
+    for (i = 0; i < op->nrecs && rv == APR_SUCCESS; i++) {
+        const prov_journal_rec_t *j = &op->recs[i];
+        prov_reservation_t r;
+        memset(&r, 0, sizeof(r));
+        r.request_id = j->request_id;
+        r.user_id = j->user_id;
+        r.key_id = j->key_id;
+        r.model_id = j->model_id;
+        r.transport = j->transport;
+        r.hold = j->hold;
+        r.from_plan = j->from_plan;
+        r.created_at = j->created_at;
+        b->now = j->settled_at;      /* the row says when it was settled */
+        rv = settle_one(b, &r, &j->tokens, j->charge, j->status, &moved);
+        b->now = now;
+        if (rv != APR_SUCCESS || moved || !j->drawn) {
+            op->swept += moved;
+            continue;
+        }
+        n = 0;
+        rv = prov_store_exec(b->s, &n, "bill_ledger_replay",
+            PROV_ARGS(j->request_id, prov_i64(j->user_id, p), prov_i64(j->key_id, p),
+                      prov_i64(j->model_id, p), j->transport, prov_i64(j->tokens.input, p),
+                      prov_i64(j->tokens.output, p), prov_i64(j->tokens.cache, p),
+                      prov_i64(j->tokens.reasoning, p), prov_i64(j->hold, p),
+                      prov_i64(j->charge, p), prov_i64(j->from_plan ? j->charge : 0, p),
+                      source_of(j->from_plan), j->status, prov_i64(j->created_at, p),
+                      prov_i64(j->settled_at, p)), p);
+        if (rv == APR_SUCCESS && n == 1) {
+            usage_deltas(b, j->user_id, j->key_id, j->created_at, j->charge, j->from_plan, 1);
+            if (!j->from_plan)
+                add_balance(b, j->user_id, -j->charge);
+            op->swept++;
+        }
+    }
+    if (rv == APR_SUCCESS && op->owner)
+        rv = release_leases(b, "bill_owner_leases", op->owner, &leases);
+    op->returned = leases;
+    return rv;
+}
+
+/* One hold or lease given back by hand (op->request_id): as an expiry. */
+static apr_status_t drop(batch_t *b, prov_op_t *op)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    prov_reservation_t r;
+    apr_status_t rv;
+    int found = 0, moved = 0;
+
+    op->swept = 0;
+    if ((rv = release_leases(b, "bill_lease_by_id", op->request_id, &op->swept))
+        != APR_SUCCESS || op->swept)
+        return rv;
+    rv = prov_store_select(b->s, &res, "bill_hold_by_id", PROV_ARGS(op->request_id), b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    memset(&r, 0, sizeof(r));
+    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+        const char *source = prov_store_get(b->s, row, 3);
+        found = 1;
+        r.request_id = op->request_id;
+        r.user_id = prov_store_get_i64(b->s, row, 1, 0);
+        r.key_id = prov_store_get_i64(b->s, row, 2, 0);
+        r.from_plan = source && !strcmp(source, "plan");
+        r.hold = prov_store_get_i64(b->s, row, 4, 0);
+        r.created_at = prov_store_get_i64(b->s, row, 5, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    if (found) {
+        apr_int64_t now = b->now;
+        b->now = op->at;             /* the row says when it was released */
+        rv = settle_one(b, &r, &none, 0, op->status, &moved);
+        b->now = now;
+    }
+    op->swept = moved;
+    return rv;
 }
 
 /* ---- the batch ------------------------------------------------------------- */
@@ -840,6 +948,10 @@ static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
             APR_ARRAY_PUSH(ids, apr_int64_t) = op->auth->user_id;
         else if (op->kind == PROV_OP_SETTLE)
             APR_ARRAY_PUSH(ids, apr_int64_t) = op->res->user_id;
+        else if (op->kind == PROV_OP_REPLAY) {
+            for (i = 0; i < op->nrecs; i++)
+                APR_ARRAY_PUSH(ids, apr_int64_t) = op->recs[i].user_id;
+        }
     }
     for (w = work; w; w = w->work_next)
         APR_ARRAY_PUSH(ids, apr_int64_t) = w->user_id;
@@ -883,6 +995,11 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
             != APR_SUCCESS)
             return rv;
         op->rv = moved ? APR_SUCCESS : APR_EINCOMPLETE;
+    }
+    for (op = ops; op; op = op->next) {
+        if ((op->kind == PROV_OP_REPLAY && (rv = replay(b, op)) != APR_SUCCESS)
+            || (op->kind == PROV_OP_DROP && (rv = drop(b, op)) != APR_SUCCESS))
+            return rv;
     }
     for (w = work; w; w = w->work_next) {
         if ((rv = lease_write(b, w)) != APR_SUCCESS)

@@ -7,12 +7,15 @@
 
 #include <pthread.h>
 #include "prov_billing.h"
+#include "prov_journal.h"
 
 typedef enum {
     PROV_OP_RESERVE = 0,
     PROV_OP_SETTLE,
     PROV_OP_SWEEP,
-    PROV_OP_FLUSH                   /* nothing itself: the batch writes what leases drew */
+    PROV_OP_FLUSH,                  /* nothing itself: the batch writes what leases drew */
+    PROV_OP_REPLAY,                 /* a dead process's journal records (and its leases) */
+    PROV_OP_DROP                    /* one hold or lease given back (providerctl hold release) */
 } prov_op_kind_e;
 
 /* ---- leases (prov_billing_lease.c) -------------------------------------------
@@ -49,6 +52,7 @@ typedef struct prov_entry_t {
     prov_tokens_t tokens;
     char *request_id, *transport;
     char status[24];
+    int jticket;                    /* its settlement's journal record (0: none) */
     struct prov_entry_t *next;
 } prov_entry_t;
 
@@ -120,12 +124,31 @@ typedef struct prov_op_t {
     int retry_ok;                   /* reserve: a lease of the account is held here ... */
     int retry;                      /* ... and a refusal runs again once it is returned */
     int retried;
+    const char *lease_owner;        /* reserve: the journal a granted lease is recorded to */
+    /* replay: records of a dead process's journal, and (owner set) the
+     * leases it held, all returned; drop: request_id names the hold or
+     * lease, status the row's new status */
+    const prov_journal_rec_t *recs;
+    int nrecs;
+    const char *owner;
+    int returned;                   /* replay: leases returned */
+    apr_int64_t at;                 /* drop: its time (now 0: no sweep comes with it) */
+    int jticket;                    /* settle: its journal record (0: none) */
     int done;
     int async;                      /* a copied settlement nobody waits for */
     pthread_cond_t cond;            /* signalled when done, or to lead */
     struct prov_op_t *next;
     struct prov_op_t *retry_next;
 } prov_op_t;
+
+/* Queues op on src's channel and returns its result (the thread leads a
+ * batch or waits for one; an async op may return at once). */
+apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *p);
+
+/* The database's identity (prov_billing_journal.c): a journal names it,
+ * and is replayed only into that database. */
+apr_status_t prov_billing_database_id(const char **id, const prov_store_source_t *src,
+                                      apr_pool_t *p);
 
 /* A settlement nobody waits for, copied out of r (malloc; the engine frees
  * it once committed). NULL without memory. */
@@ -156,6 +179,12 @@ typedef struct prov_leases_t {
      * drawing; stopping: the writer's last batches return every lease. */
     apr_interval_time_t keep_idle;  /* 0: no writer, returned at once */
     int stopping;
+    /* The queue's journal (prov_billing_writer_upkeep): written entries'
+     * records are done there, and leases are granted in its owner's name.
+     * no_grant: a journal is wanted and not open yet (no lease meanwhile). */
+    prov_journal_t *journal;
+    char owner[96];
+    int no_grant;
 } prov_leases_t;
 
 /* Draws r (allocated in p) from an open lease of auth's key and model;

@@ -326,8 +326,9 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
             for (i = 0; i < nheld && i < HELD_MAX && !op->retry_ok; i++)
                 op->retry_ok = held[i] == op->auth->user_id;
         }
-        if (L->failing)
+        if (L->failing || L->no_grant)
             continue;
+        op->lease_owner = L->owner[0] ? L->owner : NULL;
         for (o2 = ops; o2 != op; o2 = o2->next) {
             if (o2->kind == PROV_OP_RESERVE && o2->auth->key_id == op->auth->key_id
                 && o2->model_id == op->model_id) {
@@ -372,6 +373,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             e->next = NULL;
             if (rv == APR_SUCCESS) {
                 if (e->complete) {
+                    prov_journal_done(L->journal, e->jticket);
                     entry_free(e);
                 }
                 else if (e->settled) {
@@ -389,6 +391,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
                     r.created_at = e->created_at;
                     c = prov_async_settle(&r, &e->tokens, e->charge, e->status, e->settled_at);
                     if (c) {
+                        c->jticket = e->jticket;
                         c->next = requeue;
                         requeue = c;
                     }

@@ -173,10 +173,18 @@ static const prov_stmt_def_t statements[] = {
       "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
       "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
       "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld)" },
-    /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at */
+    /* A journal record of a drawn request (prov_billing_journal.c): the same
+     * row, unless it was written before the process died. */
+    { "bill_ledger_replay",
+      "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
+      "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
+      "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
+      "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld) ON CONFLICT (request_id) DO NOTHING" },
+    /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at, owner
+     * (the holding process's journal, or NULL) */
     { "bill_lease_insert",
-      "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at) "
-      "VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld)" },
+      "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at, owner) "
+      "VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %s)" },
     /* args: amount, at, id */
     { "bill_lease_update", "UPDATE billing_leases SET amount = %lld, at = %lld WHERE id = %s" },
     { "bill_lease_delete", "DELETE FROM billing_leases WHERE id = %s" },
@@ -184,6 +192,31 @@ static const prov_stmt_def_t statements[] = {
     { "bill_stale_leases",
       "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE at < %lld "
       "ORDER BY at LIMIT 100" },
+    /* arg: a journal: the leases of its process (which died) */
+    { "bill_owner_leases",
+      "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE owner = %s "
+      "ORDER BY at" },
+    /* the database's identity: journals are replayed only into theirs */
+    { "bill_database_id", "SELECT id FROM provider_database" },
+    /* args: a hold (request id) or a lease id: what `providerctl hold release`
+     * gives back */
+    { "bill_hold_by_id",
+      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
+      "WHERE request_id = %s AND status = 'reserved'" },
+    { "bill_lease_by_id",
+      "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE id = %s" },
+    /* arg: user (0 = all): the holds and leases in flight, oldest first
+     * (`providerctl hold list`) */
+    { "bill_hold_list",
+      "SELECT l.request_id, 'request', l.user_id, u.email, l.key_id, m.public_id, l.reserved, "
+      "l.source, l.created_at FROM ledger l LEFT JOIN users u ON u.id = l.user_id "
+      "LEFT JOIN models m ON m.id = l.model_id WHERE l.status = 'reserved' "
+      "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) "
+      "UNION ALL "
+      "SELECT b.id, 'lease', b.user_id, u.email, b.key_id, m.public_id, b.amount, b.source, "
+      "b.at FROM billing_leases b LEFT JOIN users u ON u.id = b.user_id "
+      "LEFT JOIN models m ON m.id = b.model_id "
+      "WHERE (CAST(%lld AS BIGINT) = 0 OR b.user_id = %lld) ORDER BY 9, 1" },
     /* arg: older than: holds whose worker never came back, a batch at a time */
     { "bill_stale_holds",
       "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "

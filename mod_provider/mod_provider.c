@@ -4,9 +4,12 @@
  * log bridge from libprovider to the error log, and routing of the module's
  * own paths to their handlers (taken at translate_name, as mod_proxy does, so
  * that no file-system mapping or <Directory> rule applies to them). */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include "apr_file_io.h"
 #include "ap_mpm.h"
+#include "unixd.h"
 #include "mod_provider.h"
 #include "prov_log.h"
 
@@ -18,6 +21,7 @@
 #define DEFAULT_MAX_TOKENS      4096
 #define DEFAULT_LOOKUP_TTL      2
 #define DEFAULT_PING_INTERVAL   10
+#define DEFAULT_JOURNAL_DIR     "provider-journal"   /* under DefaultRuntimeDir */
 
 static server_rec *log_server;
 
@@ -72,6 +76,7 @@ static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(hold_timeout);
     MERGE_NUM(lookup_ttl);
     MERGE_PTR(clock_file);
+    MERGE_PTR(journal_dir);
     return c;
 }
 
@@ -141,6 +146,13 @@ static const char *set_clock_file(cmd_parms *cmd, void *dc, const char *v)
     return NULL;
 }
 
+static const char *set_journal_dir(cmd_parms *cmd, void *dc, const char *v)
+{
+    cmd_conf(cmd)->journal_dir = !strcasecmp(v, "none") ? "none"
+                                 : ap_server_root_relative(cmd->pool, v);
+    return cmd_conf(cmd)->journal_dir ? NULL : "ProviderJournalDir: not a usable path";
+}
+
 #define OFF(f) ((void *)APR_OFFSETOF(provider_srv_conf, f))
 
 static const command_rec provider_cmds[] = {
@@ -172,6 +184,10 @@ static const command_rec provider_cmds[] = {
     AP_INIT_TAKE1("ProviderLookupCacheTTL", set_int0, OFF(lookup_ttl), RSRC_CONF,
                   "Seconds a child caches key and model lookups (default 2; 0 = off). "
                   "The billing transaction re-checks them either way"),
+    AP_INIT_TAKE1("ProviderJournalDir", set_journal_dir, NULL, RSRC_CONF,
+                  "Directory of the billing journals that keep a killed child's answered "
+                  "requests charged (default DefaultRuntimeDir/" DEFAULT_JOURNAL_DIR
+                  "; none: no journal)"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),
@@ -217,6 +233,26 @@ static apr_status_t read_token(const char **token, const char *path, apr_pool_t 
     *token = apr_pstrndup(p, buf, n);
     memset(buf, 0, sizeof(buf));
     return APR_SUCCESS;
+}
+
+/* The journal directory, made by the parent (root) for the children (the
+ * User), mode 0700: journals hold request ids and charges. */
+static void journal_dir_make(provider_srv_conf *c, server_rec *vs, apr_pool_t *pconf)
+{
+    apr_status_t rv;
+    if (!c->journal_dir)
+        c->journal_dir = ap_runtime_dir_relative(pconf, DEFAULT_JOURNAL_DIR);
+    if (!c->journal_dir || !strcmp(c->journal_dir, "none"))
+        return;
+    rv = apr_dir_make_recursive(c->journal_dir, APR_FPROT_UREAD | APR_FPROT_UWRITE
+                                | APR_FPROT_UEXECUTE, pconf);
+    if (rv != APR_SUCCESS && !APR_STATUS_IS_EEXIST(rv))
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, vs, "PROV00385: cannot make "
+                     "ProviderJournalDir %s", c->journal_dir);
+    else if (geteuid() == 0
+             && chown(c->journal_dir, ap_unixd_config.user_id, ap_unixd_config.group_id) != 0)
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), vs, "PROV00385: cannot "
+                     "give ProviderJournalDir %s to the server's User", c->journal_dir);
 }
 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
@@ -265,6 +301,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
             const char *secrets[] = { c->gateway_url, token, NULL };
             c->redactor = prov_redactor_create(secrets, pconf);
         }
+        journal_dir_make(c, vs, pconf);
         rv = prov_gateway_create(&c->gateway, c->gateway_url, token,
                                  (long)c->connect_timeout * 1000, (long)c->gateway_timeout * 1000,
                                  pconf);
@@ -308,11 +345,16 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         if (provider_db_available()) {
             prov_billing_writer_t *w = NULL;
             apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
-            if (rv != APR_SUCCESS)
+            if (rv != APR_SUCCESS) {
                 ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00008: no billing writer "
                              "thread; requests write their leases' rows themselves");
-            else
-                apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
+                continue;
+            }
+            apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
+            /* Expired holds released on time, a journal of what is answered
+             * before it is written, dead children's journals replayed. */
+            prov_billing_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
+                                          ? c->journal_dir : NULL);
         }
     }
 }
@@ -400,7 +442,8 @@ static void register_hooks(apr_pool_t *p)
 {
     static const char *const after_dbd[] = { "mod_dbd.c", NULL };
     ap_hook_post_config(post_config, after_dbd, NULL, APR_HOOK_MIDDLE);
-    ap_hook_child_init(child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* The billing writer uses mod_dbd's connections from its first moment. */
+    ap_hook_child_init(child_init, after_dbd, NULL, APR_HOOK_MIDDLE);
     ap_hook_translate_name(translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);

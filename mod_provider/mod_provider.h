@@ -61,6 +61,7 @@ typedef struct provider_srv_conf {
     apr_int64_t lookup_ttl;         /* seconds the key and model lookups are cached */
     const char *clock_file;         /* tests only */
     apr_int64_t ping_interval;      /* seconds between keep-alive events of a silent stream */
+    const char *journal_dir;        /* the billing journal's directory, or "none" */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;

@@ -267,6 +267,15 @@ static int schema_usable(request_rec *r, server_rec *srv, prov_store_t *store, a
     int version = 0;
     if (schema_ok)
         return 1;
+    /* The billing writer's upkeep looks every second, quietly: requests
+     * say why the database is not usable, at their pace. */
+    if (!r) {
+        if (prov_schema_current(&version, store, p) != APR_SUCCESS
+            || version != prov_schema_expected())
+            return 0;
+        schema_ok = 1;
+        return 1;
+    }
     /* Only a failed check holds the next one back: requests racing a first
      * check that has not finished yet check for themselves. */
     if (schema_checked_at && now - schema_checked_at < SCHEMA_RECHECK)
@@ -300,8 +309,9 @@ static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, pro
     l->s = srv;
     l->dbd = dbd_open_fn ? dbd_open_fn(p, srv) : NULL;
     if (!l->dbd) {
-        DB_LOG(r, srv, "PROV00100: no database connection from mod_dbd (check DBDriver / "
-               "DBDParams)");
+        if (r)                      /* the writer's batches say it as PROV00050 */
+            DB_LOG(r, srv, "PROV00100: no database connection from mod_dbd (check DBDriver / "
+                   "DBDParams)");
         *err = prov_error_make(p, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                "The service's database is unavailable; try again later.");
         return NULL;

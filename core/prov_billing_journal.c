@@ -1,0 +1,77 @@
+/* prov_billing_journal.c: the billing engine's side of the settlement
+ * journal (core/prov_journal.c keeps the files). The database's identity,
+ * which a journal names so that it is only ever replayed where it belongs;
+ * and the replay of dead processes' journals: their records, a chunk per
+ * billing batch (PROV_OP_REPLAY, run by prov_billing_batch.c), each
+ * settlement applied exactly once, and with the last chunk the leases the
+ * process held, returned. The writer thread's upkeep (prov_billing.c) calls
+ * this every second; providerctl and the tests may call it too. */
+#include <string.h>
+#include "prov_billing_int.h"
+#include "prov_log.h"
+
+apr_status_t prov_billing_database_id(const char **id, const prov_store_source_t *src,
+                                      apr_pool_t *p)
+{
+    prov_store_t *s = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *v;
+    apr_status_t rv = src->open(&s, src->baton, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    rv = prov_store_select_one(&row, s, "bill_database_id", PROV_NOARGS, p);
+    if (rv == APR_SUCCESS) {
+        if ((v = prov_store_get(s, row, 0)) != NULL && *v)
+            *id = apr_pstrdup(p, v);
+        else
+            rv = APR_EGENERAL;
+    }
+    src->close(s, src->baton);
+    return rv;
+}
+
+typedef struct replay_ctx_t {
+    const prov_store_source_t *src;
+    int rows;                       /* of the journal being replayed */
+} replay_ctx_t;
+
+static apr_status_t replay_chunk(void *baton, const char *owner, const prov_journal_rec_t *recs,
+                                 int n, int last, apr_pool_t *p)
+{
+    replay_ctx_t *x = baton;
+    prov_op_t op;
+    apr_status_t rv;
+    memset(&op, 0, sizeof(op));
+    op.kind = PROV_OP_REPLAY;
+    op.p = p;
+    op.now = 0;                      /* each record carries its own times */
+    op.recs = recs;
+    op.nrecs = n;
+    op.owner = last ? owner : NULL;
+    if ((rv = prov_billing_submit(&op, x->src, p)) != APR_SUCCESS)
+        return rv;
+    x->rows += op.swept;
+    if (last) {
+        if (x->rows || op.returned)
+            prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00384: replayed the journal of "
+                     "process %s, which died: %d settlement(s) written, %d lease(s) returned",
+                     owner, x->rows, op.returned);
+        x->rows = 0;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_billing_recover(int *journals, const prov_store_source_t *src, const char *dir,
+                                  apr_pool_t *p)
+{
+    replay_ctx_t x;
+    const char *id = NULL;
+    apr_status_t rv;
+    if (journals)
+        *journals = 0;
+    if ((rv = prov_billing_database_id(&id, src, p)) != APR_SUCCESS)
+        return rv;
+    memset(&x, 0, sizeof(x));
+    x.src = src;
+    return prov_journal_recover(journals, dir, id, replay_chunk, &x, p);
+}

@@ -1,0 +1,84 @@
+/* prov_journal.h: the settlement journal, the file half. A process that
+ * answers requests before their ledger rows are committed (requests drawn
+ * from a lease, settlements queued behind a running batch) first appends
+ * each settlement to a journal of its own: one line, one write(2), which
+ * the kernel keeps when the process is killed the next moment. A journal is
+ * a lock file, held with an exclusive flock(2) for the life of its process
+ * (so whoever can take the lock knows the owner is dead: no PID reuse
+ * problem), and numbered segment files of records. A segment is deleted
+ * once it is full and every record in it has been committed; a journal
+ * closed with nothing outstanding is deleted entirely. The journals of dead
+ * processes are read back by the survivors (prov_journal_recover), which
+ * replay them into the database the lock file names and then delete them.
+ * What a record means to the books is the billing engine's business
+ * (core/prov_billing_journal.c). docs/internals/journal.md tells the life
+ * cycle. */
+#ifndef PROV_JOURNAL_H
+#define PROV_JOURNAL_H
+
+#include "prov_common.h"
+
+/* Records handed to a replay call at most (one billing batch). */
+#define PROV_JOURNAL_CHUNK 512
+/* A segment is sealed (and a new one started) once it is this large. */
+#define PROV_JOURNAL_SEGMENT (1024 * 1024)
+
+typedef struct prov_journal_t prov_journal_t;
+
+/* One settlement: what the engine needs to write or settle its row. */
+typedef struct prov_journal_rec_t {
+    const char *request_id;
+    const char *transport;
+    const char *status;
+    apr_int64_t user_id, key_id, model_id;
+    apr_int64_t created_at, settled_at;
+    prov_tokens_t tokens;
+    prov_micro_t hold, charge;
+    int from_plan;
+    int drawn;                      /* drawn from a lease: its row may not exist yet */
+} prov_journal_rec_t;
+
+/* Opens a journal for this process in dir (made, mode 0700, when missing):
+ * its lock file (held until prov_journal_close or the process ends) names
+ * db_id, the database its records belong to. segment_max: bytes per segment
+ * (<= 0: PROV_JOURNAL_SEGMENT). The journal is the caller's until
+ * prov_journal_close; p is scratch. */
+apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *db_id,
+                               apr_off_t segment_max, apr_pool_t *p);
+/* The journal's owner name (unique per process and host): the database
+ * records it with the leases the process holds. */
+const char *prov_journal_owner(const prov_journal_t *j);
+/* Appends rec; thread-safe. On success *ticket says which segment holds it:
+ * pass it to prov_journal_done once the record's settlement is committed.
+ * A failed write leaves nothing behind (returns the error; *ticket 0). */
+apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
+/* A record of segment ticket is committed (ticket 0: nothing). */
+void prov_journal_done(prov_journal_t *j, int ticket);
+/* Records appended and not done yet. */
+int prov_journal_outstanding(prov_journal_t *j);
+/* Closes j: its files are deleted when no record is outstanding, else left
+ * (unlocked) for a survivor to replay. It is freed at once, or by the last
+ * prov_journal_unref; appends after the close fail, prov_journal_done does
+ * nothing. */
+void prov_journal_close(prov_journal_t *j);
+/* Keeps j allocated while a thread uses it without the owner's lock. */
+prov_journal_t *prov_journal_ref(prov_journal_t *j);
+void prov_journal_unref(prov_journal_t *j);
+
+/* Replays one dead journal's records (n of them, in the order written;
+ * last: the journal's final call, made even with n 0) into the database.
+ * Must be idempotent: a replay that fails half way is done again later. */
+typedef apr_status_t prov_journal_replay_fn(void *baton, const char *owner,
+                                            const prov_journal_rec_t *recs, int n, int last,
+                                            apr_pool_t *p);
+
+/* Replays, with fn, every journal in dir whose process is gone and whose
+ * database is db_id, PROV_JOURNAL_CHUNK records a call, then deletes it;
+ * *replayed (may be NULL) counts those journals. Journals of live processes
+ * and of other databases are left alone; one whose replay failed is left
+ * for the next call (and that failure returned). A dir that does not exist
+ * holds nothing. */
+apr_status_t prov_journal_recover(int *replayed, const char *dir, const char *db_id,
+                                  prov_journal_replay_fn *fn, void *baton, apr_pool_t *p);
+
+#endif
