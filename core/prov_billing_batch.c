@@ -916,6 +916,7 @@ static apr_status_t drop(batch_t *b, prov_op_t *op)
     }
     if (rv != APR_EOF)
         return rv;
+    rv = APR_SUCCESS;
     if (found) {
         apr_int64_t now = b->now;
         b->now = op->at;             /* the row says when it was released */

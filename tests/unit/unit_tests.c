@@ -56,6 +56,8 @@ int main(int argc, char **argv)
     prov_test_suite_account();
     prov_test_suite_models();
     prov_test_suite_billing();
+    prov_test_suite_billing_journal();
+    prov_test_suite_journal();
     prov_test_suite_plans();
     prov_test_suite_usage();
     prov_test_suite_chat();

@@ -1,0 +1,273 @@
+/* test_prov_journal.c: unit tests of the settlement journal's files: records
+ * read back exactly as written (text with odd bytes too), a live journal is
+ * never replayed (its lock is held), a closed one with records outstanding
+ * is, once, then deleted; a journal with nothing outstanding leaves no file;
+ * full segments go as soon as their records are done; a torn last record
+ * (the process killed inside write) and a garbled line are skipped; records
+ * come in chunks, in order; a journal of another database is left alone, and
+ * one whose replay fails is kept for the next try. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "unit_tests.h"
+#include "prov_journal.h"
+
+/* What a replay call saw. */
+typedef struct seen_t {
+    int calls, n, lasts;
+    int fail;                       /* fail the next call */
+    char ids[1300][32];
+    prov_journal_rec_t first;
+    char first_id[64], first_status[64], first_transport[16];
+    int chunk[8];
+} seen_t;
+
+static apr_status_t collect(void *baton, const char *owner, const prov_journal_rec_t *recs,
+                            int n, int last, apr_pool_t *p)
+{
+    seen_t *s = baton;
+    int i;
+    (void)owner;
+    (void)p;
+    if (s->fail) {
+        s->fail = 0;
+        return APR_EGENERAL;
+    }
+    if (s->calls < 8)
+        s->chunk[s->calls] = n;
+    s->calls++;
+    s->lasts += last;
+    for (i = 0; i < n; i++) {
+        if (s->n == 0 && i == 0) {
+            s->first = recs[0];
+            apr_cpystrn(s->first_id, recs[0].request_id, sizeof(s->first_id));
+            apr_cpystrn(s->first_status, recs[0].status, sizeof(s->first_status));
+            apr_cpystrn(s->first_transport, recs[0].transport, sizeof(s->first_transport));
+        }
+        if (s->n < 1300)
+            apr_cpystrn(s->ids[s->n], recs[i].request_id, sizeof(s->ids[0]));
+        s->n++;
+    }
+    return APR_SUCCESS;
+}
+
+static char *temp_dir(void)
+{
+    static char dir[64];
+    strcpy(dir, "/tmp/prov-unit-journal-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    return dir;
+}
+
+/* Files in dir (hidden ones too). */
+static int files_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    if (!d)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char path[512];
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static prov_journal_rec_t rec(const char *id, prov_micro_t charge)
+{
+    prov_journal_rec_t r;
+    memset(&r, 0, sizeof(r));
+    r.request_id = id;
+    r.transport = "chat";
+    r.status = "ok";
+    r.user_id = 7;
+    r.key_id = 8;
+    r.model_id = 9;
+    r.created_at = 1700000000;
+    r.settled_at = 1700000002;
+    r.tokens.input = 11;
+    r.tokens.output = 22;
+    r.tokens.cache = 3;
+    r.tokens.reasoning = 4;
+    r.hold = 1000;
+    r.charge = charge;
+    r.from_plan = 1;
+    r.drawn = 1;
+    return r;
+}
+
+static void test_journal_roundtrip(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    prov_journal_rec_t r = rec("req odd%\t\nid", 777);
+    seen_t *s = calloc(1, sizeof(*s));
+    char *dir = temp_dir();
+    int ticket = 0, replayed = -1;
+
+    apr_pool_create(&p, prov_test_pool());
+    r.status = "c ut";
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 0, p), APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(prov_journal_owner(j), "-"));
+    CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+    CU_ASSERT_EQUAL(ticket, 1);
+    r = rec("req-2", 5);
+    CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 2);
+    CU_ASSERT_EQUAL(files_in(dir), 2);           /* the lock and one segment */
+    /* Alive: its lock is held, nobody replays it. */
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 0);
+    CU_ASSERT_EQUAL(s->calls, 0);
+    /* One record committed, the other not: the files stay at close. */
+    prov_journal_done(j, ticket);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 2);
+    /* Another database's survivor leaves it alone. */
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-2", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 0);
+    /* A failed replay keeps it for the next try. */
+    s->fail = 1;
+    CU_ASSERT_NOT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p),
+                        APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 0);
+    CU_ASSERT_EQUAL(files_in(dir), 2);
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 1);
+    CU_ASSERT_EQUAL(s->n, 2);
+    CU_ASSERT_EQUAL(s->calls, 1);
+    CU_ASSERT_EQUAL(s->lasts, 1);
+    CU_ASSERT_STRING_EQUAL(s->first_id, "req odd%\t\nid");
+    CU_ASSERT_STRING_EQUAL(s->first_status, "c ut");
+    CU_ASSERT_STRING_EQUAL(s->first_transport, "chat");
+    CU_ASSERT_STRING_EQUAL(s->ids[1], "req-2");
+    CU_ASSERT_EQUAL(s->first.charge, 777);
+    CU_ASSERT_EQUAL(s->first.hold, 1000);
+    CU_ASSERT_EQUAL(s->first.user_id, 7);
+    CU_ASSERT_EQUAL(s->first.key_id, 8);
+    CU_ASSERT_EQUAL(s->first.model_id, 9);
+    CU_ASSERT_EQUAL(s->first.tokens.input, 11);
+    CU_ASSERT_EQUAL(s->first.tokens.output, 22);
+    CU_ASSERT_EQUAL(s->first.tokens.cache, 3);
+    CU_ASSERT_EQUAL(s->first.tokens.reasoning, 4);
+    CU_ASSERT_EQUAL(s->first.created_at, 1700000000);
+    CU_ASSERT_EQUAL(s->first.settled_at, 1700000002);
+    CU_ASSERT_TRUE(s->first.from_plan);
+    CU_ASSERT_TRUE(s->first.drawn);
+    /* Replayed once: gone. */
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 0);
+    CU_ASSERT_EQUAL(s->n, 2);
+    remove_dir(dir);
+    free(s);
+    apr_pool_destroy(p);
+}
+
+/* Small segments: a full one goes once its records are done; a journal
+ * closed with nothing outstanding leaves no file behind. */
+static void test_journal_segments(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    prov_journal_rec_t r = rec("seg", 1);
+    char *dir = temp_dir();
+    int tickets[10], i;
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 100, p), APR_SUCCESS);
+    for (i = 0; i < 10; i++)
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &tickets[i]), APR_SUCCESS);
+    CU_ASSERT_TRUE(tickets[9] >= 4);
+    CU_ASSERT_EQUAL(files_in(dir), 1 + tickets[9]);
+    for (i = 0; i < 10; i++) {
+        if (tickets[i] < tickets[9])
+            prov_journal_done(j, tickets[i]);
+    }
+    CU_ASSERT_EQUAL(files_in(dir), 2);           /* the lock and the current segment */
+    for (i = 0; i < 10; i++) {
+        if (tickets[i] == tickets[9])
+            prov_journal_done(j, tickets[i]);
+    }
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    apr_pool_destroy(p);
+}
+
+/* More than a chunk of records, a garbled line and a torn last record. */
+static void test_journal_torn_and_chunks(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    seen_t *s = calloc(1, sizeof(*s));
+    char *dir = temp_dir(), path[512], id[32];
+    int ticket, i, fd, replayed = 0, n = PROV_JOURNAL_CHUNK * 2 + 100;
+    static const char junk[] = "S\tgarbled line\n";
+    static const char torn[] = "S\treq-torn\t7\t8\t9\tchat\t1\t2";
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 0, p), APR_SUCCESS);
+    for (i = 0; i < n; i++) {
+        prov_journal_rec_t r;
+        snprintf(id, sizeof(id), "req-%d", i);
+        r = rec(id, i);
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+        if (i == 10) {
+            snprintf(path, sizeof(path), "%s/%s.1.log", dir, prov_journal_owner(j));
+            fd = open(path, O_WRONLY | O_APPEND);
+            CU_ASSERT_TRUE_FATAL(fd >= 0);
+            CU_ASSERT_EQUAL(write(fd, junk, sizeof(junk) - 1), (ssize_t)sizeof(junk) - 1);
+            close(fd);
+        }
+    }
+    fd = open(path, O_WRONLY | O_APPEND);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, torn, sizeof(torn) - 1), (ssize_t)sizeof(torn) - 1);
+    close(fd);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 1);
+    CU_ASSERT_EQUAL(s->n, n);
+    CU_ASSERT_EQUAL(s->calls, 3);
+    CU_ASSERT_EQUAL(s->chunk[0], PROV_JOURNAL_CHUNK);
+    CU_ASSERT_EQUAL(s->chunk[1], PROV_JOURNAL_CHUNK);
+    CU_ASSERT_EQUAL(s->chunk[2], 100);
+    CU_ASSERT_EQUAL(s->lasts, 1);
+    for (i = 0; i < n && i < 1300; i++) {
+        snprintf(id, sizeof(id), "req-%d", i);
+        CU_ASSERT_STRING_EQUAL(s->ids[i], id);
+    }
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    free(s);
+    apr_pool_destroy(p);
+}
+
+void prov_test_suite_journal(void)
+{
+    PROV_SUITE("journal", PROV_TEST(test_journal_roundtrip), PROV_TEST(test_journal_segments),
+               PROV_TEST(test_journal_torn_and_chunks));
+}
