@@ -25,6 +25,7 @@ static const ctl_group_t groups[] = {
     { "plan",    "Plans: credit quotas per rolling 5-hour and 7-day window", ctl_plan_cmds },
     { "subscription", "Which plan a user has, and its windows' use", ctl_subscription_cmds },
     { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
+    { "hold",    "Holds in flight (requests' reservations, processes' leases)", ctl_hold_cmds },
     { NULL, NULL, NULL }
 };
 

@@ -3,7 +3,7 @@
  * context a run function gets (parsed arguments, the open store, --json), and
  * the helpers every command uses to parse credits and ids, find users, report
  * errors with the right exit code, and print tables, key/value lines and JSON.
- * Each group (db, user, key, balance, model, plan, subscription, usage) lives
+ * Each group (db, user, key, balance, model, plan, subscription, usage, hold) lives
  * in cli/providerctl_<group>.c (subscription with plan) and exports its table
  * of commands. */
 #ifndef PROVIDERCTL_H
@@ -83,6 +83,7 @@ extern const ctl_cmd_t ctl_model_cmds[];
 extern const ctl_cmd_t ctl_plan_cmds[];
 extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
+extern const ctl_cmd_t ctl_hold_cmds[];
 
 /* Finds the database (--db, $PROVIDER_DB, the config file), opens it into
  * ctl->store and, for CTL_DB_READY commands, checks the schema version and
