@@ -23,7 +23,8 @@
 # CRASH_CHILDREN (2), CRASH_THREADS (32 threads per child), CRASH_HOLD_TIMEOUT
 # (20: seconds), BENCH_MODEL (gpt-4o-mini), BENCH_DB (sqlite3 | pgsql),
 # BENCH_DBDMAX (1 on SQLite, 16 on PostgreSQL), BENCH_KEEP=1 (keep the
-# temporary directory).
+# temporary directory), CRASH_JOURNAL (ProviderJournalDir: default, or
+# "none" to see what a kill costs without the journal).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -191,6 +192,7 @@ ProviderGatewayURL http://$GW
 ProviderGatewayTokenFile "$W/gateway.token"
 ProviderHoldTimeout $HOLD_TIMEOUT
 EOF
+    [ -z "${CRASH_JOURNAL:-}" ] || echo "ProviderJournalDir ${CRASH_JOURNAL}"
     if [ "$BACKEND" = pgsql ]; then
         cat <<EOF
 DBDriver pgsql
@@ -279,7 +281,8 @@ EXPECT=$((TOPUPS - CHARGED))
 micro() { awk -v v="$1" 'BEGIN { printf "%.6f", v / 1000000 }'; }
 echo
 echo "mod_provider crash check: $CHILDREN children x $THREADS threads, $BACKEND, wrk -t$T -c$C -d${D}s,"
-echo "SIGKILL to one child at ${KILL_AT}s, apache2 -k graceful at ${GRACEFUL_AT}s, ProviderHoldTimeout ${HOLD_TIMEOUT}s"
+echo "SIGKILL to one child at ${KILL_AT}s, apache2 -k graceful at ${GRACEFUL_AT}s, ProviderHoldTimeout ${HOLD_TIMEOUT}s,"
+echo "ProviderJournalDir ${CRASH_JOURNAL:-(default)}; the killed child's journal: $(grep -o 'PROV00384: .*' "$W/logs/error.log" | head -n 1 || true)"
 echo
 printf '%-50s %s\n' "2xx answers counted by the client (wrk)" "$OK2XX"
 printf '%-50s %s\n' "  of them with an x-request-id recorded" "$ANSWERED (missing ids: $NOID)"

@@ -635,7 +635,7 @@ static void upkeep(prov_billing_writer_t *w)
     if (w->journal_dir && !w->journal_tried)
         upkeep_journal(w, p);
     if (w->journal_dir)
-        prov_billing_recover(NULL, &w->src, w->journal_dir, p);
+        prov_billing_recover_db(NULL, &w->src, w->journal_dir, w->db_id, p);
     now = prov_now();
     pthread_mutex_lock(&q_mutex);
     every = q_hold_timeout / 4 < 1 ? 1 : q_hold_timeout / 4 > 60 ? 60 : q_hold_timeout / 4;

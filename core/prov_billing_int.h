@@ -149,6 +149,9 @@ apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, 
  * and is replayed only into that database. */
 apr_status_t prov_billing_database_id(const char **id, const prov_store_source_t *src,
                                       apr_pool_t *p);
+/* prov_billing_recover for a database whose identity is known already. */
+apr_status_t prov_billing_recover_db(int *journals, const prov_store_source_t *src,
+                                     const char *dir, const char *db_id, apr_pool_t *p);
 
 /* A settlement nobody waits for, copied out of r (malloc; the engine frees
  * it once committed). NULL without memory. */

@@ -61,17 +61,23 @@ static apr_status_t replay_chunk(void *baton, const char *owner, const prov_jour
     return APR_SUCCESS;
 }
 
+apr_status_t prov_billing_recover_db(int *journals, const prov_store_source_t *src,
+                                     const char *dir, const char *db_id, apr_pool_t *p)
+{
+    replay_ctx_t x;
+    memset(&x, 0, sizeof(x));
+    x.src = src;
+    return prov_journal_recover(journals, dir, db_id, replay_chunk, &x, p);
+}
+
 apr_status_t prov_billing_recover(int *journals, const prov_store_source_t *src, const char *dir,
                                   apr_pool_t *p)
 {
-    replay_ctx_t x;
     const char *id = NULL;
     apr_status_t rv;
     if (journals)
         *journals = 0;
     if ((rv = prov_billing_database_id(&id, src, p)) != APR_SUCCESS)
         return rv;
-    memset(&x, 0, sizeof(x));
-    x.src = src;
-    return prov_journal_recover(journals, dir, id, replay_chunk, &x, p);
+    return prov_billing_recover_db(journals, src, dir, id, p);
 }
