@@ -28,6 +28,7 @@ typedef struct queue_t {
     apr_int64_t last_sweep;
     apr_int64_t last_now;           /* engine time of the last batch */
     prov_leases_t leases;
+    int jusers;                     /* threads appending to leases.journal now */
     struct prov_billing_writer_t *writer;   /* its writer thread, if any */
     struct queue_t *next;
 } queue_t;
@@ -212,14 +213,24 @@ prov_op_t *prov_async_settle(const prov_reservation_t *r, const prov_tokens_t *t
     return c;
 }
 
-/* Ends a batch's operations (q_mutex held): a waiting thread is woken, a
- * queued settlement is freed (mine: the caller's, freed by the caller) and
- * its journal record done once it is committed. */
+/* Ends a batch's operations (q_mutex held): a settlement's journal record
+ * is done once it is committed (a failed one stays for a replay), a waiting
+ * thread is woken, a queued settlement is freed (mine: the caller's, freed
+ * by the caller). */
 static void complete(const queue_t *q, prov_op_t *batch, prov_op_t *mine)
 {
     prov_op_t *o, *next;
+    int ticket = 0, n = 0;
     for (o = batch; o; o = next) {
         next = o->next;              /* o may be gone once done is seen */
+        if (o->jticket && (o->rv == APR_SUCCESS || o->rv == APR_EINCOMPLETE)) {
+            if (o->jticket != ticket) {
+                prov_journal_done_n(q->leases.journal, ticket, n);
+                ticket = o->jticket;
+                n = 0;
+            }
+            n++;
+        }
         if (o->retry) {
             continue;                /* queued again by the caller */
         }
@@ -229,8 +240,6 @@ static void complete(const queue_t *q, prov_op_t *batch, prov_op_t *mine)
                          "of %" APR_INT64_T_FMT " micro-credits stays reserved until it "
                          "expires", o->res->request_id, o->charge ? "settled" : "released",
                          o->res->hold);
-            else if (o != mine)
-                prov_journal_done(q->leases.journal, o->jticket);
             o->done = 1;
             if (o != mine)
                 free(o);
@@ -240,6 +249,7 @@ static void complete(const queue_t *q, prov_op_t *batch, prov_op_t *mine)
         if (o != mine)
             pthread_cond_signal(&o->cond);
     }
+    prov_journal_done_n(q->leases.journal, ticket, n);
 }
 
 /* Appends op to q's queue (q_mutex held). */
@@ -361,8 +371,6 @@ static apr_status_t submit(prov_op_t *op, const prov_store_source_t *src, apr_po
         }
     }
     rv = op->rv;
-    if (async && (rv == APR_SUCCESS || rv == APR_EINCOMPLETE))
-        prov_journal_done(q->leases.journal, op->jticket);
     pthread_mutex_unlock(&q_mutex);
     pthread_cond_destroy(&op->cond);
     if (async)
@@ -390,6 +398,8 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     if ((q = queue_of(src->channel)) != NULL) {
         drawn = prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
                                 hold < 0 ? 0 : hold, now, p);
+        if (drawn)
+            (*r)->queue = q;
         if (!drawn) {
             op.auth = auth;
             op.model_id = model_id;
@@ -412,6 +422,8 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     if ((rv = submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
+    if (op.out)
+        op.out->queue = q;
     *err = op.err;
     return APR_SUCCESS;
 }
@@ -428,9 +440,11 @@ static apr_status_t run_flush(const prov_store_source_t *src, apr_int64_t now, a
 }
 
 /* Appends r's settlement to the queue's journal, if it has one, before
- * anything can answer the request; returns the record's ticket (0: none)
- * and *pj, the journal referenced (prov_journal_unref when done). */
-static int journal_note(prov_journal_t **pj, const prov_store_source_t *src,
+ * anything can answer the request; returns the record's ticket (0: none).
+ * Without q_mutex: the request's queue is known from its reservation, and
+ * the journal is not closed while q->jusers counts this thread (*used: the
+ * caller uncounts it once it holds q_mutex again). */
+static int journal_note(int *used, const prov_store_source_t *src,
                         const prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
                         const char *status, apr_int64_t now)
 {
@@ -441,13 +455,20 @@ static int journal_note(prov_journal_t **pj, const prov_store_source_t *src,
     queue_t *q;
     apr_status_t rv;
     int ticket = 0;
-    pthread_mutex_lock(&q_mutex);
-    if ((q = queue_of(src->channel)) != NULL)
-        j = prov_journal_ref(q->leases.journal);
-    pthread_mutex_unlock(&q_mutex);
-    *pj = j;
-    if (!j)
+    if ((q = r->queue) == NULL) {
+        pthread_mutex_lock(&q_mutex);
+        q = queue_of(src->channel);
+        pthread_mutex_unlock(&q_mutex);
+    }
+    *used = 0;
+    if (!q)
         return 0;
+    __atomic_add_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
+    if ((j = __atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST)) == NULL) {
+        __atomic_sub_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    *used = 1;
     memset(&rec, 0, sizeof(rec));
     rec.request_id = r->request_id;
     rec.transport = r->transport;
@@ -476,15 +497,16 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
                            apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
-    prov_journal_t *j = NULL;
     apr_status_t rv;
     queue_t *q;
-    int handled = 0, idle = 1, ticket;
+    int handled = 0, idle = 1, ticket, used = 0;
     if (r->settled)
         return APR_EINCOMPLETE;
-    ticket = journal_note(&j, src, r, t, charge < 0 ? 0 : charge, status, now);
+    ticket = journal_note(&used, src, r, t, charge < 0 ? 0 : charge, status, now);
     pthread_mutex_lock(&q_mutex);
     if ((q = queue_of(src->channel)) != NULL) {
+        if (used)
+            __atomic_sub_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
         if (r->entry)
             ((prov_entry_t *)r->entry)->jticket = ticket;
         handled = prov_lease_settle(&q->leases, r, t, charge < 0 ? 0 : charge, status, now);
@@ -501,10 +523,6 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
             idle = prov_lease_due(&q->leases);
     }
     pthread_mutex_unlock(&q_mutex);
-    if (handled) {
-        ticket = 0;                  /* the entry's now: done once it is written */
-        prov_journal_unref(j);
-    }
     if (handled == 3) {
         r->settled = 1;
         return APR_SUCCESS;
@@ -534,19 +552,15 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
         op.tokens = *t;
     op.charge = charge < 0 ? 0 : charge;
     op.status = status;
+    op.jticket = ticket;             /* done by the batch that commits it */
     {
         prov_op_t *c = idle ? NULL : prov_async_settle(r, t, op.charge, status, now);
-        if (c) {
-            c->jticket = ticket;     /* done by whoever commits it */
-            ticket = 0;
-        }
+        if (c)
+            c->jticket = ticket;
         rv = c ? submit(c, src, p) : submit(&op, src, p);
     }
-    if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE) {
+    if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
-        prov_journal_done(j, ticket);
-    }
-    prov_journal_unref(j);
     return rv;
 }
 
@@ -606,7 +620,7 @@ static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
                  "lost (check ProviderJournalDir)", w->journal_dir);
     pthread_mutex_lock(&q_mutex);
     if (j) {
-        q->leases.journal = j;
+        __atomic_store_n(&q->leases.journal, j, __ATOMIC_SEQ_CST);
         apr_cpystrn(q->leases.owner, prov_journal_owner(j), sizeof(q->leases.owner));
     }
     q->leases.no_grant = 0;
@@ -789,9 +803,14 @@ void prov_billing_writer_stop(prov_billing_writer_t *w)
     /* What is journaled and not committed (nothing, unless the database
      * failed) stays for a survivor; the rest of the journal goes. */
     j = q->leases.journal;
-    q->leases.journal = NULL;
+    __atomic_store_n(&q->leases.journal, NULL, __ATOMIC_SEQ_CST);
     q->leases.owner[0] = '\0';
     q->leases.no_grant = 0;
+    while (__atomic_load_n(&q->jusers, __ATOMIC_SEQ_CST)) {   /* one is being journaled */
+        pthread_mutex_unlock(&q_mutex);
+        apr_sleep(apr_time_from_msec(1));
+        pthread_mutex_lock(&q_mutex);
+    }
     pthread_mutex_unlock(&q_mutex);
     prov_journal_close(j);
     if (left)

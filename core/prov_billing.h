@@ -82,10 +82,11 @@ typedef struct prov_reservation_t {
     int leased;                     /* drawn from this process's lease */
     int flush_due;                  /* settled: call prov_billing_flush once answered */
     prov_plan_windows_t windows;    /* filled when the account has a plan */
-    /* The engine's own: the key and model's slot, and the request's entry
-     * while its row is not written yet (a lease draw). */
+    /* The engine's own: the key and model's slot, the request's entry
+     * while its row is not written yet (a lease draw), and its queue. */
     void *slot;
     void *entry;
+    void *queue;
 } prov_reservation_t;
 
 /* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */

@@ -362,7 +362,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
 {
     prov_op_t *requeue = NULL, *op;
     prov_slot_t *s, *next_s;
-    int i;
+    int i, ticket = 0, written = 0;
 
     for (s = work; s; s = next_s) {
         prov_entry_t *e, *next;
@@ -373,7 +373,13 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             e->next = NULL;
             if (rv == APR_SUCCESS) {
                 if (e->complete) {
-                    prov_journal_done(L->journal, e->jticket);
+                    /* Their journal records are done, a segment at a time. */
+                    if (e->jticket != ticket) {
+                        prov_journal_done_n(L->journal, ticket, written);
+                        ticket = e->jticket;
+                        written = 0;
+                    }
+                    written++;
                     entry_free(e);
                 }
                 else if (e->settled) {
@@ -448,6 +454,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
         s->closing = 0;
         s->renew = 0;
     }
+    prov_journal_done_n(L->journal, ticket, written);
     for (op = ops; op; op = op->next) {
         if (op->kind != PROV_OP_RESERVE)
             continue;

@@ -37,16 +37,18 @@ typedef struct seg_t {
     char *path;
 } seg_t;
 
+/* Two locks: wmu serialises the writes (and the current segment's fd and
+ * size), mu guards the segment list and the counts. A record's done never
+ * waits for another thread's write(2): the engine calls it holding its own
+ * queue mutex. Lock order: wmu, then mu. */
 struct prov_journal_t {
-    pthread_mutex_t mu;
+    pthread_mutex_t wmu, mu;
     char *dir, *lock_path;
     char owner[96];
     int lock_fd;
     int fd;                         /* the current segment (segs, its head) */
     apr_off_t size, segment_max;
     seg_t *segs;
-    int refs;                       /* users besides the owner */
-    int closed;
 };
 
 static apr_status_t os_error(void)
@@ -93,6 +95,7 @@ static void journal_free(prov_journal_t *j)
         seg_free(s);
     }
     pthread_mutex_destroy(&j->mu);
+    pthread_mutex_destroy(&j->wmu);
     free(j->dir);
     free(j->lock_path);
     free(j);
@@ -133,6 +136,7 @@ apr_status_t prov_journal_open(prov_journal_t **pj, const char *dir, const char 
     if (!(j = calloc(1, sizeof(*j))))
         return APR_ENOMEM;
     pthread_mutex_init(&j->mu, NULL);
+    pthread_mutex_init(&j->wmu, NULL);
     j->lock_fd = j->fd = -1;
     j->segment_max = segment_max > 0 ? segment_max : PROV_JOURNAL_SEGMENT;
     make_owner(j->owner, sizeof(j->owner), p);
@@ -226,7 +230,7 @@ static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
     return (int)(o - buf);
 }
 
-/* Starts segment no + 1 (mutex held); the full one is deleted when none of
+/* Starts segment no + 1 (wmu held); the full one is deleted when none of
  * its records is outstanding. Keeps writing the old one when it cannot. */
 static void rotate(prov_journal_t *j)
 {
@@ -237,6 +241,7 @@ static void rotate(prov_journal_t *j)
     close(j->fd);
     j->fd = fd;
     j->size = 0;
+    pthread_mutex_lock(&j->mu);
     s->next = j->segs;
     j->segs = s;
     for (pp = &s->next; *pp; pp = &(*pp)->next) {
@@ -248,6 +253,7 @@ static void rotate(prov_journal_t *j)
             break;
         }
     }
+    pthread_mutex_unlock(&j->mu);
 }
 
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket)
@@ -255,24 +261,24 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
     char buf[1024];
     int len = format_rec(buf, sizeof(buf), rec);
     ssize_t n;
+    seg_t *cur;
     apr_status_t rv = APR_SUCCESS;
 
     *ticket = 0;
     if (len < 0)
         return APR_EINVAL;
-    pthread_mutex_lock(&j->mu);
-    if (j->closed) {
-        pthread_mutex_unlock(&j->mu);
-        return APR_EBADF;
-    }
+    pthread_mutex_lock(&j->wmu);
     if (j->size >= j->segment_max)
         rotate(j);
+    cur = j->segs;                   /* the current one is never freed */
     errno = 0;
     n = write(j->fd, buf, (size_t)len);
     if (n == len) {
         j->size += len;
-        j->segs->outstanding++;
-        *ticket = j->segs->no;
+        pthread_mutex_lock(&j->mu);
+        cur->outstanding++;
+        pthread_mutex_unlock(&j->mu);
+        *ticket = cur->no;
     }
     else {
         rv = os_error();
@@ -280,22 +286,23 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         if (n > 0 && ftruncate(j->fd, (off_t)j->size) != 0)
             j->size += n;            /* the reader drops the glued line */
     }
-    pthread_mutex_unlock(&j->mu);
+    pthread_mutex_unlock(&j->wmu);
     return rv;
 }
 
-void prov_journal_done(prov_journal_t *j, int ticket)
+void prov_journal_done_n(prov_journal_t *j, int ticket, int n)
 {
     seg_t **pp;
-    if (!j || ticket <= 0)
+    if (!j || ticket <= 0 || n <= 0)
         return;
     pthread_mutex_lock(&j->mu);
-    for (pp = &j->segs; !j->closed && *pp; pp = &(*pp)->next) {
+    for (pp = &j->segs; *pp; pp = &(*pp)->next) {
         seg_t *s = *pp;
         if (s->no != ticket)
             continue;
+        s->outstanding -= n;
         /* A full segment with nothing outstanding is not needed any more. */
-        if (--s->outstanding == 0 && s != j->segs) {
+        if (s->outstanding <= 0 && s != j->segs) {
             unlink(s->path);
             *pp = s->next;
             seg_free(s);
@@ -303,6 +310,11 @@ void prov_journal_done(prov_journal_t *j, int ticket)
         break;
     }
     pthread_mutex_unlock(&j->mu);
+}
+
+void prov_journal_done(prov_journal_t *j, int ticket)
+{
+    prov_journal_done_n(j, ticket, 1);
 }
 
 static int outstanding(const prov_journal_t *j)
@@ -326,48 +338,21 @@ int prov_journal_outstanding(prov_journal_t *j)
 void prov_journal_close(prov_journal_t *j)
 {
     seg_t *s;
-    int left, free_now;
+    int left;
     if (!j)
         return;
-    pthread_mutex_lock(&j->mu);
-    if ((left = outstanding(j)) == 0) {
+    if ((left = prov_journal_outstanding(j)) == 0) {
         for (s = j->segs; s; s = s->next)
             unlink(s->path);
         unlink(j->lock_path);
     }
-    close(j->fd);
-    close(j->lock_fd);              /* last: the lock goes with it */
-    j->fd = j->lock_fd = -1;
-    j->closed = 1;
-    free_now = j->refs == 0;
-    pthread_mutex_unlock(&j->mu);
-    if (left)
+    else {
         prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00380: journal %s closed with %d "
                  "settlement(s) not written; a surviving process replays them", j->owner, left);
-    if (free_now)
-        journal_free(j);
-}
-
-prov_journal_t *prov_journal_ref(prov_journal_t *j)
-{
-    if (j) {
-        pthread_mutex_lock(&j->mu);
-        j->refs++;
-        pthread_mutex_unlock(&j->mu);
     }
-    return j;
-}
-
-void prov_journal_unref(prov_journal_t *j)
-{
-    int free_now;
-    if (!j)
-        return;
-    pthread_mutex_lock(&j->mu);
-    free_now = --j->refs == 0 && j->closed;
-    pthread_mutex_unlock(&j->mu);
-    if (free_now)
-        journal_free(j);
+    close(j->fd);
+    close(j->lock_fd);              /* last: the lock goes with it */
+    journal_free(j);
 }
 
 /* ---- recovery ------------------------------------------------------------------ */

@@ -48,22 +48,20 @@ apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *
 /* The journal's owner name (unique per process and host): the database
  * records it with the leases the process holds. */
 const char *prov_journal_owner(const prov_journal_t *j);
-/* Appends rec; thread-safe. On success *ticket says which segment holds it:
+/* Appends rec; thread-safe (one write at a time). On success *ticket says which segment holds it:
  * pass it to prov_journal_done once the record's settlement is committed.
  * A failed write leaves nothing behind (returns the error; *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
-/* A record of segment ticket is committed (ticket 0: nothing). */
+/* A record of segment ticket is committed (ticket 0: nothing); _n: n of
+ * them. Never waits for a write in progress. */
 void prov_journal_done(prov_journal_t *j, int ticket);
+void prov_journal_done_n(prov_journal_t *j, int ticket, int n);
 /* Records appended and not done yet. */
 int prov_journal_outstanding(prov_journal_t *j);
-/* Closes j: its files are deleted when no record is outstanding, else left
- * (unlocked) for a survivor to replay. It is freed at once, or by the last
- * prov_journal_unref; appends after the close fail, prov_journal_done does
- * nothing. */
+/* Closes and frees j (nobody may use it any more): its files are deleted
+ * when no record is outstanding, else left (unlocked) for a survivor to
+ * replay. */
 void prov_journal_close(prov_journal_t *j);
-/* Keeps j allocated while a thread uses it without the owner's lock. */
-prov_journal_t *prov_journal_ref(prov_journal_t *j);
-void prov_journal_unref(prov_journal_t *j);
 
 /* Replays one dead journal's records (n of them, in the order written;
  * last: the journal's final call, made even with n 0) into the database.
