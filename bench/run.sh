@@ -13,18 +13,28 @@
 #
 #   sh bench/run.sh            (as root, in a built tree: make -j2 first)
 #
-# MPM for both servers: event, 1 process x 64 threads (ServerLimit 1,
-# ThreadsPerChild 64). With SQLite all database work inside one process is
-# serialised by apr-util's driver anyway, and one process never meets
-# SQLITE_BUSY (see shared NOTES); the proxy gets the same shape for fairness.
+# MPM for both servers (the same shape for fairness): by default event,
+# 1 process x 64 threads (ServerLimit 1, ThreadsPerChild 64). BENCH_MPM=stock
+# uses Debian's stock sizing instead, exactly as
+# /etc/apache2/mods-available/mpm_event.conf ships it (StartServers 2,
+# MinSpareThreads 25, MaxSpareThreads 75, ThreadLimit 64, ThreadsPerChild 25,
+# MaxRequestWorkers 150, MaxConnectionsPerChild 0): several children of 25
+# threads, all writing the one SQLite file.
+#
+# mod_provider's database settings (BENCH_DBD): "recommended" (the default)
+# are the lines httpd-conf/example-site.conf ships for the backend; "defaults"
+# gives mod_provider only DBDriver and DBDParams, i.e. mod_dbd's own pool
+# sizes (DBDMin 1, DBDKeep 2, DBDMax 10 per child) and no DBDInitSQL: what an
+# operator has who sets nothing else. BENCH_DBDMAX overrides DBDMax in both.
 #
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
-# BENCH_DBDMAX (1: mod_provider's DBDMax; more shows why 1 is the setting),
+# BENCH_DBDMAX (mod_provider's DBDMax: 1 on SQLite, 16 on PostgreSQL),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
-# dir, DBDMax 16 unless BENCH_DBDMAX says otherwise), BENCH_AUTOGROUP (see
-# below: "off" by default, "keep" leaves the kernel's setting alone).
+# dir), BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
+# above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
+# kernel's setting alone).
 #
 # The scheduler. With the kernel's autogroup on (Debian's default), every
 # session is one scheduling group with an equal share of the CPUs: apache2
@@ -58,6 +68,17 @@ case $BACKEND in
     pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
     *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
 esac
+MPM=${BENCH_MPM:-one}
+case $MPM in
+    one|stock) ;;
+    *) echo "bench: BENCH_MPM must be one or stock" >&2; exit 2 ;;
+esac
+DBDSET=${BENCH_DBD:-recommended}
+case $DBDSET in
+    recommended|defaults) ;;
+    *) echo "bench: BENCH_DBD must be recommended or defaults" >&2; exit 2 ;;
+esac
+[ "$DBDSET" = recommended ] || DBDMAX=${BENCH_DBDMAX:-10}
 PGBIN=/usr/lib/postgresql/15/bin
 AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
 AUTOGROUP_WAS=""
@@ -194,6 +215,32 @@ PROVIDER_PORT=$(free_port)
 PROXY_PORT=$(free_port)
 [ "$PROXY_PORT" != "$PROVIDER_PORT" ] || PROXY_PORT=$((PROVIDER_PORT + 1))
 
+mpm_conf() {
+    if [ "$MPM" = stock ]; then
+        cat <<EOF
+# Debian 12's /etc/apache2/mods-available/mpm_event.conf
+StartServers 2
+MinSpareThreads 25
+MaxSpareThreads 75
+ThreadLimit 64
+ThreadsPerChild 25
+MaxRequestWorkers 150
+MaxConnectionsPerChild 0
+EOF
+    else
+        cat <<EOF
+StartServers 1
+ServerLimit 1
+ThreadLimit 64
+ThreadsPerChild 64
+MaxRequestWorkers 64
+MinSpareThreads 1
+MaxSpareThreads 64
+MaxConnectionsPerChild 0
+EOF
+    fi
+}
+
 common_conf() {  # name port
     cat <<EOF
 ServerRoot "$W"
@@ -208,14 +255,7 @@ DocumentRoot "$W/htdocs"
 LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
 # (without mod_authz_core every request fails: AH00025 "couldn't check user")
 LoadModule authz_core_module $MODDIR/mod_authz_core.so
-StartServers 1
-ServerLimit 1
-ThreadLimit 64
-ThreadsPerChild 64
-MaxRequestWorkers 64
-MinSpareThreads 1
-MaxSpareThreads 64
-MaxConnectionsPerChild 0
+$(mpm_conf)
 KeepAlive On
 MaxKeepAliveRequests 0
 KeepAliveTimeout 30
@@ -232,9 +272,20 @@ LoadModule dbd_module $MODDIR/mod_dbd.so
 LoadModule provider_module $MODULE
 ProviderEngine On
 ProviderGatewayURL http://$GW
+# info: each child's SQLite lock waits when it stops (PROV00408)
+LogLevel warn provider:info
 ProviderGatewayTokenFile "$W/gateway.token"
 EOF
-    if [ "$BACKEND" = pgsql ]; then
+    if [ "$DBDSET" = defaults ]; then
+        if [ "$BACKEND" = pgsql ]; then
+            echo "DBDriver pgsql"
+            echo "DBDParams \"host=$W/pg port=$PGPORT user=postgres dbname=bench\""
+        else
+            echo "DBDriver sqlite3"
+            echo "DBDParams \"$DB\""
+        fi
+        [ -z "${BENCH_DBDMAX:-}" ] || echo "DBDMax $DBDMAX"
+    elif [ "$BACKEND" = pgsql ]; then
         cat <<EOF
 DBDriver pgsql
 DBDParams "host=$W/pg port=$PGPORT user=postgres dbname=bench"
@@ -325,13 +376,18 @@ warm_up "$PROVIDER_PORT"
 # The warm-up and readiness requests are in the ledger already: count from here.
 ROWS_BEFORE=$(ledger_rows)
 run_wrk provider "$PROVIDER_PORT"
+CHILDREN=$(pgrep -c -P "$(cat "$W/run/provider.pid")" || true)
 # Requests still in flight when wrk stops are finished (and written) by the server.
 sleep 2
 ROWS_AFTER=$(ledger_rows)
 
 # ---- the table ---------------------------------------------------------------
+# mod_provider's database lines other than the driver and the file, as one line.
+DBDLINES=$(grep '^DBD' "$W/provider.conf" | grep -v '^DBDriver\|^DBDParams' | paste -sd ';' - |
+           sed 's/;/; /g')
 awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" -v backend="$BACKEND" \
-    -v sched="$SCHED" \
+    -v sched="$SCHED" -v mpm="$MPM" -v children="$CHILDREN" \
+    -v dbd="$DBDLINES" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
     -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
@@ -341,17 +397,23 @@ awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$D
     -v pr_bad="$(field provider non2xx)" -v px_bad="$(field proxy non2xx)" \
     -v pr_sock="$(( $(field provider connect) + $(field provider read) + $(field provider write) + $(field provider timeout) ))" \
     -v px_sock="$(( $(field proxy connect) + $(field proxy read) + $(field proxy write) + $(field proxy timeout) ))" \
+    -v pr_socks="$(field provider connect)/$(field provider read)/$(field provider write)/$(field provider timeout)" \
+    -v px_socks="$(field proxy connect)/$(field proxy read)/$(field proxy write)/$(field proxy timeout)" \
     -v body="$(field provider body_bytes)" '
 function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
     printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
-    printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
+    if (mpm == "stock")
+        printf "%s, MPM event as Debian ships it (StartServers 2, ThreadsPerChild 25, MaxRequestWorkers 150) on both servers, %d CPUs, same mock gateway\n", httpd, cpus
+    else
+        printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
     printf "scheduler: %s\n", sched
     if (backend == "pgsql")
-        printf "mod_provider: PostgreSQL 15 (local socket, fsync off), DBDMax %s\n\n", dbdmax
+        printf "mod_provider: PostgreSQL 15 (local socket, fsync off)"
     else
-        printf "mod_provider: SQLite (WAL, synchronous=NORMAL, busy_timeout 5000), DBDMax %s\n\n", dbdmax
+        printf "mod_provider: SQLite"
+    printf ", %s; %s children at the end of its run\n\n", (dbd == "" ? "mod_dbd defaults" : dbd), children
     printf "%-22s %14s %14s %10s\n", "", "mod_provider", "mod_proxy", "ratio"
     printf "%-22s %14.1f %14.1f %10s\n", "requests/s", pr_rps, px_rps, ratio(pr_rps, px_rps)
     printf "%-22s %14.2f %14.2f %10s\n", "latency p50 (ms)", pr_p50 / 1000, px_p50 / 1000, ratio(pr_p50, px_p50)
@@ -359,7 +421,7 @@ BEGIN {
     printf "%-22s %14d %14d\n", "requests", pr_req, px_req
     printf "%-22s %14d %14d\n", "2xx", pr_ok, px_ok
     printf "%-22s %14d %14d\n", "errors: non-2xx", pr_bad, px_bad
-    printf "%-22s %14d %14d\n", "errors: socket", pr_sock, px_sock
+    printf "%-22s %14d %14d   (connect/read/write/timeout: %s / %s)\n", "errors: socket", pr_sock, px_sock, pr_socks, px_socks
 }'
 
 OK2XX=$(field provider ok2xx)
@@ -377,4 +439,14 @@ if [ "$OK2XX" -gt 0 ] && [ "$UNSETTLED" = 0 ] &&
 else
     echo "ledger check: FAILED (2xx = $OK2XX, rows - 2xx = $((ROWS - OK2XX)), reservations never settled = $UNSETTLED)"
     exit 1
+fi
+
+# Each child logs its SQLite lock waits when it stops (SQLite only).
+if [ "$BACKEND" = sqlite3 ]; then
+    pid=$(cat "$W/run/provider.pid")
+    kill -TERM "$pid" 2>/dev/null || true
+    i=0
+    while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    echo "SQLite lock waits (per child, the whole run):"
+    sed -n 's/.*PROV00408: SQLite lock waits in this child: /  /p' "$W/logs/provider-error.log"
 fi
