@@ -1,10 +1,12 @@
 /* prov_store.c: the database seam over apr_dbd, and the one place that knows
- * the SQLite / PostgreSQL differences at run time (connection set-up pragmas,
- * how a write transaction starts). Statements are run by label from the
+ * the SQLite / PostgreSQL differences at run time (connection set-up, how a
+ * write transaction starts; the SQLite side of both is prov_store_sqlite.c).
+ * Statements are run by label from the
  * statement table (prov_sql.c) with string arguments; rows are read NULL-aware. */
 #include <pthread.h>
 #include <string.h>
 #include "prov_store.h"
+#include "prov_store_sqlite.h"
 #include "prov_log.h"
 
 apr_status_t prov_store_dialect(prov_dialect_e *d, const char *driver_name)
@@ -89,18 +91,19 @@ apr_status_t prov_store_open(prov_store_t **ps, const char *spec, int prepare, a
     s->owned = 1;
     apr_pool_cleanup_register(p, s, store_close_cleanup, apr_pool_cleanup_null);
     if (d == PROV_DIALECT_SQLITE) {
-        /* WAL persists in the file; the others are per connection. */
-        if ((rv = run_rowful(s, "PRAGMA busy_timeout = 5000", p)) != APR_SUCCESS
-            || (rv = run_rowful(s, "PRAGMA foreign_keys = ON", p)) != APR_SUCCESS
-            || (strcmp(params, ":memory:")
-                && (rv = run_rowful(s, "PRAGMA journal_mode = WAL", p)) != APR_SUCCESS)) {
+        if ((rv = run_rowful(s, "PRAGMA foreign_keys = ON", p)) != APR_SUCCESS
+            || (rv = prov_store_setup(s, p)) != APR_SUCCESS)
             return rv;
-        }
     }
     if (prepare && (rv = prov_store_prepare_all(s)) != APR_SUCCESS)
         return rv;
     *ps = s;
     return APR_SUCCESS;
+}
+
+apr_status_t prov_store_setup(prov_store_t *s, apr_pool_t *p)
+{
+    return s->dialect == PROV_DIALECT_SQLITE ? prov_sqlite_setup(s, p) : APR_SUCCESS;
 }
 
 apr_status_t prov_store_prepare_all(prov_store_t *s)
@@ -252,7 +255,7 @@ apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p)
     if (s->dialect == PROV_DIALECT_SQLITE)
         pthread_mutex_lock(&sqlite_writer);
     s->in_txn = 1;
-    rv = prov_store_raw(s, s->dialect == PROV_DIALECT_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN", p);
+    rv = s->dialect == PROV_DIALECT_SQLITE ? prov_sqlite_begin(s) : prov_store_raw(s, "BEGIN", p);
     if (rv != APR_SUCCESS)
         txn_end(s);
     return rv;

@@ -45,9 +45,16 @@ apr_status_t prov_store_dialect(prov_dialect_e *d, const char *driver_name);
 prov_store_t *prov_store_wrap(const apr_dbd_driver_t *driver, apr_dbd_t *handle,
                               apr_hash_t *prepared, apr_pool_t *p);
 /* Opens "DRIVER:PARAMS" (e.g. "sqlite3:/var/lib/provider/provider.db"); for
- * SQLite sets WAL, a busy timeout and foreign keys. When prepare is set, also
+ * SQLite sets foreign keys and runs prov_store_setup. When prepare is set, also
  * prepares the whole statement table (needs the schema to exist). */
 apr_status_t prov_store_open(prov_store_t **s, const char *spec, int prepare, apr_pool_t *p);
+/* Readies a connection for libprovider once, on its first use (mod_dbd's
+ * connections) or when opened (prov_store_open). SQLite: a busy handler of
+ * short sleeps capped at 5 s (or at the connection's own busy_timeout),
+ * journal_mode=WAL, synchronous=NORMAL (see prov_store_sqlite.h); s->pool
+ * must live as long as the connection. PostgreSQL: nothing. A pragma that
+ * cannot be set is logged and returned; the connection stays usable. */
+apr_status_t prov_store_setup(prov_store_t *s, apr_pool_t *p);
 /* Prepares the statement table on an open connection. */
 apr_status_t prov_store_prepare_all(prov_store_t *s);
 /* Closes a store opened by prov_store_open (no-op for wrapped ones). */
@@ -76,8 +83,10 @@ apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_i
 apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 /* Write transactions: SQLite takes the write lock at BEGIN (IMMEDIATE), so the
- * checks inside cannot race another writer; a process runs one SQLite write
- * transaction at a time. Every begin is ended by exactly one commit or
+ * checks inside cannot race another writer (and no read is ever upgraded to a
+ * write: no SQLITE_BUSY_SNAPSHOT); a process runs one SQLite write
+ * transaction at a time, and waits for other processes' in the busy handler
+ * without holding apr-util's driver mutex. APR_EBUSY past the busy cap. Every begin is ended by exactly one commit or
  * rollback (a failed commit rolls back itself). */
 apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p);
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p);

@@ -311,6 +311,8 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
             return HTTP_INTERNAL_SERVER_ERROR;
         }
     }
+    if (configured)
+        provider_sqlite_check(s, ptemp);
     return OK;
 }
 
@@ -326,6 +328,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     server_rec *vs;
     server_lookups = apr_hash_make(pchild);
+    provider_sqlite_child_init(pchild, s);
     for (vs = s; vs; vs = vs->next) {
         provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
         prov_cache_t *lookups = NULL;

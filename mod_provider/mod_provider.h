@@ -220,4 +220,10 @@ int provider_messages_handler(request_rec *r);
 int provider_count_tokens_handler(request_rec *r);
 int provider_responses_handler(request_rec *r);
 
+/* mod_provider_sqlite.c */
+/* Start-up warnings about SQLite settings that cannot work well (post_config). */
+void provider_sqlite_check(server_rec *s, apr_pool_t *ptemp);
+/* Logs the child's SQLite lock waits (info) when it stops. */
+void provider_sqlite_child_init(apr_pool_t *pchild, server_rec *s);
+
 #endif

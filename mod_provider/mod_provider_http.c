@@ -10,7 +10,9 @@
  * this module uses it, after the schema check, rather than with
  * ap_dbd_prepare at start-up: a database whose schema is missing or old then
  * still yields a connection, so the module can say why it answers 503 instead
- * of mod_dbd failing every connection on a statement it cannot prepare. */
+ * of mod_dbd failing every connection on a statement it cannot prepare.
+ * Before anything runs on a new connection it is set up (prov_store_setup:
+ * on SQLite the busy handler and pragmas that DBDInitSQL needed before). */
 #include <stdarg.h>
 #include <string.h>
 #include "apr_optional.h"
@@ -28,8 +30,11 @@ static APR_OPTIONAL_FN_TYPE(ap_dbd_close) *dbd_close_fn;
 static volatile int schema_ok;
 static volatile apr_int64_t schema_checked_at;
 #define SCHEMA_RECHECK 5
-/* Set in a connection's prepared-statement hash once ours are prepared. */
+/* Set in a connection's prepared-statement hash once ours are prepared, and
+ * once the connection has been set up (prov_store_setup: SQLite's busy
+ * handler and pragmas, before anything else runs on it). */
 #define PREPARED_MARK PROV_STMT_PREFIX "_ready"
+#define SETUP_MARK PROV_STMT_PREFIX "_setup"
 
 const char *provider_request_id(request_rec *r)
 {
@@ -317,6 +322,12 @@ static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, pro
         return NULL;
     }
     apr_pool_cleanup_register(p, l, db_release, apr_pool_cleanup_null);
+    if (!apr_hash_get(l->dbd->prepared, SETUP_MARK, APR_HASH_KEY_STRING)) {
+        /* A failed pragma is logged and leaves a usable connection. */
+        prov_store_setup(prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared,
+                                         l->dbd->pool), p);
+        apr_hash_set(l->dbd->prepared, SETUP_MARK, APR_HASH_KEY_STRING, SETUP_MARK);
+    }
     store = prov_store_wrap(l->dbd->driver, l->dbd->handle, l->dbd->prepared, p);
     store->lease = l;
     if (!schema_usable(r, srv, store, p)) {

@@ -5,7 +5,7 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 PKGS="build-essential autoconf automake libtool pkg-config
  apache2 apache2-dev libapr1-dev libaprutil1-dev
- libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3
+ libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3 libsqlite3-dev
  libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev
  curl wrk postgresql valgrind iproute2 util-linux"
 # Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
