@@ -284,7 +284,11 @@ EOF
             echo "DBDriver sqlite3"
             echo "DBDParams \"$DB\""
         fi
-        [ -z "${BENCH_DBDMAX:-}" ] || echo "DBDMax $DBDMAX"
+        if [ -n "${BENCH_DBDMAX:-}" ]; then
+            # mod_dbd refuses a pool whose DBDKeep (default 2) is above DBDMax
+            [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
+            echo "DBDMax $DBDMAX"
+        fi
     elif [ "$BACKEND" = pgsql ]; then
         cat <<EOF
 DBDriver pgsql

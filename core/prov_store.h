@@ -48,8 +48,8 @@ prov_store_t *prov_store_wrap(const apr_dbd_driver_t *driver, apr_dbd_t *handle,
  * SQLite sets foreign keys and runs prov_store_setup. When prepare is set, also
  * prepares the whole statement table (needs the schema to exist). */
 apr_status_t prov_store_open(prov_store_t **s, const char *spec, int prepare, apr_pool_t *p);
-/* Readies a connection for libprovider once, on its first use (mod_dbd's
- * connections) or when opened (prov_store_open). SQLite: a busy handler of
+/* Readies a connection for libprovider, once per connection: on its first
+ * use (mod_dbd's connections) or when opened (prov_store_open). SQLite: a busy handler of
  * short sleeps capped at 5 s (or at the connection's own busy_timeout),
  * journal_mode=WAL, synchronous=NORMAL (see prov_store_sqlite.h); s->pool
  * must live as long as the connection. PostgreSQL: nothing. A pragma that

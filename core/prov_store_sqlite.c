@@ -25,7 +25,6 @@
 #include "prov_store_sqlite.h"
 #include "prov_log.h"
 
-#define BUSY_KEY "prov_sqlite_busy"
 #define BUSY_FIRST_US 50
 #define BUSY_MAX_US 2000
 
@@ -122,15 +121,11 @@ apr_status_t prov_sqlite_setup(prov_store_t *s, apr_pool_t *p)
 
     if (s->dialect != PROV_DIALECT_SQLITE || !(db = native(s)))
         return APR_SUCCESS;
-    apr_pool_userdata_get((void **)&c, BUSY_KEY, s->pool);
-    if (c)
-        return APR_SUCCESS;
     /* A busy timeout set before us (DBDInitSQL) is the operator's cap. */
     if (query_one(db, "PRAGMA busy_timeout", &timeout, NULL, 0) != SQLITE_OK || timeout <= 0)
         timeout = PROV_SQLITE_BUSY_CAP_MS;
     c = apr_pcalloc(s->pool, sizeof(*c));
     c->cap = apr_time_from_msec(timeout);
-    apr_pool_userdata_setn(c, BUSY_KEY, NULL, s->pool);
     sqlite3_busy_handler(db, busy_handler, c);
 
     file = sqlite3_db_filename(db, "main");

@@ -23,9 +23,12 @@ typedef struct prov_sqlite_busy_stats_t {
     apr_uint64_t waited_us;  /* total time slept */
 } prov_sqlite_busy_stats_t;
 
-/* Settles one connection: the busy handler, then journal_mode=WAL (file
- * databases) and synchronous=NORMAL. Idempotent. APR_SUCCESS, or the first
- * failure (already logged; the connection stays usable). */
+/* Settles one connection, once (the caller keeps track): the busy handler
+ * (its state in s->pool, which must live as long as the connection), then
+ * journal_mode=WAL (file databases) and synchronous=NORMAL (unless the
+ * connection is already at a value other than SQLite's default FULL).
+ * APR_SUCCESS, or the first failure (already logged; the connection stays
+ * usable). */
 apr_status_t prov_sqlite_setup(prov_store_t *s, apr_pool_t *p);
 /* BEGIN IMMEDIATE on the native handle: a wait for another process's write
  * lock blocks only the caller, not every apr_dbd call of the process.

@@ -1,36 +1,42 @@
-/* mod_provider_sqlite.c: the SQLite settings an operator can get wrong,
+/* mod_provider_sqlite.c: the database settings an operator can get wrong,
  * checked once at start-up from the configuration tree (mod_dbd keeps its
- * own settings private), and the busy-wait summary of a child when it stops.
+ * own settings private), and the SQLite lock-wait summary of a child when
+ * it stops.
  *
- * For every server with ProviderEngine On whose database is SQLite
- * (DBDriver sqlite3, inherited from the main server like mod_dbd does) it
- * warns, naming the directive and where it is, about: a database file or
- * directory the children's user cannot write (WAL creates side files next
- * to the file), a missing file (no schema yet), a DBDMax above what SQLite
- * can use, and a DBDInitSQL that mod_dbd will never run because an earlier
- * one returns a row. The connection settings themselves (WAL,
- * synchronous=NORMAL, the busy handler) are the core's (prov_store_setup). */
+ * For every server with ProviderEngine On (mod_dbd's directives inherited
+ * from the main server as mod_dbd does) it warns, naming the directive and
+ * where it is, about: a pool mod_dbd cannot create (DBDMin <= DBDKeep <=
+ * DBDMax, defaults 1, 2, 10) and DBDPersist Off (a new connection, with
+ * every statement prepared again, per request); and with SQLite: a database
+ * file or directory the children's user cannot write (WAL creates side files
+ * next to the file), a missing file (no schema yet), and a DBDInitSQL that
+ * mod_dbd never runs because an earlier one returns a row. DBDMax itself
+ * gets no warning: 1 to 25 connections per child measured the same (see
+ * docs/internals/sqlite-and-mod_dbd.md). The connection settings themselves
+ * (WAL, synchronous=NORMAL, the busy handler) are the core's
+ * (prov_store_setup). */
 #include <string.h>
 #include <unistd.h>
 #include <pwd.h>
 #include "mod_provider.h"
 #include "apr_lib.h"
 #include "http_core.h"
+#include "ap_mpm.h"
 #include "unixd.h"
 #include "util_cfgtree.h"
 #include "prov_store_sqlite.h"
 
 APLOG_USE_MODULE(provider);
 
-/* More connections than this per child gain nothing on SQLite: apr-util's
- * driver runs a process's calls one at a time, and a child runs one write
- * transaction at a time. */
-#define SQLITE_DBDMAX_USEFUL 4
+/* mod_dbd's pool sizes when not set (threaded MPMs). */
+#define DBD_DEFAULT_MIN 1
+#define DBD_DEFAULT_KEEP 2
+#define DBD_DEFAULT_MAX 10
 
 /* The DBD directives of one scope: the main server or one <VirtualHost>. */
 typedef struct dbd_scope_t {
     const ap_directive_t *vhost;      /* NULL: the main server */
-    const ap_directive_t *driver, *params, *max;
+    const ap_directive_t *driver, *params, *min, *keep, *max, *persist;
     apr_array_header_t *init;         /* const ap_directive_t * of DBDInitSQL */
 } dbd_scope_t;
 
@@ -56,8 +62,14 @@ static void collect(apr_array_header_t *all, dbd_scope_t *sc, const ap_directive
             sc->driver = d;
         else if (!strcasecmp(d->directive, "DBDParams"))
             sc->params = d;
+        else if (!strcasecmp(d->directive, "DBDMin"))
+            sc->min = d;
+        else if (!strcasecmp(d->directive, "DBDKeep"))
+            sc->keep = d;
         else if (!strcasecmp(d->directive, "DBDMax"))
             sc->max = d;
+        else if (!strcasecmp(d->directive, "DBDPersist"))
+            sc->persist = d;
         else if (!strcasecmp(d->directive, "DBDInitSQL"))
             APR_ARRAY_PUSH(sc->init, const ap_directive_t *) = d;
         if (d->first_child)
@@ -156,15 +168,36 @@ static void check_path(const char *path, const ap_directive_t *where, server_rec
     }
 }
 
-static void check_max(const ap_directive_t *max, server_rec *s, apr_pool_t *p)
+static int pool_size(const ap_directive_t *d, int dflt, apr_pool_t *p)
 {
-    const char *v = arg1(max, p);
-    if (v && atoi(v) > SQLITE_DBDMAX_USEFUL)
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "PROV00407: DBDMax %s (%s:%d) with "
-                     "SQLite: more than %d connections per child gain nothing (apr-util's "
-                     "driver runs a process's SQLite calls one at a time) and each holds a "
-                     "file and a WAL reader slot; leave DBDMax unset or at 1-%d",
-                     v, WHERE(max), SQLITE_DBDMAX_USEFUL, SQLITE_DBDMAX_USEFUL);
+    const char *v = arg1(d, p);
+    return v ? atoi(v) : dflt;
+}
+
+/* mod_dbd refuses (AH00633, every request then fails) a pool whose sizes
+ * are out of order; without persistence every request opens a connection. */
+static void check_pool(const ap_directive_t *min, const ap_directive_t *keep,
+                       const ap_directive_t *max, const ap_directive_t *persist,
+                       server_rec *s, apr_pool_t *p)
+{
+    int nmin = pool_size(min, DBD_DEFAULT_MIN, p), nkeep = pool_size(keep, DBD_DEFAULT_KEEP, p);
+    int nmax = pool_size(max, DBD_DEFAULT_MAX, p);
+    const char *pv = arg1(persist, p);
+    int threaded = 0;
+    /* Without threads mod_dbd keeps one connection and no pool. */
+    ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded);
+    if (threaded && (nmin > nkeep || nkeep > nmax)) {
+        const ap_directive_t *at = max ? max : keep ? keep : min;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "PROV00407: DBDMin %d, DBDKeep %d, "
+                     "DBDMax %d (%s:%d; unset ones are mod_dbd's defaults 1, 2, 10) are out "
+                     "of order: mod_dbd cannot make its connection pool (AH00633) and every "
+                     "request will answer 503; keep DBDMin <= DBDKeep <= DBDMax",
+                     nmin, nkeep, nmax, WHERE(at));
+    }
+    if (pv && !strcasecmp(pv, "off"))
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "PROV00409: DBDPersist Off (%s:%d): "
+                     "every request opens a database connection and prepares mod_provider's "
+                     "statements on it again; leave DBDPersist On", WHERE(persist));
 }
 
 /* The scope of a server: its <VirtualHost> block, else the main server's. */
@@ -197,17 +230,20 @@ void provider_sqlite_check(server_rec *main_s, apr_pool_t *ptemp)
         dbd_scope_t *sc = scope_of(all, s);
         const ap_directive_t *driver = sc->driver ? sc->driver : top->driver;
         const ap_directive_t *params = sc->params ? sc->params : top->params;
-        const ap_directive_t *max = sc->max ? sc->max : top->max;
+#define EFFECTIVE(f) (sc->f ? sc->f : top->f)
+        const ap_directive_t *min = EFFECTIVE(min), *keep = EFFECTIVE(keep);
+        const ap_directive_t *max = EFFECTIVE(max), *persist = EFFECTIVE(persist);
+#undef EFFECTIVE
         apr_array_header_t *init = sc == top ? top->init
                                              : apr_array_append(ptemp, top->init, sc->init);
         const char *path = arg1(params, ptemp);
-        if (c->engine != 1 || !driver || strcmp(arg1(driver, ptemp), "sqlite3") || !path
-            || apr_hash_get(seen, path, APR_HASH_KEY_STRING))
+        if (c->engine != 1 || !driver || !path || apr_hash_get(seen, path, APR_HASH_KEY_STRING))
             continue;
         apr_hash_set(seen, path, APR_HASH_KEY_STRING, path);
+        check_pool(min, keep, max, persist, s, ptemp);
+        if (strcmp(arg1(driver, ptemp), "sqlite3"))
+            continue;
         check_path(path, params, s, ptemp);
-        if (max)
-            check_max(max, s, ptemp);
         check_init(init, s, ptemp);
     }
 }

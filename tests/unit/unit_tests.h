@@ -19,6 +19,7 @@ void prov_test_suite_money(void);
 void prov_test_suite_keys(void);
 void prov_test_suite_error(void);
 void prov_test_suite_store(void);
+void prov_test_suite_store_sqlite(void);
 void prov_test_suite_account(void);
 void prov_test_suite_models(void);
 void prov_test_suite_billing(void);
