@@ -25,12 +25,16 @@
 # are the lines httpd-conf/example-site.conf ships for the backend; "defaults"
 # gives mod_provider only DBDriver and DBDParams, i.e. mod_dbd's own pool
 # sizes (DBDMin 1, DBDKeep 2, DBDMax 10 per child) and no DBDInitSQL: what an
-# operator has who sets nothing else. BENCH_DBDMAX overrides DBDMax in both.
+# operator has who sets nothing else. On SQLite the two are the same now
+# (the module sets its pragmas itself; until 0.1.0's hardening the
+# recommended lines were two DBDInitSQL pragmas and DBDMin/DBDKeep/DBDMax 1).
+# BENCH_DBDMAX sets DBDMax (and DBDKeep when below mod_dbd's default 2) in
+# both: BENCH_DBDMAX=1 is the old one-connection setting.
 #
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
-# BENCH_DBDMAX (mod_provider's DBDMax: 1 on SQLite, 16 on PostgreSQL),
+# BENCH_DBDMAX (mod_provider's DBDMax: mod_dbd's 10 on SQLite, 16 on PostgreSQL),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
 # dir), BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
 # above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
@@ -64,7 +68,7 @@ WARMUP=${BENCH_WARMUP:-2s}
 MODEL=${BENCH_MODEL:-gpt-4o-mini}
 BACKEND=${BENCH_DB:-sqlite3}
 case $BACKEND in
-    sqlite3) DBDMAX=${BENCH_DBDMAX:-1} ;;
+    sqlite3) DBDMAX=${BENCH_DBDMAX:-10} ;;
     pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
     *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
 esac
@@ -298,16 +302,13 @@ DBDKeep $DBDMAX
 DBDMax $DBDMAX
 EOF
     else
-        cat <<EOF
-DBDriver sqlite3
-DBDParams "$DB"
-DBDInitSQL "PRAGMA synchronous=NORMAL"
-DBDInitSQL "PRAGMA busy_timeout=5000"
-# one connection per process: see httpd-conf/provider.conf
-DBDMin 1
-DBDKeep 1
-DBDMax $DBDMAX
-EOF
+        # as example-site.conf: the module sets WAL, synchronous and busy handling
+        echo "DBDriver sqlite3"
+        echo "DBDParams \"$DB\""
+        if [ -n "${BENCH_DBDMAX:-}" ]; then
+            [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
+            echo "DBDMax $DBDMAX"
+        fi
     fi
 } >"$W/provider.conf"
 
