@@ -4,11 +4,10 @@
  * apr-util's own retry budget; the cap ends a wait that lasts too long), and
  * the file checks behind the module's start-up warnings. The connections are
  * opened like mod_dbd opens them: plain apr_dbd_open, no pragmas. */
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <apr_thread_proc.h>
-#include <apr_thread_cond.h>
 #include "unit_tests.h"
 #include "prov_store.h"
 #include "prov_store_sqlite.h"
@@ -39,15 +38,26 @@ static void remove_db(const char *file, apr_pool_t *p)
     rmdir(dir);
 }
 
-/* A connection as mod_dbd hands it out: opened, nothing set on it. */
+static apr_status_t raw_close(void *data)
+{
+    prov_store_t *s = data;
+    apr_dbd_close(s->driver, s->handle);
+    return APR_SUCCESS;
+}
+
+/* A connection as mod_dbd hands it out: opened, nothing set on it; closed
+ * with p (apr_dbd_open leaves that to its caller, as mod_dbd does). */
 static prov_store_t *raw_store(const char *file, apr_pool_t *p)
 {
     const apr_dbd_driver_t *drv = NULL;
     apr_dbd_t *h = NULL;
+    prov_store_t *s;
     apr_dbd_init(p);
     CU_ASSERT_EQUAL_FATAL(apr_dbd_get_driver(p, "sqlite3", &drv), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(apr_dbd_open(drv, p, file, &h), APR_SUCCESS);
-    return prov_store_wrap(drv, h, apr_hash_make(p), p);
+    s = prov_store_wrap(drv, h, apr_hash_make(p), p);
+    apr_pool_cleanup_register(p, s, raw_close, apr_pool_cleanup_null);
+    return s;
 }
 
 static const char *one(prov_store_t *s, const char *sql, apr_pool_t *p)
@@ -113,45 +123,51 @@ static void test_setup_pragmas(void)
 /* The other writer: takes the write lock, tells, holds it, commits. */
 typedef struct holder_t {
     prov_store_t *s;
-    apr_thread_mutex_t *mu;
-    apr_thread_cond_t *cv;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     int locked, release;            /* under mu */
     apr_interval_time_t hold;       /* 0: until release is set */
     int committed;
 } holder_t;
 
-static void *APR_THREAD_FUNC hold_lock(apr_thread_t *th, void *data)
+static void *hold_lock(void *data)
 {
     holder_t *h = data;
     int ok = raw(h->s, "BEGIN IMMEDIATE") == 0
         && raw(h->s, "INSERT INTO users (email, name, created_at) VALUES "
                      "('holder@example.com', 'H', 1)") == 0;
-    apr_thread_mutex_lock(h->mu);
+    pthread_mutex_lock(&h->mu);
     h->locked = ok ? 1 : -1;
-    apr_thread_cond_broadcast(h->cv);
+    pthread_cond_broadcast(&h->cv);
     if (h->hold == 0)
         while (!h->release)
-            apr_thread_cond_wait(h->cv, h->mu);
-    apr_thread_mutex_unlock(h->mu);
+            pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
     if (h->hold)
         apr_sleep(h->hold);
     h->committed = ok && raw(h->s, "COMMIT") == 0;
-    apr_thread_exit(th, APR_SUCCESS);
     return NULL;
 }
 
-static apr_thread_t *start_holder(holder_t *h, apr_pool_t *p)
+static pthread_t start_holder(holder_t *h)
 {
-    apr_thread_t *th = NULL;
-    apr_thread_mutex_create(&h->mu, APR_THREAD_MUTEX_DEFAULT, p);
-    apr_thread_cond_create(&h->cv, p);
-    CU_ASSERT_EQUAL_FATAL(apr_thread_create(&th, NULL, hold_lock, h, p), APR_SUCCESS);
-    apr_thread_mutex_lock(h->mu);
+    pthread_t th;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, hold_lock, h), 0);
+    pthread_mutex_lock(&h->mu);
     while (!h->locked)
-        apr_thread_cond_wait(h->cv, h->mu);
-    apr_thread_mutex_unlock(h->mu);
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
     CU_ASSERT_EQUAL_FATAL(h->locked, 1);
     return th;
+}
+
+static void stop_holder(holder_t *h, pthread_t th)
+{
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
 }
 
 /* Another connection holds the write lock for 2.5 s, longer than apr-util's
@@ -163,8 +179,7 @@ static void test_second_writer_waits(void)
     const char *file;
     prov_store_t *s;
     holder_t h;
-    apr_thread_t *th;
-    apr_status_t trv;
+    pthread_t th;
     prov_sqlite_busy_stats_t before, after;
     apr_pool_create(&p, prov_test_pool());
     file = make_db(p);
@@ -175,7 +190,7 @@ static void test_second_writer_waits(void)
     CU_ASSERT_EQUAL_FATAL(prov_store_setup(s, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_store_prepare_all(s), APR_SUCCESS);
     prov_sqlite_busy_stats(&before);
-    th = start_holder(&h, p);
+    th = start_holder(&h);
     CU_ASSERT_EQUAL(prov_store_begin(s, p), APR_SUCCESS);
     /* The holder committed before we got the lock: its row is visible. */
     CU_ASSERT_STRING_EQUAL(one(s, "SELECT COUNT(*) FROM users WHERE email = "
@@ -183,7 +198,7 @@ static void test_second_writer_waits(void)
     CU_ASSERT_EQUAL(raw(s, "INSERT INTO users (email, name, created_at) VALUES "
                            "('second@example.com', 'S', 2)"), 0);
     CU_ASSERT_EQUAL(prov_store_commit(s, p), APR_SUCCESS);
-    apr_thread_join(&trv, th);
+    stop_holder(&h, th);
     CU_ASSERT_TRUE(h.committed);
     prov_sqlite_busy_stats(&after);
     CU_ASSERT_TRUE(after.waits > before.waits);
@@ -203,8 +218,7 @@ static void test_busy_cap(void)
     const char *file;
     prov_store_t *s;
     holder_t h;
-    apr_thread_t *th;
-    apr_status_t trv;
+    pthread_t th;
     prov_sqlite_busy_stats_t before, after;
     apr_pool_create(&p, prov_test_pool());
     file = make_db(p);
@@ -214,15 +228,15 @@ static void test_busy_cap(void)
     CU_ASSERT_STRING_EQUAL(one(s, "PRAGMA busy_timeout = 100", p), "100");
     CU_ASSERT_EQUAL_FATAL(prov_store_setup(s, p), APR_SUCCESS);
     prov_sqlite_busy_stats(&before);
-    th = start_holder(&h, p);
+    th = start_holder(&h);
     CU_ASSERT_EQUAL(prov_store_begin(s, p), APR_EBUSY);
     prov_sqlite_busy_stats(&after);
     CU_ASSERT_EQUAL(after.gave_up, before.gave_up + 1);
-    apr_thread_mutex_lock(h.mu);
+    pthread_mutex_lock(&h.mu);
     h.release = 1;
-    apr_thread_cond_broadcast(h.cv);
-    apr_thread_mutex_unlock(h.mu);
-    apr_thread_join(&trv, th);
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    stop_holder(&h, th);
     CU_ASSERT_TRUE(h.committed);
     /* A failed begin left nothing behind: the next one works. */
     CU_ASSERT_EQUAL(prov_store_begin(s, p), APR_SUCCESS);
