@@ -14,10 +14,16 @@ const T0 = 1790000000;
 describe('a database without the schema', { timeout: 120000 }, () => {
   let stack;
   before(async () => {
-    stack = await startStack({ migrate: false, clock: T0 });
+    // No database file yet: the start-up warns (PROV00401).
+    stack = await startStack({ migrate: false, clock: T0, startupLog: /PROV00401/ });
   });
   after(async () => {
     if (stack) await stack.stop();
+  });
+
+  it('warns at start-up that the database file does not exist', () => {
+    assert.match(fs.readFileSync(stack.errorLog, 'utf8'),
+      /\[provider:warn\].*PROV00401: DBDParams .*provider\.db .*no such database file; create it with `providerctl db migrate`/);
   });
 
   it('answers 503 and logs that the schema must be migrated', async () => {

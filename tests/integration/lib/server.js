@@ -258,6 +258,8 @@ function sanitizerEnvForTools(base) {
  *                  (ProviderClockFile) that stack.setClock() rewrites
  *   threads:       httpd's worker threads (ThreadsPerChild = MaxRequestWorkers
  *                  in the one child), default 16; races of N requests want N
+ *   startupLog:    a RegExp of [provider:warn] lines httpd's start-up may log
+ *                  (e.g. PROV00401 for a database not made yet)
  *   children:      httpd child processes (StartServers = ServerLimit), default
  *                  1; with more, each has `threads` threads and all of them
  *                  share the database (SQLite: several writers of one file)
@@ -340,6 +342,7 @@ export class Stack {
     if (IS_ROOT && !this.peer) fs.chownSync(this.tokenFile, 0, 0);  // read by root at startup only
     this.writeConfig();
     await this.startHttpd();
+    if (this.opts.startupLog) this.allowances.push({ from: 0, to: this.logSize(), re: this.opts.startupLog });
   }
 
   writeConfig() {
