@@ -14,6 +14,8 @@
 /* The busy handler gives up after this long unless the connection had a busy
  * timeout of its own (PRAGMA busy_timeout, e.g. from DBDInitSQL): then that. */
 #define PROV_SQLITE_BUSY_CAP_MS 5000
+/* The longest sleep between two tries (they start at 50 us and double). */
+#define PROV_SQLITE_BUSY_MAX_US 500
 
 /* Process-wide counters of the busy handler (since the process started). */
 typedef struct prov_sqlite_busy_stats_t {
