@@ -4,9 +4,14 @@
  * HTTP/1.1 for one request at a time: each thread keeps one keep-alive
  * connection per gateway, writes the request with one sendmsg, and reads the
  * answer (Content-Length, chunked, or up to the close), within the connect
- * and total timeouts. A request that finds its kept connection closed by the
- * gateway is sent again once on a new one, as long as no byte of an answer
- * came back. Streams and https:// gateways stay with libcurl
+ * and total timeouts. A kept connection is checked before reuse (as
+ * mod_proxy does): one the gateway closed, reset or wrote to while idle is
+ * dropped and a new one made. A request is never sent twice once the gateway
+ * may have read all of it: it is sent again (once, on a new connection) only
+ * when writing it to a kept connection failed before all its bytes were
+ * handed to the kernel; any failure after that is the caller's gateway
+ * error, since the gateway may be running it. Streams and https:// gateways
+ * stay with libcurl
  * (prov_gateway.c); for a small answer this client costs about 38 µs of CPU
  * per call where libcurl's easy interface cost 55 (measured against mockgw).
  * The service token is written to the socket and nowhere else. */
@@ -144,6 +149,31 @@ static apr_status_t again(int fd, short events, apr_time_t deadline)
     return wait_fd(fd, events, deadline);
 }
 
+/* Whether a kept, idle connection can carry a request: nothing may be
+ * readable on it. A readable one holds the gateway's close (EOF), a reset,
+ * or bytes nobody asked for (out of step): all dead. */
+static int still_open(int fd)
+{
+    struct pollfd pfd;
+    char c;
+    ssize_t k;
+    int n;
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    do {
+        n = poll(&pfd, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 1;
+    if (n < 0 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+        return 0;
+    do {
+        k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    } while (k < 0 && errno == EINTR);
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 static apr_status_t open_conn(int *pfd, const prov_gw_target_t *t, apr_time_t deadline)
 {
     struct addrinfo hints, *res = NULL, *ai;
@@ -229,7 +259,6 @@ typedef struct answer_t {
     int keep;                       /* the connection may serve another request */
     apr_int64_t clen;               /* Content-Length, or -1 */
     int chunked;
-    int got_any;
     const char *content_type;
     const char *retry_after;
 } answer_t;
@@ -262,7 +291,6 @@ static apr_status_t fill(int fd, answer_t *a, apr_time_t deadline)
         if (k > 0) {
             a->len += (apr_size_t)k;
             a->in[a->len] = '\0';
-            a->got_any = 1;
             return APR_SUCCESS;
         }
         if (k == 0)
@@ -488,6 +516,17 @@ static void keep_buffers(slot_t *s, answer_t *a)
     s->bodycap = a->bcap;
 }
 
+static prov_gw_response_t *response_of(const answer_t *a, apr_pool_t *p)
+{
+    prov_gw_response_t *r = apr_pcalloc(p, sizeof(*r));
+    r->status = a->status;
+    r->body = a->body ? apr_pstrmemdup(p, a->body, a->blen) : apr_pstrdup(p, "");
+    r->len = a->blen;
+    r->content_type = a->content_type;
+    r->retry_after = a->retry_after;
+    return r;
+}
+
 apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_target_t *t,
                                   const void *gw, const char *auth_header,
                                   long connect_timeout_ms, long timeout_ms, const char *path,
@@ -498,11 +537,13 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(timeout_ms);
     slot_t *s = slot_of(gw);
     apr_status_t rv = APR_EGENERAL;
-    int attempt;
+    int attempt, sent = 0;
 
     *why = NULL;
     if (!s)
         return APR_ENOMEM;
+    if (s->fd >= 0 && !still_open(s->fd))
+        drop(s);
     for (attempt = 0; attempt < 2; attempt++) {
         int reused = s->fd >= 0;
         struct iovec iov[2];
@@ -521,33 +562,35 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         iov[0].iov_len = strlen(head);
         iov[1].iov_base = (void *)(body ? body : "");
         iov[1].iov_len = body ? len : 0;
+        rv = send_all(s->fd, iov, body && len ? 2 : 1, deadline);
+        if (rv != APR_SUCCESS) {
+            drop(s);
+            /* Part of the request is still ours: the gateway cannot have
+             * read it whole, so a kept connection that failed here may be
+             * replaced once. */
+            if (reused && rv != APR_TIMEUP)
+                continue;
+            break;
+        }
+        /* From here on the gateway may have the whole request: whatever
+         * fails, it is not sent again. */
+        sent = 1;
         a.in = s->in;
         a.cap = s->incap;
         a.body = s->body;
         a.bcap = s->bodycap;
         s->in = s->body = NULL;
-        rv = send_all(s->fd, iov, body && len ? 2 : 1, deadline);
-        if (rv == APR_SUCCESS)
-            rv = read_answer(s->fd, &a, deadline, p);
+        rv = read_answer(s->fd, &a, deadline, p);
         if (rv == APR_SUCCESS) {
-            prov_gw_response_t *r = apr_pcalloc(p, sizeof(*r));
-            r->status = a.status;
-            r->body = a.body ? apr_pstrmemdup(p, a.body, a.blen) : apr_pstrdup(p, "");
-            r->len = a.blen;
-            r->content_type = a.content_type;
-            r->retry_after = a.retry_after;
+            *resp = response_of(&a, p);
             /* bytes beyond the answer: the connection is out of step */
             if (!a.keep || a.pos != a.len)
                 drop(s);
             keep_buffers(s, &a);
-            *resp = r;
             return APR_SUCCESS;
         }
         keep_buffers(s, &a);
         drop(s);
-        /* A kept connection the gateway had closed: once more on a new one. */
-        if (reused && !a.got_any && rv != APR_TIMEUP)
-            continue;
         break;
     }
     if (rv == APR_TIMEUP)
@@ -556,7 +599,9 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         *why = "connection closed before the answer";
     else if (rv == APR_ENOSPC)
         *why = "answer too large";
+    else if (sent)
+        *why = "connection failed after the request was sent, or the answer is not HTTP";
     else
-        *why = "connection failed or the answer is not HTTP";
+        *why = "connection failed while sending the request";
     return rv == APR_TIMEUP || rv == APR_ENOMEM ? rv : APR_EGENERAL;
 }
