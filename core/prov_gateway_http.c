@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <apr_lib.h>
 #include <apr_strings.h>
 #include <apr_time.h>
 #include "prov_gateway_int.h"
@@ -36,6 +37,7 @@
 
 #define MAX_HEAD (64 * 1024)            /* the answer's status line and headers */
 #define MAX_BODY (256 * 1024 * 1024)    /* an answer that is not streamed */
+#define MAX_CHUNK_LINE 1024             /* a chunk's size line, extensions included */
 #define SLOTS 4                         /* gateways a thread keeps a connection to */
 
 /* Answer buffers a thread keeps between calls, up to this size each (a
@@ -261,6 +263,9 @@ typedef struct answer_t {
     int chunked;
     const char *content_type;
     const char *retry_after;
+    const char *src;                /* prov_gw_http_parse: the bytes "received" */
+    apr_size_t srclen, step;        /* left to read, and bytes per read */
+    int mem;                        /* read from src, not from a socket */
 } answer_t;
 
 static apr_status_t reserve(char **buf, apr_size_t *cap, apr_size_t need)
@@ -286,6 +291,19 @@ static apr_status_t fill(int fd, answer_t *a, apr_time_t deadline)
         return APR_ENOSPC;
     if ((rv = reserve(&a->in, &a->cap, a->len + 16384 + 1)) != APR_SUCCESS)
         return rv;
+    if (a->mem) {
+        apr_size_t k = a->srclen < a->cap - a->len - 1 ? a->srclen : a->cap - a->len - 1;
+        if (!k)
+            return APR_EOF;
+        if (a->step && k > a->step)
+            k = a->step;
+        memcpy(a->in + a->len, a->src, k);
+        a->src += k;
+        a->srclen -= k;
+        a->len += k;
+        a->in[a->len] = '\0';
+        return APR_SUCCESS;
+    }
     for (;;) {
         ssize_t k = recv(fd, a->in + a->len, a->cap - a->len - 1, 0);
         if (k > 0) {
@@ -383,17 +401,23 @@ static apr_status_t append(answer_t *a, const char *data, apr_size_t n)
 }
 
 /* One chunked body, decoded as far as the bytes read allow: APR_SUCCESS
- * when it is complete, APR_INCOMPLETE when more bytes are needed. */
+ * when it is complete, APR_INCOMPLETE when more bytes are needed. The
+ * result never depends on how the bytes were split into reads: a size line
+ * is at most MAX_CHUNK_LINE bytes, and its size only hex digits. */
 static apr_status_t decode_chunks(answer_t *a)
 {
     for (;;) {
-        char *at = a->in + a->pos, *e = NULL;
+        char *at = a->in + a->pos, *e;
         char *eol = memmem(at, a->len - a->pos, "\r\n", 2);
-        unsigned long long size;
+        apr_uint64_t size = 0;
         apr_status_t rv;
         if (!eol)
-            return a->len - a->pos > 1024 ? APR_EGENERAL : APR_INCOMPLETE;
-        size = strtoull(at, &e, 16);
+            /* a last byte '\r' may start the line's end */
+            return a->len - a->pos > MAX_CHUNK_LINE + 1 ? APR_EGENERAL : APR_INCOMPLETE;
+        if (eol - at > MAX_CHUNK_LINE)
+            return APR_EGENERAL;
+        for (e = at; e < eol && apr_isxdigit(*e) && size <= MAX_BODY; e++)
+            size = size * 16 + (apr_uint64_t)(*e <= '9' ? *e - '0' : (*e | 0x20) - 'a' + 10);
         if (e == at || (e != eol && *e != ';' && *e != ' ') || size > MAX_BODY)
             return APR_EGENERAL;
         if (size == 0) {
@@ -426,6 +450,8 @@ static apr_status_t read_answer(int fd, answer_t *a, apr_time_t deadline, apr_po
             if ((rv = fill(fd, a, deadline)) != APR_SUCCESS)
                 return rv;
         }
+        if ((apr_size_t)(end + 4 - (a->in + a->pos)) > MAX_HEAD)
+            return APR_EGENERAL;
         if ((rv = parse_head(a, (apr_size_t)(end + 4 - a->in), p)) != APR_SUCCESS)
             return rv;
         if (a->status >= 200)
@@ -525,6 +551,26 @@ static prov_gw_response_t *response_of(const answer_t *a, apr_pool_t *p)
     r->content_type = a->content_type;
     r->retry_after = a->retry_after;
     return r;
+}
+
+apr_status_t prov_gw_http_parse(prov_gw_response_t **resp, int *keep, const char *buf,
+                                apr_size_t len, apr_size_t step, apr_pool_t *p)
+{
+    answer_t a;
+    apr_status_t rv;
+    memset(&a, 0, sizeof(a));
+    a.mem = 1;
+    a.src = buf ? buf : "";
+    a.srclen = len;
+    a.step = step;
+    rv = read_answer(-1, &a, 0, p);
+    if (rv == APR_SUCCESS) {
+        *resp = response_of(&a, p);
+        *keep = a.keep && a.pos == a.len;
+    }
+    free(a.in);
+    free(a.body);
+    return rv;
 }
 
 apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_target_t *t,
