@@ -1,14 +1,13 @@
 /* fuzz_messages_stream.c: libFuzzer harness of the Messages stream relay
  * (prov_messages_stream_*), which reads the usage from message_start and
- * message_delta and writes the public model id and the credits into them.
- * The input is the gateway's SSE stream. It is fed twice, whole and in
- * pieces of a size drawn from the input: the client must get the same bytes
- * and the relay must read the same usage and state either way. Checked too:
- * what the client gets decodes into exactly the events counted, one per
- * event of the gateway; message_start carries the public model id and
- * message_delta (an object) non-negative credits. The
- * rates are small so that prov_money_charge stays in range here (the money
- * harness covers its arithmetic). */
+ * message_delta, writes the public model id and the credits into them, and
+ * answers a gateway error event with one of its own. The input is the
+ * gateway's SSE stream. It is fed twice, whole and in pieces of a size drawn
+ * from the input: the client must get the same bytes and the relay must
+ * read the same usage and state either way. Checked too: what the client
+ * gets decodes into exactly the events the relay counted; message_start
+ * carries the public model id and message_delta (an object) non-negative
+ * credits. */
 #include "fuzz_stream_util.h"
 #include "prov_messages.h"
 
@@ -25,7 +24,8 @@ static void relay(run_t *r, const uint8_t *data, size_t size, size_t piece, apr_
     prov_messages_stream_t *s;
     size_t at = 0;
     collected_init(&r->out, p);
-    s = prov_messages_stream_create("public-model", &rates, collect, &r->out, p);
+    s = prov_messages_stream_create("public-model", &rates, 100, PROV_OUTPUT_TOKENS_MAX,
+                                    1000000000, collect, &r->out, p);
     r->rv = APR_SUCCESS;
     while (at < size && r->rv == APR_SUCCESS) {
         size_t n = piece && size - at > piece ? piece : size - at;

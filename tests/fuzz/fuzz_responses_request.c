@@ -5,11 +5,13 @@
  * OpenAI-shaped JSON parses; an accepted request's Chat Completions body is a
  * JSON object naming the upstream model, with a non-empty messages array of
  * system, user, assistant and tool messages (tool calls with string
- * arguments), function tools only, each one known by its flat name, and
- * stream/stream_options exactly when the client streams. */
+ * arguments), function tools only, each one known by its flat name,
+ * stream/stream_options exactly when the client streams, and the dropped
+ * hosted tools named with header token characters only. */
 #include "fuzz_common.h"
 #include "prov_responses.h"
 #include "prov_error.h"
+#include "prov_header.h"
 
 static void check_messages(json_object *msgs)
 {
@@ -57,6 +59,13 @@ static void check_upstream(const prov_resp_req_t *req, apr_pool_t *p)
         FUZZ_CHECK(!json_object_object_get_ex(o, "stream", NULL));
     }
     FUZZ_CHECK(req->max_output_tokens == -1 || req->max_output_tokens >= 1);
+    /* the dropped hosted tools go into a response header */
+    if (req->dropped_tools) {
+        const char *c;
+        FUZZ_CHECK(strlen(req->dropped_tools) <= PROV_RESP_DROPPED_MAX);
+        for (c = req->dropped_tools; *c; c++)
+            FUZZ_CHECK(prov_header_tchar((unsigned char)*c) || *c == ',');
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

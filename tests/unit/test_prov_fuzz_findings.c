@@ -5,12 +5,14 @@
  * added, relayed SSE events holding NUL bytes or a JSON value that is not an
  * object, more than four tool calls in one stream, the gateway answer
  * parser and the SSE parser deciding differently depending on how the bytes
- * arrived or letting an event pass its bound, and a json-c tokener reused
- * with state left over from a failed parse. */
+ * arrived or letting an event pass its bound, a json-c tokener reused
+ * with state left over from a failed parse, and a tab copied into a log
+ * line by the secret masking. */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_gateway_int.h"
 #include "prov_json.h"
+#include "prov_redact.h"
 #include "prov_messages.h"
 #include "prov_responses.h"
 #include "prov_sse.h"
@@ -224,6 +226,18 @@ static void test_tokener_state_not_shared(void)
     CU_ASSERT_STRING_EQUAL(json_object_get_string(o), fresh);
 }
 
+/* prov_redact promises control characters as spaces, but copied the
+ * whitespace after a credential's name or an auth scheme as it was. */
+static void test_redact_no_control_characters(void)
+{
+    static const char name[] = "api-key\t\t:\tabc123";
+    static const char scheme[] = "Bearer\tabc123def";
+    CU_ASSERT_STRING_EQUAL(prov_redact(NULL, name, sizeof(name) - 1, 200, prov_test_pool()),
+                           "api-key  : [redacted]");
+    CU_ASSERT_STRING_EQUAL(prov_redact(NULL, scheme, sizeof(scheme) - 1, 200, prov_test_pool()),
+                           "Bearer [redacted]");
+}
+
 void prov_test_suite_fuzz_findings(void)
 {
     PROV_SUITE("fuzz_findings",
@@ -233,5 +247,6 @@ void prov_test_suite_fuzz_findings(void)
                PROV_TEST(test_relay_passes_events_as_they_are),
                PROV_TEST(test_http_answer_whatever_the_reads),
                PROV_TEST(test_sse_bound),
-               PROV_TEST(test_tokener_state_not_shared));
+               PROV_TEST(test_tokener_state_not_shared),
+               PROV_TEST(test_redact_no_control_characters));
 }
