@@ -48,7 +48,7 @@ if [ -n "$runs" ]; then limit="-runs=$runs"; else limit="-max_total_time=$secs";
 run_one() {
   t=$1
   dict=$here/json.dict
-  case $t in gateway_http) dict=$here/http.dict ;; money) dict= ;; esac
+  case $t in gateway_http) dict=$here/http.dict ;; money|journal) dict= ;; esac
   mkdir -p "$work/$t"
   "$bin/fuzz_$t" $limit -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$bin/findings/$t-" ${dict:+-dict="$dict"} \
