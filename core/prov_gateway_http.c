@@ -4,9 +4,14 @@
  * HTTP/1.1 for one request at a time: each thread keeps one keep-alive
  * connection per gateway, writes the request with one sendmsg, and reads the
  * answer (Content-Length, chunked, or up to the close), within the connect
- * and total timeouts. A request that finds its kept connection closed by the
- * gateway is sent again once on a new one, as long as no byte of an answer
- * came back. Streams and https:// gateways stay with libcurl
+ * and total timeouts. A kept connection is checked before reuse (as
+ * mod_proxy does): one the gateway closed, reset or wrote to while idle is
+ * dropped and a new one made. A request is never sent twice once the gateway
+ * may have read all of it: it is sent again (once, on a new connection) only
+ * when writing it to a kept connection failed before all its bytes were
+ * handed to the kernel; any failure after that is the caller's gateway
+ * error, since the gateway may be running it. Streams and https:// gateways
+ * stay with libcurl
  * (prov_gateway.c); for a small answer this client costs about 38 µs of CPU
  * per call where libcurl's easy interface cost 55 (measured against mockgw).
  * The service token is written to the socket and nowhere else. */
@@ -24,6 +29,7 @@
 #include <sys/uio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <apr_lib.h>
 #include <apr_strings.h>
 #include <apr_time.h>
 #include "prov_gateway_int.h"
@@ -31,6 +37,7 @@
 
 #define MAX_HEAD (64 * 1024)            /* the answer's status line and headers */
 #define MAX_BODY (256 * 1024 * 1024)    /* an answer that is not streamed */
+#define MAX_CHUNK_LINE 1024             /* a chunk's size line, extensions included */
 #define SLOTS 4                         /* gateways a thread keeps a connection to */
 
 /* Answer buffers a thread keeps between calls, up to this size each (a
@@ -144,6 +151,31 @@ static apr_status_t again(int fd, short events, apr_time_t deadline)
     return wait_fd(fd, events, deadline);
 }
 
+/* Whether a kept, idle connection can carry a request: nothing may be
+ * readable on it. A readable one holds the gateway's close (EOF), a reset,
+ * or bytes nobody asked for (out of step): all dead. */
+static int still_open(int fd)
+{
+    struct pollfd pfd;
+    char c;
+    ssize_t k;
+    int n;
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    do {
+        n = poll(&pfd, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return 1;
+    if (n < 0 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+        return 0;
+    do {
+        k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    } while (k < 0 && errno == EINTR);
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 static apr_status_t open_conn(int *pfd, const prov_gw_target_t *t, apr_time_t deadline)
 {
     struct addrinfo hints, *res = NULL, *ai;
@@ -229,9 +261,11 @@ typedef struct answer_t {
     int keep;                       /* the connection may serve another request */
     apr_int64_t clen;               /* Content-Length, or -1 */
     int chunked;
-    int got_any;
     const char *content_type;
     const char *retry_after;
+    const char *src;                /* prov_gw_http_parse: the bytes "received" */
+    apr_size_t srclen, step;        /* left to read, and bytes per read */
+    int mem;                        /* read from src, not from a socket */
 } answer_t;
 
 static apr_status_t reserve(char **buf, apr_size_t *cap, apr_size_t need)
@@ -257,12 +291,24 @@ static apr_status_t fill(int fd, answer_t *a, apr_time_t deadline)
         return APR_ENOSPC;
     if ((rv = reserve(&a->in, &a->cap, a->len + 16384 + 1)) != APR_SUCCESS)
         return rv;
+    if (a->mem) {
+        apr_size_t k = a->srclen < a->cap - a->len - 1 ? a->srclen : a->cap - a->len - 1;
+        if (!k)
+            return APR_EOF;
+        if (a->step && k > a->step)
+            k = a->step;
+        memcpy(a->in + a->len, a->src, k);
+        a->src += k;
+        a->srclen -= k;
+        a->len += k;
+        a->in[a->len] = '\0';
+        return APR_SUCCESS;
+    }
     for (;;) {
         ssize_t k = recv(fd, a->in + a->len, a->cap - a->len - 1, 0);
         if (k > 0) {
             a->len += (apr_size_t)k;
             a->in[a->len] = '\0';
-            a->got_any = 1;
             return APR_SUCCESS;
         }
         if (k == 0)
@@ -355,17 +401,23 @@ static apr_status_t append(answer_t *a, const char *data, apr_size_t n)
 }
 
 /* One chunked body, decoded as far as the bytes read allow: APR_SUCCESS
- * when it is complete, APR_INCOMPLETE when more bytes are needed. */
+ * when it is complete, APR_INCOMPLETE when more bytes are needed. The
+ * result never depends on how the bytes were split into reads: a size line
+ * is at most MAX_CHUNK_LINE bytes, and its size only hex digits. */
 static apr_status_t decode_chunks(answer_t *a)
 {
     for (;;) {
-        char *at = a->in + a->pos, *e = NULL;
+        char *at = a->in + a->pos, *e;
         char *eol = memmem(at, a->len - a->pos, "\r\n", 2);
-        unsigned long long size;
+        apr_uint64_t size = 0;
         apr_status_t rv;
         if (!eol)
-            return a->len - a->pos > 1024 ? APR_EGENERAL : APR_INCOMPLETE;
-        size = strtoull(at, &e, 16);
+            /* a last byte '\r' may start the line's end */
+            return a->len - a->pos > MAX_CHUNK_LINE + 1 ? APR_EGENERAL : APR_INCOMPLETE;
+        if (eol - at > MAX_CHUNK_LINE)
+            return APR_EGENERAL;
+        for (e = at; e < eol && apr_isxdigit(*e) && size <= MAX_BODY; e++)
+            size = size * 16 + (apr_uint64_t)(*e <= '9' ? *e - '0' : (*e | 0x20) - 'a' + 10);
         if (e == at || (e != eol && *e != ';' && *e != ' ') || size > MAX_BODY)
             return APR_EGENERAL;
         if (size == 0) {
@@ -398,6 +450,8 @@ static apr_status_t read_answer(int fd, answer_t *a, apr_time_t deadline, apr_po
             if ((rv = fill(fd, a, deadline)) != APR_SUCCESS)
                 return rv;
         }
+        if ((apr_size_t)(end + 4 - (a->in + a->pos)) > MAX_HEAD)
+            return APR_EGENERAL;
         if ((rv = parse_head(a, (apr_size_t)(end + 4 - a->in), p)) != APR_SUCCESS)
             return rv;
         if (a->status >= 200)
@@ -488,6 +542,37 @@ static void keep_buffers(slot_t *s, answer_t *a)
     s->bodycap = a->bcap;
 }
 
+static prov_gw_response_t *response_of(const answer_t *a, apr_pool_t *p)
+{
+    prov_gw_response_t *r = apr_pcalloc(p, sizeof(*r));
+    r->status = a->status;
+    r->body = a->body ? apr_pstrmemdup(p, a->body, a->blen) : apr_pstrdup(p, "");
+    r->len = a->blen;
+    r->content_type = a->content_type;
+    r->retry_after = a->retry_after;
+    return r;
+}
+
+apr_status_t prov_gw_http_parse(prov_gw_response_t **resp, int *keep, const char *buf,
+                                apr_size_t len, apr_size_t step, apr_pool_t *p)
+{
+    answer_t a;
+    apr_status_t rv;
+    memset(&a, 0, sizeof(a));
+    a.mem = 1;
+    a.src = buf ? buf : "";
+    a.srclen = len;
+    a.step = step;
+    rv = read_answer(-1, &a, 0, p);
+    if (rv == APR_SUCCESS) {
+        *resp = response_of(&a, p);
+        *keep = a.keep && a.pos == a.len;
+    }
+    free(a.in);
+    free(a.body);
+    return rv;
+}
+
 apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_target_t *t,
                                   const void *gw, const char *auth_header,
                                   long connect_timeout_ms, long timeout_ms, const char *path,
@@ -498,11 +583,13 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(timeout_ms);
     slot_t *s = slot_of(gw);
     apr_status_t rv = APR_EGENERAL;
-    int attempt;
+    int attempt, sent = 0;
 
     *why = NULL;
     if (!s)
         return APR_ENOMEM;
+    if (s->fd >= 0 && !still_open(s->fd))
+        drop(s);
     for (attempt = 0; attempt < 2; attempt++) {
         int reused = s->fd >= 0;
         struct iovec iov[2];
@@ -521,33 +608,35 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         iov[0].iov_len = strlen(head);
         iov[1].iov_base = (void *)(body ? body : "");
         iov[1].iov_len = body ? len : 0;
+        rv = send_all(s->fd, iov, body && len ? 2 : 1, deadline);
+        if (rv != APR_SUCCESS) {
+            drop(s);
+            /* Part of the request is still ours: the gateway cannot have
+             * read it whole, so a kept connection that failed here may be
+             * replaced once. */
+            if (reused && rv != APR_TIMEUP)
+                continue;
+            break;
+        }
+        /* From here on the gateway may have the whole request: whatever
+         * fails, it is not sent again. */
+        sent = 1;
         a.in = s->in;
         a.cap = s->incap;
         a.body = s->body;
         a.bcap = s->bodycap;
         s->in = s->body = NULL;
-        rv = send_all(s->fd, iov, body && len ? 2 : 1, deadline);
-        if (rv == APR_SUCCESS)
-            rv = read_answer(s->fd, &a, deadline, p);
+        rv = read_answer(s->fd, &a, deadline, p);
         if (rv == APR_SUCCESS) {
-            prov_gw_response_t *r = apr_pcalloc(p, sizeof(*r));
-            r->status = a.status;
-            r->body = a.body ? apr_pstrmemdup(p, a.body, a.blen) : apr_pstrdup(p, "");
-            r->len = a.blen;
-            r->content_type = a.content_type;
-            r->retry_after = a.retry_after;
+            *resp = response_of(&a, p);
             /* bytes beyond the answer: the connection is out of step */
             if (!a.keep || a.pos != a.len)
                 drop(s);
             keep_buffers(s, &a);
-            *resp = r;
             return APR_SUCCESS;
         }
         keep_buffers(s, &a);
         drop(s);
-        /* A kept connection the gateway had closed: once more on a new one. */
-        if (reused && !a.got_any && rv != APR_TIMEUP)
-            continue;
         break;
     }
     if (rv == APR_TIMEUP)
@@ -556,7 +645,9 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_targe
         *why = "connection closed before the answer";
     else if (rv == APR_ENOSPC)
         *why = "answer too large";
+    else if (sent)
+        *why = "connection failed after the request was sent, or the answer is not HTTP";
     else
-        *why = "connection failed or the answer is not HTTP";
+        *why = "connection failed while sending the request";
     return rv == APR_TIMEUP || rv == APR_ENOMEM ? rv : APR_EGENERAL;
 }

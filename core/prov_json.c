@@ -32,7 +32,9 @@ static void c_locale_init(void)
 
 /* A json-c tokener is about 1.5 KB in two allocations, and allocating it
  * made malloc consolidate its free lists on every parse: parses reuse up to
- * TOK_KEEP of them (a process-wide stack; they live as long as it). */
+ * TOK_KEEP of them (a process-wide stack; they live as long as it). Only a
+ * tokener whose parse succeeded is kept: json_tokener_reset does not clear
+ * all of json-c's state (see parse_strict). */
 #define TOK_KEEP 64
 static pthread_mutex_t tok_mutex = PTHREAD_MUTEX_INITIALIZER;
 static json_tokener *tok_kept[TOK_KEEP];
@@ -139,7 +141,13 @@ static const char *parse_strict(json_object **pobj, const char *buf, apr_size_t 
     }
     if (!why)
         why = strict_rest(buf, len);
-    tok_put(tok);
+    /* A tokener whose parse failed is not kept: json_tokener_reset forgets a
+     * pending \ud800 (a text cut after a high surrogate), which would join
+     * the next, unrelated parse's text. */
+    if (why)
+        json_tokener_free(tok);
+    else
+        tok_put(tok);
     if (why) {
         if (obj)
             json_object_put(obj);

@@ -596,6 +596,7 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
     const char *out = NULL, *perr = NULL;
     json_object *ev = NULL;
     apr_uint64_t bytes = 0;
+    apr_size_t olen = 0;
     int rewrite = 1;
     apr_status_t rv;
 
@@ -606,6 +607,10 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
     if (strcmp(name, "ping") && strcmp(name, "content_block_stop")
         && strcmp(name, "message_stop") && strcmp(name, "error"))
         ev = prov_json_parse(data, len, &perr, s->scratch);
+    /* only an object can take the model and the credits (json-c aborts the
+     * process when a member is added to anything else) */
+    if (ev && !json_object_is_type(ev, json_type_object))
+        ev = NULL;
     if (ev && !strcmp(name, "message_start")) {
         json_object *msg = prov_json_get(ev, "message", json_type_object);
         if (msg) {
@@ -638,13 +643,14 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
         if (ev && !s->told)
             bytes = prov_estimate_messages_event(name, ev);
     }
-    if (!out)
-        out = prov_sse_encode(name, ev && rewrite ? prov_json_dump(ev, s->scratch) : data,
-                              s->scratch);
+    if (!out && ev && rewrite)
+        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
+    else if (!out)      /* passed on byte for byte: data may hold NUL bytes */
+        out = prov_sse_encode_len(name, data, len, &olen, s->scratch);
     if (!strcmp(name, "message_stop"))
         s->complete = 1;
     s->events++;
-    rv = s->emit(s->baton, out, strlen(out));
+    rv = s->emit(s->baton, out, olen ? olen : strlen(out));
     if (rv == APR_SUCCESS)
         s->output_bytes += bytes;
     return rv;

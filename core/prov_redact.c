@@ -129,6 +129,20 @@ static void put(out_t *o, const char *s, apr_size_t n)
     o->len += n;
 }
 
+/* put for text from outside: control characters (a tab after a name) as
+ * spaces, as everywhere else in the output. */
+static void put_text(out_t *o, const char *s, apr_size_t n)
+{
+    apr_size_t k;
+    if (o->full || o->len + n > o->cap) {
+        o->full = 1;
+        return;
+    }
+    for (k = 0; k < n; k++)
+        o->buf[o->len + k] = is_ctl((unsigned char)s[k]) ? ' ' : s[k];
+    o->len += n;
+}
+
 /* Cuts a truncated output back to a whole UTF-8 character and marks it. */
 static void finish_cut(out_t *o)
 {
@@ -223,7 +237,7 @@ static apr_size_t rule_cred_name(const char *t, apr_size_t i, apr_size_t len, ou
     }
     if (v == j)
         return 0;
-    put(o, t + i, j - i);
+    put_text(o, t + i, j - i);
     put(o, PROV_REDACT_MASK, sizeof(PROV_REDACT_MASK) - 1);
     return v - i;
 }
@@ -244,7 +258,7 @@ static apr_size_t rule_scheme(const char *t, apr_size_t i, apr_size_t len, out_t
             ;
         if (v == j)
             return 0;
-        put(o, t + i, j - i);
+        put_text(o, t + i, j - i);
         put(o, PROV_REDACT_MASK, sizeof(PROV_REDACT_MASK) - 1);
         return v - i;
     }

@@ -185,8 +185,8 @@ const char *prov_resp_render(const prov_resp_req_t *req, json_object *answer,
                              const char *resp_id, const char *public_id,
                              apr_int64_t created_at, prov_micro_t charge, apr_pool_t *p)
 {
-    json_object *choice = json_object_array_get_idx(
-        prov_json_get(answer, "choices", json_type_array), 0);
+    json_object *choices = prov_json_get(answer, "choices", json_type_array);
+    json_object *choice = choices ? json_object_array_get_idx(choices, 0) : NULL;
     json_object *msg = prov_json_get(choice, "message", json_type_object);
     json_object *calls = prov_json_get(msg, "tool_calls", json_type_array);
     json_object *content = NULL, *output = json_object_new_array(), *resp;
@@ -474,7 +474,8 @@ static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
         c->id = item_id(s->resp_id, "fc", c->index, s->p);
         c->call_id = apr_pstrdup(s->p, id ? id : c->id);
         c->flat = apr_pstrdup(s->p, name ? name : "");
-        sbuf_init(&c->args, s->p);
+        /* c->args stays zeroed: calls move when s->calls grows, so their
+         * buffers are freed by the stream's cleanup, not one of their own */
         ev = ev_new();
         ev_int(ev, "output_index", c->index);
         json_object_object_add(ev, "item", call_item(s->req, c->id, "in_progress", c->call_id,
@@ -539,7 +540,7 @@ out:
 
 static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
 {
-    json_object *choice, *delta, *calls, *v;
+    json_object *choices, *choice, *delta, *calls, *v;
     const char *finish;
     apr_status_t rv;
     size_t i;
@@ -556,7 +557,10 @@ static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
     if ((rv = start(s)) != APR_SUCCESS)
         return rv;
     usage_read(&s->usage, prov_json_get(chunk, "usage", json_type_object));
-    choice = json_object_array_get_idx(prov_json_get(chunk, "choices", json_type_array), 0);
+    /* a chunk may come without choices (usage alone): json-c aborts the
+     * process when asked for an element of what is not an array */
+    choices = prov_json_get(chunk, "choices", json_type_array);
+    choice = choices ? json_object_array_get_idx(choices, 0) : NULL;
     if (!choice)
         return APR_SUCCESS;
     delta = prov_json_get(choice, "delta", json_type_object);
@@ -599,12 +603,19 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
     return rv;
 }
 
-/* The parts of a message still open when the stream's pool goes. */
+/* The parts of a message still open and the calls' argument buffers, when
+ * the stream's pool goes. */
 static apr_status_t put_parts(void *data)
 {
     prov_resp_stream_t *s = data;
+    int i;
     json_object_put(s->parts);
     s->parts = NULL;
+    for (i = 0; i < s->calls->nelts; i++) {
+        call_t *c = &APR_ARRAY_IDX(s->calls, i, call_t);
+        free(c->args.p);
+        c->args.p = NULL;
+    }
     return APR_SUCCESS;
 }
 

@@ -2,7 +2,7 @@
  * unfinished line and the current event's fields between feeds, follows the
  * SSE rules that matter to us (LF, CRLF or CR line ends; "event:", "data:",
  * comments and unknown fields; an empty line ends an event) and never holds
- * more than max_event bytes. */
+ * more than max_event bytes: a longer line or event is APR_ENOSPC. */
 #include <stdio.h>
 #include <string.h>
 #include "prov_sse.h"
@@ -37,10 +37,10 @@ static apr_status_t grow(char **buf, apr_size_t *cap, apr_size_t need, apr_size_
 {
     char *nb;
     apr_size_t n;
+    if (need > max + 1)     /* first: a buffer may already be larger than max */
+        return APR_ENOSPC;
     if (need <= *cap)
         return APR_SUCCESS;
-    if (need > max + 1)
-        return APR_ENOSPC;
     n = *cap ? *cap : 256;
     while (n < need)
         n *= 2;
@@ -113,6 +113,10 @@ apr_status_t prov_sse_feed(prov_sse_parser_t *ps, const char *buf, apr_size_t le
         apr_status_t rv;
         while (k < len && buf[k] != '\n' && buf[k] != '\r')
             k++;
+        /* One bound for a line, whole in buf or gathered over feeds (a
+         * comment too), so that how the bytes arrive changes nothing. */
+        if (ps->line_len + (k - i) > ps->max)
+            return APR_ENOSPC;
         if (k == len) {
             /* No line end yet: keep the piece for the next feed. */
             if (grow(&ps->line, &ps->line_cap, ps->line_len + (k - i), ps->max, ps->pool)
@@ -151,20 +155,21 @@ int prov_sse_pending(const prov_sse_parser_t *ps)
     return ps->line_len > 0 || ps->has_data;
 }
 
-const char *prov_sse_encode(const char *name, const char *data, apr_pool_t *p)
+const char *prov_sse_encode_len(const char *name, const char *data, apr_size_t dlen,
+                                apr_size_t *out_len, apr_pool_t *p)
 {
-    const char *c = data;
+    const char *c = data, *end = data + dlen;
     char *out;
-    apr_size_t n = 0, dlen = strlen(data), lines = 1;
-    for (; *c; c++)
+    apr_size_t n = 0, lines = 1;
+    for (; c < end; c++)
         lines += (*c == '\n');
     out = apr_palloc(p, (name ? strlen(name) + 8 : 0) + dlen + lines * 7 + 2);
     if (name)
         n += (apr_size_t)sprintf(out, "event: %s\n", name);
     c = data;
     for (;;) {
-        const char *nl = strchr(c, '\n');
-        apr_size_t k = nl ? (apr_size_t)(nl - c) : strlen(c);
+        const char *nl = memchr(c, '\n', (apr_size_t)(end - c));
+        apr_size_t k = nl ? (apr_size_t)(nl - c) : (apr_size_t)(end - c);
         memcpy(out + n, "data: ", 6);
         n += 6;
         memcpy(out + n, c, k);
@@ -176,5 +181,12 @@ const char *prov_sse_encode(const char *name, const char *data, apr_pool_t *p)
     }
     out[n++] = '\n';
     out[n] = '\0';
+    if (out_len)
+        *out_len = n;
     return out;
+}
+
+const char *prov_sse_encode(const char *name, const char *data, apr_pool_t *p)
+{
+    return prov_sse_encode_len(name, data, strlen(data), NULL, p);
 }

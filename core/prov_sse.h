@@ -26,5 +26,9 @@ int prov_sse_pending(const prov_sse_parser_t *ps);
 /* "event: NAME\ndata: DATA\n\n" (no event line when name is NULL); data
  * containing newlines is split over several data lines. */
 const char *prov_sse_encode(const char *name, const char *data, apr_pool_t *p);
+/* The same for dlen bytes of data, which may hold NUL bytes (an event relayed
+ * as the gateway sent it); *out_len (when not NULL) gets the event's length. */
+const char *prov_sse_encode_len(const char *name, const char *data, apr_size_t dlen,
+                                apr_size_t *out_len, apr_pool_t *p);
 
 #endif

@@ -2,7 +2,8 @@
 # scripts/test.sh: the whole test run (the README's test command, and CI's):
 # installs the Debian packages, builds with warnings as errors and with
 # AddressSanitizer/UBSan, and runs `make check` (the CUnit unit tests, the
-# integration suite against a real apache2, the client compatibility suite).
+# integration suite against a real apache2, the client compatibility suite)
+# and a smoke run of the libFuzzer harnesses (tests/fuzz, built with clang).
 # With PROVIDER_TEST_PGSQL=1 (CI sets it: .ci/run) the integration suite then
 # runs a second time on PostgreSQL (a throwaway cluster, see
 # tests/integration/lib/pg.js); the first `make check` is always on SQLite.
@@ -56,6 +57,23 @@ if [ "$status" -ne 0 ]; then
   print_failures $logs
 fi
 
+# The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan, each
+# run for a short smoke time, two at a time (about a minute); a crash, a leak
+# or a broken invariant fails the run. Each harness is one test case.
+echo "==================== fuzz smoke ===================="
+fuzz_status=0
+if make fuzz >tests/fuzz/build.log 2>&1; then
+  sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || fuzz_status=$?
+  cat tests/fuzz/smoke.log
+else
+  fuzz_status=$?
+  tail -n 30 tests/fuzz/build.log
+fi
+logs="$logs tests/fuzz/smoke.log"
+if [ "$fuzz_status" -ne 0 ]; then
+  status=$fuzz_status
+fi
+
 # The integration suite again, on PostgreSQL.
 if [ "$pgsql" = 1 ]; then
   echo "==================== integration suite on PostgreSQL ===================="
@@ -80,7 +98,7 @@ for l in $logs; do
       # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
       set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
-    *providerctl*.log)
+    *providerctl*.log|*fuzz/smoke.log)
       # TAP: "ok N - ..." / "not ok N - ..."
       p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
       passed=$((passed + p)); failed=$((failed + f)) ;;

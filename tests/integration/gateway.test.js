@@ -71,8 +71,16 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
     await failsUncharged(chatBody('prov-fault-cut'), 502, 'GATEWAY_ERROR');
   });
 
-  it('502 GATEWAY_ERROR when the gateway resets the connection', async () => {
+  it('502 GATEWAY_ERROR when the gateway resets the connection, sent once', async () => {
+    // a request the gateway read whole is never sent again (it may be running
+    // it); first give every worker thread a kept connection to the gateway
+    const warm = await Promise.all(Array.from({ length: 16 },
+      () => stack.chat(user.key.secret, chatBody('prov-main'))));
+    for (const res of warm) assert.equal(res.status, 200, res.text);
+    await stack.billingSettled();
+    const seq = (await stack.mock.last()).seq;
     await failsUncharged(chatBody('prov-fault-reset'), 502, 'GATEWAY_ERROR');
+    assert.equal((await stack.mock.last()).seq, seq + 1, 'the gateway got the request once');
   });
 
   it("400 INVALID_REQUEST, uncharged, when the gateway refuses the prompt as too long", async () => {

@@ -3,8 +3,11 @@
  * gateway URL's parts, the request on the wire (method, path prefix, Host,
  * token, length), answers with Content-Length, chunked, or ending with the
  * connection, a 100 Continue before the answer, one connection kept for
- * several requests, a kept connection the gateway closed (sent again on a
- * new one), a cut or malformed answer, and the total timeout. */
+ * several requests, a kept connection the gateway closed while idle (seen
+ * before reuse: the request goes once, on a new connection), a connection
+ * reset after the gateway read the whole request (a failure, never sent
+ * again) or before it could (sent again once), a cut or malformed answer,
+ * and the total timeout. */
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <string.h>
@@ -18,11 +21,16 @@
 #define MAX_STEPS 8
 
 /* Each step answers one request: reply is written as is (NULL: read the
- * request and send nothing), then the connection is closed if close_after. */
+ * request and send nothing), then, if close_after, the server stops writing
+ * (a FIN) but still reads and counts what arrives on that connection until
+ * the client closes it; if reset, the connection is closed with a TCP reset
+ * right after the request was read (and reply is not sent); reset 2 does so
+ * after reading only the request's head. */
 typedef struct step_t {
     const char *reply;
     int close_after;
     int delay_ms;
+    int reset;
 } step_t;
 
 typedef struct server_t {
@@ -30,17 +38,22 @@ typedef struct server_t {
     step_t steps[MAX_STEPS];
     int nsteps;
     int accepted;                   /* connections taken */
+    int seen;                       /* whole requests read, answered or not */
+    int closes;                     /* connections the server stopped writing on */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     char last_request[4096];
     pthread_t th;
 } server_t;
 
-/* Reads one request (head and Content-Length body); 0 at EOF. */
-static int read_request(int fd, char *buf, size_t cap)
+/* Reads one request's head into buf and, unless head_only, its
+ * Content-Length body (kept in buf as far as it fits); 0 at EOF. */
+static int read_request(int fd, char *buf, size_t cap, int head_only)
 {
-    size_t got = 0;
-    char *end;
+    size_t got = 0, want;
+    char *end = NULL, scratch[16384];
     long clen = 0;
-    for (;;) {
+    while (!end) {
         ssize_t k = recv(fd, buf + got, cap - 1 - got, 0);
         if (k <= 0)
             return 0;
@@ -50,10 +63,41 @@ static int read_request(int fd, char *buf, size_t cap)
             char *cl = strcasestr(buf, "Content-Length:");
             if (cl)
                 clen = atol(cl + 15);
-            if (got >= (size_t)(end + 4 - buf) + (size_t)clen)
-                return 1;
         }
     }
+    if (head_only)
+        return 1;
+    want = (size_t)(end + 4 - buf) + (size_t)clen;
+    while (got < want) {
+        ssize_t k = recv(fd, scratch, sizeof(scratch), 0);
+        if (k <= 0)
+            return 0;
+        got += (size_t)k;
+    }
+    return 1;
+}
+
+static void count(server_t *s, int *field)
+{
+    pthread_mutex_lock(&s->mu);
+    (*field)++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits until the server stopped writing on n connections. */
+static void wait_closes(server_t *s, int n)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->closes < n)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void reset_conn(int fd)
+{
+    struct linger l = { 1, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
 }
 
 static void *serve(void *arg)
@@ -61,21 +105,33 @@ static void *serve(void *arg)
     server_t *s = arg;
     int i = 0;
     while (i < s->nsteps) {
-        int fd = accept(s->lfd, NULL, NULL);
+        int fd = accept(s->lfd, NULL, NULL), half_closed = 0;
         if (fd < 0)
             break;
-        s->accepted++;
-        while (i < s->nsteps) {
-            step_t *st = &s->steps[i];
-            if (!read_request(fd, s->last_request, sizeof(s->last_request)))
+        count(s, &s->accepted);
+        while (i < s->nsteps || half_closed) {
+            step_t *st = &s->steps[i < s->nsteps ? i : 0];
+            int head_only = !half_closed && st->reset == 2;
+            if (!read_request(fd, s->last_request, sizeof(s->last_request), head_only))
+                break;
+            if (!head_only)
+                count(s, &s->seen);
+            if (half_closed)
                 break;
             i++;
+            if (st->reset) {
+                reset_conn(fd);
+                break;
+            }
             if (st->delay_ms)
                 usleep((useconds_t)st->delay_ms * 1000);
             if (st->reply && send(fd, st->reply, strlen(st->reply), MSG_NOSIGNAL) < 0)
                 break;
-            if (st->close_after)
-                break;
+            if (st->close_after) {
+                shutdown(fd, SHUT_WR);
+                half_closed = 1;
+                count(s, &s->closes);
+            }
         }
         close(fd);
     }
@@ -86,10 +142,13 @@ static void start(server_t *s)
 {
     struct sockaddr_in a;
     socklen_t al = sizeof(a);
-    int one = 1;
+    int one = 1, rcvbuf = 16384;
     s->lfd = socket(AF_INET, SOCK_STREAM, 0);
     CU_ASSERT_FATAL(s->lfd >= 0);
     setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* a small receive buffer (inherited by accepted sockets): a large
+     * request cannot be handed to the kernel whole before the server reads */
+    setsockopt(s->lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     memset(&a, 0, sizeof(a));
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -105,6 +164,8 @@ static void finish(server_t *s)
     shutdown(s->lfd, SHUT_RDWR);
     pthread_join(s->th, NULL);
     close(s->lfd);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
 }
 
 /* A server that answers with steps[0..n), and a pool for the test. */
@@ -112,6 +173,8 @@ static void begin(server_t *s, apr_pool_t **p, const step_t *steps, int n)
 {
     apr_pool_create(p, prov_test_pool());
     memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     memcpy(s->steps, steps, (size_t)n * sizeof(*steps));
     s->nsteps = n;
     start(s);
@@ -123,9 +186,9 @@ typedef struct call_t {
     apr_status_t rv;
 } call_t;
 
-/* One POST through the client; gw is the connection-cache identity. */
-static call_t post(server_t *s, const void *gw, const char *prefix, long timeout_ms,
-                   apr_pool_t *p)
+/* One POST of body through the client; gw is the connection-cache identity. */
+static call_t post_body(server_t *s, const void *gw, const char *prefix, long timeout_ms,
+                        const char *body, apr_size_t len, apr_pool_t *p)
 {
     prov_gw_target_t t;
     call_t c;
@@ -133,9 +196,14 @@ static call_t post(server_t *s, const void *gw, const char *prefix, long timeout
     memset(&c, 0, sizeof(c));
     CU_ASSERT_EQUAL_FATAL(prov_gw_target_parse(&t, url, p), APR_SUCCESS);
     c.rv = prov_gw_http_request(&c.resp, &t, gw, "Authorization: Bearer tok-123", 1000,
-                                timeout_ms, "/v1/chat/completions", "{\"a\":1}", 7, NULL,
-                                &c.why, p);
+                                timeout_ms, "/v1/chat/completions", body, len, NULL, &c.why, p);
     return c;
+}
+
+static call_t post(server_t *s, const void *gw, const char *prefix, long timeout_ms,
+                   apr_pool_t *p)
+{
+    return post_body(s, gw, prefix, timeout_ms, "{\"a\":1}", 7, p);
 }
 
 static void test_target_parse(void)
@@ -167,11 +235,11 @@ static void test_keepalive_and_encodings(void)
 {
     static const step_t steps[] = {
         { "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-          "Content-Length: 11\r\n\r\n{\"ok\":true}", 0, 0 },
+          "Content-Length: 11\r\n\r\n{\"ok\":true}", 0, 0, 0 },
         { "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 429 Too Many Requests\r\n"
           "Retry-After: 7\r\nTransfer-Encoding: chunked\r\n\r\n"
-          "4\r\n{\"a\"\r\n5;x=y\r\n:\"b\"}\r\n0\r\nX-Trailer: 1\r\n\r\n", 0, 0 },
-        { "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", 0, 0 },
+          "4\r\n{\"a\"\r\n5;x=y\r\n:\"b\"}\r\n0\r\nX-Trailer: 1\r\n\r\n", 0, 0, 0 },
+        { "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", 0, 0, 0 },
     };
     apr_pool_t *p = NULL;
     server_t s;
@@ -204,12 +272,13 @@ static void test_keepalive_and_encodings(void)
     apr_pool_destroy(p);
 }
 
-static void test_stale_connection_retried(void)
+static void test_idle_close_seen_before_reuse(void)
 {
-    /* the first answer keeps the connection alive, then the server drops it */
+    /* the first answer keeps the connection alive, then the server closes
+     * its side while idle (it would still read a request sent there) */
     static const step_t steps[] = {
-        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1, 0 },
-        { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain", 0, 0 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1, 0, 0 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain", 0, 0, 0 },
     };
     apr_pool_t *p = NULL;
     server_t s;
@@ -218,21 +287,79 @@ static void test_stale_connection_retried(void)
     begin(&s, &p, steps, 2);
     c = post(&s, &gw, "", 2000, p);
     CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
-    usleep(50 * 1000);
+    wait_closes(&s, 1);
+    usleep(20 * 1000);          /* margin for the FIN to cross loopback */
     c = post(&s, &gw, "", 2000, p);
     CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(c.resp->body, "again");
-    CU_ASSERT_EQUAL(s.accepted, 2);
     finish(&s);
+    /* the second request went once, on a new connection */
+    CU_ASSERT_EQUAL(s.accepted, 2);
+    CU_ASSERT_EQUAL(s.seen, 2);
+    apr_pool_destroy(p);
+}
+
+static void test_read_request_never_resent(void)
+{
+    /* a kept connection; the gateway reads the second request whole, then
+     * resets the connection without answering: it may have run it */
+    static const step_t steps[] = {
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, 0 },
+        { NULL, 0, 0, 1 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\ntwice", 0, 0, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    call_t c;
+    static int gw;
+    begin(&s, &p, steps, 3);
+    c = post(&s, &gw, "", 2000, p);
+    CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
+    c = post(&s, &gw, "", 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_EGENERAL);
+    CU_ASSERT_PTR_NOT_NULL(c.why);
+    finish(&s);
+    CU_ASSERT_EQUAL(s.seen, 2);
+    CU_ASSERT_EQUAL(s.accepted, 1);
+    apr_pool_destroy(p);
+}
+
+static void test_unsent_request_sent_again(void)
+{
+    /* a kept connection; the gateway reads the head of a request too large
+     * for the socket buffers and resets: the client still held part of it,
+     * so it is sent again on a new connection, and read whole once */
+    static const step_t steps[] = {
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, 0 },
+        { NULL, 0, 0, 2 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nonce", 0, 0, 0 },
+    };
+    apr_size_t big = 8 * 1024 * 1024;
+    apr_pool_t *p = NULL;
+    server_t s;
+    call_t c;
+    char *body;
+    static int gw;
+    begin(&s, &p, steps, 3);
+    body = apr_palloc(p, big);
+    memset(body, ' ', big);
+    c = post(&s, &gw, "", 2000, p);
+    CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
+    c = post_body(&s, &gw, "", 10000, body, big, p);
+    CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(c.resp->body, "once");
+    finish(&s);
+    CU_ASSERT_EQUAL(s.accepted, 2);
+    CU_ASSERT_EQUAL(s.seen, 2);
     apr_pool_destroy(p);
 }
 
 static void test_failures(void)
 {
     static const step_t steps[] = {
-        { "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\ncut short", 1, 0 },
-        { "SMTP ready\r\n\r\n", 1, 0 },
-        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1, 600 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\ncut short", 1, 0, 0 },
+        { "SMTP ready\r\n\r\n", 1, 0, 0 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1, 600, 0 },
     };
     apr_pool_t *p = NULL;
     server_t s;
@@ -257,5 +384,7 @@ static void test_failures(void)
 void prov_test_suite_gateway(void)
 {
     PROV_SUITE("gateway", PROV_TEST(test_target_parse), PROV_TEST(test_keepalive_and_encodings),
-               PROV_TEST(test_stale_connection_retried), PROV_TEST(test_failures));
+               PROV_TEST(test_idle_close_seen_before_reuse),
+               PROV_TEST(test_read_request_never_resent),
+               PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures));
 }

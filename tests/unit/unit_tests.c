@@ -72,6 +72,7 @@ int main(int argc, char **argv)
     prov_test_suite_header();
     prov_test_suite_estimate();
     prov_test_suite_json();
+    prov_test_suite_fuzz_findings();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);
