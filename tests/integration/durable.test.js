@@ -20,8 +20,9 @@ const HOLD_TIMEOUT = 60;
 const SLOW_MODEL = 'bill-slow';   // the gateway answers after 8 s
 const CLIENTS = 16;
 // What a kill and its aftermath may log: the parent's report, the writer's
-// failed batch on a held database, expiries, the journal's replay.
-const KILL_LOG = /PROV0005[0-7]|PROV0038[0-9]|released \d+ (hold|lease)/;
+// failed batch on a held database (on SQLite, past the busy cap: PROV00405),
+// expiries, the journal's replay.
+const KILL_LOG = /PROV0005[0-7]|PROV0038[0-9]|PROV00405|released \d+ (hold|lease)/;
 
 /** Polls fn until it returns a truthy value; throws after ms (soft: returns it). */
 async function until(what, fn, ms = 30000, { soft = false } = {}) {
