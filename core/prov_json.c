@@ -157,19 +157,6 @@ static const char *parse_strict(json_object **pobj, const char *buf, apr_size_t 
     return NULL;
 }
 
-json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
-{
-    json_object *obj = NULL;
-    const char *why = parse_strict(&obj, buf, len);
-    if (!why && !obj)
-        why = "the JSON value is null";
-    if (why) {
-        *err = why;
-        return NULL;
-    }
-    return prov_json_own(obj, p);
-}
-
 json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **err)
 {
     json_object *obj = NULL;
@@ -181,6 +168,11 @@ json_object *prov_json_parse_raw(const char *buf, apr_size_t len, const char **e
         return NULL;
     }
     return obj;
+}
+
+json_object *prov_json_parse(const char *buf, apr_size_t len, const char **err, apr_pool_t *p)
+{
+    return prov_json_own(prov_json_parse_raw(buf, len, err), p);
 }
 
 json_object *prov_json_parse_body(const char *buf, apr_size_t len, const char **err,
