@@ -30,8 +30,18 @@ make -j2
 
 pgsql=${PROVIDER_TEST_PGSQL:-}
 
-# Prints test-suite.log and the full log of each failed suite among $@.
+# Prints, first, what failed (node's "failing tests" summary, CUnit's and
+# TAP's failure lines: a reader of only the first lines of CI's output sees
+# the cause), then test-suite.log and the full log of each failed suite
+# among $@.
 print_failures() {
+  for l in "$@"; do
+    if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
+      echo "==================== what failed in $l ===================="
+      { sed -n '/failing tests:/,$p' "$l"; grep -E '^not ok |Test: .*\.\.\.FAILED|^ +[0-9]+\. .*:[0-9]+ +- ' "$l"; \
+        grep -E 'unexpected server problems|^ +error log: |^ +apache2 |^ +mockgw ' "$l"; } | head -n 120
+    fi
+  done
   echo "==================== test-suite.log ===================="
   cat test-suite.log 2>/dev/null || true
   for l in "$@"; do
