@@ -44,6 +44,9 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
     assertOpenAIError(res, status, code);
     assertNoSecrets(res, stack);
     assert.equal(res.headers.get('x-provider-credits') ?? '0', '0', 'no credits header on a failure');
+    // a hold drawn from a lease is released by the writer thread: its row
+    // is written within milliseconds, not before the answer
+    await stack.billingSettled();
     assert.equal(stack.balance(user.id), before, 'balance unchanged');
     const row = stack.ledger(res.headers.get('x-request-id'));
     assert.ok(row, `a ledger row for ${res.headers.get('x-request-id')}`);
