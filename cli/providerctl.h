@@ -1,11 +1,15 @@
 /* providerctl.h: what the parts of providerctl share: the command table entry
  * (group, verb, positional synopsis, options, summary, run function), the
  * context a run function gets (parsed arguments, the open store, --json), and
- * the helpers every command uses to parse credits and ids, find users, report
- * errors with the right exit code, and print tables, key/value lines and JSON.
+ * the helpers every command uses to parse credits, ids and times, find users
+ * and models, report errors with the right exit code, and print tables,
+ * key/value lines, JSON and an account's balance and windows. The helpers live
+ * in the two shared files, providerctl_common.c (arguments, errors, output) and
+ * providerctl_common_store.c (opening the database, lookups, the account).
  * Each group (db, user, key, balance, model, plan, subscription, usage, hold) lives
  * in cli/providerctl_<group>.c (subscription with plan) and exports its table
- * of commands. */
+ * of commands; a group's file calls the shared files, never another group's.
+ * providerctl.c has main() and the dispatch. */
 #ifndef PROVIDERCTL_H
 #define PROVIDERCTL_H
 
@@ -17,6 +21,7 @@
 #include "prov_account.h"
 #include "prov_models.h"
 #include "prov_usage.h"
+#include "prov_plans.h"
 
 #define PROG "providerctl"
 /* The config file read when neither --db nor PROVIDER_DB is given;
@@ -85,12 +90,9 @@ extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
 
-/* Finds the database (--db, $PROVIDER_DB, the config file), opens it into
- * ctl->store and, for CTL_DB_READY commands, checks the schema version and
- * prepares the statements. CTL_OK, or the exit code after saying why not. */
-int ctl_db_open(ctl_t *ctl);
-
-/* ---- arguments ---- */
+/* ---- arguments (providerctl_common.c) ---- */
+/* "GROUP VERB ARGS [--opt VALUE]...": the command's synopsis for the help. */
+const char *ctl_synopsis(const ctl_group_t *g, const ctl_cmd_t *c, apr_pool_t *p);
 /* The value of a command option, or NULL when it was not given. */
 const char *ctl_opt(ctl_t *ctl, const char *name);
 /* Non-zero when a flag (or an option) was given. */
@@ -104,10 +106,6 @@ int ctl_parse_id(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
 /* Parses a DATE/T argument: YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or
  * epoch seconds; CTL_OK or CTL_USAGE after naming what ("--until date"). */
 int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
-/* Finds USER (id or email); CTL_OK, or CTL_FAIL after "unknown user 'x'". */
-int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
-/* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
-int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id);
 
 /* ---- errors (each prints "providerctl: ..." on stderr) ---- */
 int ctl_fail(ctl_t *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -136,12 +134,29 @@ void ctl_table_row(ctl_table_t *t, ...);
 /* Prints the table with aligned columns, or empty_note when it has no rows. */
 void ctl_table_print(ctl_table_t *t, const char *empty_note);
 
-/* ---- JSON of the shared records ---- */
-json_object *ctl_user_json(const prov_user_t *u);
-json_object *ctl_key_json(const prov_apikey_t *k, const char *email);
-json_object *ctl_model_json(const prov_model_t *m);
+/* The JSON of one record (a user, a plan...). */
+typedef json_object *ctl_to_json_fn(const void *rec);
+/* Adds the table row of one record. */
+typedef void ctl_to_row_fn(ctl_table_t *t, const void *rec, apr_pool_t *p);
+/* What the list commands print: recs (an array of pointers to records) as a
+ * JSON array of to_json(rec) with --json, else as table t (its headers made)
+ * with a to_row(rec) row each, or empty_note when there are none. CTL_OK. */
+int ctl_list_print(ctl_t *ctl, const apr_array_header_t *recs, ctl_to_json_fn *to_json,
+                   ctl_table_t *t, ctl_to_row_fn *to_row, const char *empty_note);
+
+/* ---- the store (providerctl_common_store.c) ---- */
+/* Finds the database (--db, $PROVIDER_DB, the config file), opens it into
+ * ctl->store and, for CTL_DB_READY commands, checks the schema version and
+ * prepares the statements. CTL_OK, or the exit code after saying why not. */
+int ctl_db_open(ctl_t *ctl);
+/* Finds USER (id or email); CTL_OK, or CTL_FAIL after "unknown user 'x'". */
+int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
+/* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
+int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id);
 /* requests, input/output/cache/reasoning_tokens, credits (decimal) */
 json_object *ctl_usage_json(const prov_usage_row_t *r);
+/* id, user_id, plan (name), plan_id, both quotas, starts/until/cancelled_at */
+json_object *ctl_subscription_json(const prov_subscription_t *sub);
 
 /* ---- the account's balance, plan and windows (balance/subscription show) ---- */
 /* Prints (or, with --json, prints as one object) the balance, the held

@@ -1,8 +1,9 @@
 /* providerctl_balance.c: the `balance` group: crediting a user's prepaid
  * balance (or correcting it with a negative amount), each movement recorded
  * with its reason, and showing the balance together with what requests in
- * flight hold, the plan and its windows' use (ctl_account_print, shared with
- * `subscription show`). Amounts are decimal credits. */
+ * flight hold, the plan and its windows' use (ctl_account_print in
+ * providerctl_common_store.c, shared with `subscription show`). Amounts are
+ * decimal credits. */
 #include <stdio.h>
 #include "providerctl.h"
 

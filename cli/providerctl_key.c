@@ -10,7 +10,7 @@
 #include "providerctl.h"
 #include "prov_billing.h"
 
-json_object *ctl_key_json(const prov_apikey_t *k, const char *email)
+static json_object *key_json(const prov_apikey_t *k, const char *email)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(k->id));
@@ -37,7 +37,7 @@ static void print_secret(ctl_t *ctl, const prov_apikey_t *k, const char *email,
                          const char *secret, const char *what)
 {
     if (ctl->json) {
-        json_object *o = ctl_key_json(k, email);
+        json_object *o = key_json(k, email);
         json_object_object_add(o, "secret", json_object_new_string(secret));
         ctl_json_print(o);
         return;
@@ -151,7 +151,7 @@ static int key_list(ctl_t *ctl)
         json_object *a = json_object_new_array();
         for (i = 0; i < keys->nelts; i++) {
             const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
-            json_object *o = ctl_key_json(k, apr_hash_get(emails, &k->user_id,
+            json_object *o = key_json(k, apr_hash_get(emails, &k->user_id,
                                                           sizeof(k->user_id)));
             prov_key_usage_t ku;
             if ((rc = key_usage(ctl, &ku, k)) != CTL_OK) {
@@ -202,7 +202,7 @@ static int key_show(ctl_t *ctl)
     if ((rc = key_usage(ctl, &ku, k)) != CTL_OK)
         return rc;
     if (ctl->json) {
-        json_object *o = ctl_key_json(k, email);
+        json_object *o = key_json(k, email);
         int returns = k->has_budget && spent > 0;
         json_object_object_add(o, "spent_7d", prov_json_credits(spent));
         json_object_object_add(o, "budget_reset_seconds",
@@ -273,7 +273,7 @@ static int key_delete(ctl_t *ctl)
     if (ctl->json) {
         if (prov_apikey_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
             return ctl_fail(ctl, "key %s was deleted but cannot be read back", ctl->argv[0]);
-        ctl_json_print(ctl_key_json(k, owner_email(ctl, k->user_id)));
+        ctl_json_print(key_json(k, owner_email(ctl, k->user_id)));
     }
     else {
         printf("key %" APR_INT64_T_FMT " (%s...) deleted\n", k->id, k->display);
@@ -301,7 +301,7 @@ static int key_budget(ctl_t *ctl)
     k->has_budget = !clear;
     k->weekly_budget = clear ? 0 : amount;
     if (ctl->json)
-        ctl_json_print(ctl_key_json(k, owner_email(ctl, k->user_id)));
+        ctl_json_print(key_json(k, owner_email(ctl, k->user_id)));
     else if (clear)
         printf("key %" APR_INT64_T_FMT ": no weekly budget\n", k->id);
     else

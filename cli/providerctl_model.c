@@ -1,7 +1,7 @@
 /* providerctl_model.c: the `model` group: the catalog (public id, display
  * name, the gateway's upstream id, the family, the enabled and messages flags)
  * and its rate card in credits per 1M tokens of each kind; `none` clears a
- * rate (the catalog then shows null). Also the JSON form of a model. */
+ * rate (the catalog then shows null). */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
@@ -11,23 +11,14 @@
                     "up to 200 without control characters; the family up to 64 of " \
                     "a-z 0-9 . _ -"
 
-int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id)
-{
-    apr_status_t rv = prov_model_find(m, ctl->store, public_id, ctl->pool);
-    if (rv == APR_NOTFOUND)
-        return ctl_fail(ctl, "unknown model '%s'", public_id);
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "look up the model");
-    return CTL_OK;
-}
-
 static json_object *rate_json(prov_micro_t r)
 {
     return r == PROV_RATE_UNSET ? NULL : prov_json_credits(r);
 }
 
-json_object *ctl_model_json(const prov_model_t *m)
+static json_object *model_json(const void *rec)
 {
+    const prov_model_t *m = rec;
     json_object *o = json_object_new_object(), *pr = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(m->id));
     json_object_object_add(o, "publicId", json_object_new_string(m->public_id));
@@ -53,7 +44,7 @@ static int model_print(ctl_t *ctl, const prov_model_t *m)
 {
     apr_pool_t *p = ctl->pool;
     if (ctl->json) {
-        ctl_json_print(ctl_model_json(m));
+        ctl_json_print(model_json(m));
         return CTL_OK;
     }
     ctl_kv("public id:", m->public_id);
@@ -126,38 +117,31 @@ static int model_add(ctl_t *ctl)
     return CTL_OK;
 }
 
+static void model_row(ctl_table_t *t, const void *rec, apr_pool_t *p)
+{
+    const prov_model_t *m = rec;
+    ctl_table_row(t, m->public_id, m->display_name, m->upstream_id,
+                  *m->family ? m->family : "-", m->enabled ? "yes" : "no",
+                  m->messages_enabled ? "on" : "off", rate_text(m->rates.input, p),
+                  rate_text(m->rates.output, p), rate_text(m->rates.cache, p),
+                  rate_text(m->rates.reasoning, p));
+}
+
 static int model_list(ctl_t *ctl)
 {
     apr_array_header_t *models = NULL;
-    ctl_table_t *t;
-    apr_pool_t *p = ctl->pool;
-    int i;
     apr_status_t rv;
 
     if (ctl_flag(ctl, "all") && ctl_flag(ctl, "enabled"))
         return ctl_usage(ctl, "--all and --enabled exclude each other");
-    rv = prov_model_list(&models, ctl->store, ctl_flag(ctl, "enabled"), p);
+    rv = prov_model_list(&models, ctl->store, ctl_flag(ctl, "enabled"), ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the models");
-    if (ctl->json) {
-        json_object *a = json_object_new_array();
-        for (i = 0; i < models->nelts; i++)
-            json_object_array_add(a, ctl_model_json(APR_ARRAY_IDX(models, i, prov_model_t *)));
-        ctl_json_print(a);
-        return CTL_OK;
-    }
-    t = ctl_table_make(p, 10, "PUBLIC ID", "NAME", "UPSTREAM", "FAMILY", "ENABLED", "MESSAGES",
-                       "INPUT", "OUTPUT", "CACHE", "REASONING");
-    for (i = 0; i < models->nelts; i++) {
-        const prov_model_t *m = APR_ARRAY_IDX(models, i, prov_model_t *);
-        ctl_table_row(t, m->public_id, m->display_name, m->upstream_id,
-                      *m->family ? m->family : "-", m->enabled ? "yes" : "no",
-                      m->messages_enabled ? "on" : "off", rate_text(m->rates.input, p),
-                      rate_text(m->rates.output, p), rate_text(m->rates.cache, p),
-                      rate_text(m->rates.reasoning, p));
-    }
-    ctl_table_print(t, "no models");
-    return CTL_OK;
+    return ctl_list_print(ctl, models, model_json,
+                          ctl_table_make(ctl->pool, 10, "PUBLIC ID", "NAME", "UPSTREAM",
+                                         "FAMILY", "ENABLED", "MESSAGES", "INPUT", "OUTPUT",
+                                         "CACHE", "REASONING"),
+                          model_row, "no models");
 }
 
 static int model_show(ctl_t *ctl)

@@ -1,42 +1,18 @@
 /* providerctl_plan.c: the `plan` group (plans with a quota per rolling 5-hour
  * and per rolling 7-day window, in credits: add, list, show, set) and the
  * `subscription` group (give a user a plan from now on, optionally until a
- * date; show; cancel), plus what `balance show` and `subscription show` both
- * print about an account: the balance, what requests in flight hold, the
- * active plan and each window's use, percentage and when capacity returns
- * (as a duration and a UTC time), from the spend engine's account status.
- * "Now" is prov_now(), the clock that tests can set. */
+ * date; show; cancel). What `subscription show` prints about an account (the
+ * balance, the plan and both windows' use) is ctl_account_print, which
+ * `balance show` shares (providerctl_common_store.c). "Now" is prov_now(), the
+ * clock that tests can set. */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
 #include "prov_plans.h"
-#include "prov_billing.h"
 
-/* ---- shared output ------------------------------------------------------- */
-
-/* used / quota in tenths of a percent, without overflow or floating point. */
-static apr_int64_t permille(prov_micro_t used, prov_micro_t quota)
+static json_object *plan_json(const void *rec)
 {
-    if (quota <= 0 || used <= 0)
-        return 0;
-    while (quota > APR_INT64_MAX / 1000 || used > APR_INT64_MAX / 1000) {
-        used /= 1000;
-        quota /= 1000;
-        if (quota == 0)
-            return 0;
-    }
-    return used * 1000 / quota;
-}
-
-static const char *percent_text(apr_int64_t pm, apr_pool_t *p)
-{
-    if (pm % 10)
-        return apr_psprintf(p, "%" APR_INT64_T_FMT ".%d", pm / 10, (int)(pm % 10));
-    return prov_i64(pm / 10, p);
-}
-
-static json_object *plan_json(const prov_plan_t *pl)
-{
+    const prov_plan_t *pl = rec;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(pl->id));
     json_object_object_add(o, "name", json_object_new_string(pl->name));
@@ -44,100 +20,6 @@ static json_object *plan_json(const prov_plan_t *pl)
     json_object_object_add(o, "quota_7d", prov_json_credits(pl->quota_7d));
     json_object_object_add(o, "created_at", ctl_json_time(pl->created_at));
     return o;
-}
-
-static json_object *sub_json(const prov_subscription_t *sub)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "id", json_object_new_int64(sub->id));
-    json_object_object_add(o, "user_id", json_object_new_int64(sub->user_id));
-    json_object_object_add(o, "plan", json_object_new_string(sub->plan_name));
-    json_object_object_add(o, "plan_id", json_object_new_int64(sub->plan_id));
-    json_object_object_add(o, "quota_5h", prov_json_credits(sub->quota_5h));
-    json_object_object_add(o, "quota_7d", prov_json_credits(sub->quota_7d));
-    json_object_object_add(o, "starts_at", ctl_json_time(sub->starts_at));
-    json_object_object_add(o, "until_at", ctl_json_time(sub->until_at));
-    json_object_object_add(o, "cancelled_at", ctl_json_time(sub->cancelled_at));
-    return o;
-}
-
-static json_object *window_json(prov_micro_t quota, prov_micro_t used, apr_int64_t reset,
-                                apr_int64_t now, apr_pool_t *p)
-{
-    json_object *o = json_object_new_object();
-    apr_int64_t pm = permille(used, quota);
-    json_object_object_add(o, "quota", prov_json_credits(quota));
-    json_object_object_add(o, "used", prov_json_credits(used));
-    json_object_object_add(o, "percent",
-                           json_object_new_double_s((double)pm / 10.0, percent_text(pm, p)));
-    json_object_object_add(o, "reset_seconds", json_object_new_int64(used > 0 ? reset : 0));
-    json_object_object_add(o, "reset_at", used > 0 ? ctl_json_time(now + reset) : NULL);
-    return o;
-}
-
-static const char *window_text(prov_micro_t quota, prov_micro_t used, apr_int64_t reset,
-                               apr_int64_t now, apr_pool_t *p)
-{
-    const char *head = apr_psprintf(p, "%s / %s credits (%s%%)", prov_money_format(used, p),
-                                    prov_money_format(quota, p),
-                                    percent_text(permille(used, quota), p));
-    if (used <= 0)
-        return apr_pstrcat(p, head, "; nothing used", NULL);
-    return apr_psprintf(p, "%s; capacity returns in %s (%s UTC)", head, ctl_duration(reset, p),
-                        ctl_time(now + reset, 0, p));
-}
-
-static const char *sub_text(const prov_subscription_t *sub, apr_pool_t *p)
-{
-    return apr_psprintf(p, "%s (since %s, %s)", sub->plan_name, ctl_time(sub->starts_at, 0, p),
-                        sub->until_at ? apr_pstrcat(p, "until ", ctl_time(sub->until_at, 0, p),
-                                                    " UTC", NULL)
-                                      : "open-ended");
-}
-
-int ctl_account_print(ctl_t *ctl, const prov_user_t *u)
-{
-    apr_int64_t now = prov_now();
-    prov_account_status_t st;
-    prov_subscription_t *sub = NULL;
-    const prov_plan_windows_t *w = &st.windows;
-    apr_pool_t *p = ctl->pool;
-    apr_status_t rv;
-
-    rv = prov_billing_account_status(&st, ctl->store, u->id, now, p);
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "read the account's status");
-    rv = prov_subscription_active(&sub, ctl->store, u->id, now, p);
-    if (rv != APR_SUCCESS && rv != APR_NOTFOUND)
-        return ctl_db_fail(ctl, rv, "read the subscription");
-    if (ctl->json) {
-        json_object *o = json_object_new_object(), *wo = NULL;
-        json_object_object_add(o, "user_id", json_object_new_int64(u->id));
-        json_object_object_add(o, "email", json_object_new_string(u->email));
-        json_object_object_add(o, "balance", prov_json_credits(st.balance));
-        json_object_object_add(o, "held", prov_json_credits(st.held));
-        json_object_object_add(o, "subscription", sub ? sub_json(sub) : NULL);
-        if (w->has_plan) {
-            wo = json_object_new_object();
-            json_object_object_add(wo, "5h", window_json(w->quota_5h, w->used_5h, w->reset_5h,
-                                                         now, p));
-            json_object_object_add(wo, "7d", window_json(w->quota_7d, w->used_7d, w->reset_7d,
-                                                         now, p));
-        }
-        json_object_object_add(o, "windows", wo);
-        ctl_json_print(o);
-        return CTL_OK;
-    }
-    printf("balance of %s: %s credits\n", u->email, ctl_credits(st.balance, p));
-    if (st.held)
-        ctl_kv("held:", apr_pstrcat(p, ctl_credits(st.held, p),
-                                    " credits (by requests in flight)", NULL));
-    ctl_kv("plan:", sub ? sub_text(sub, p) : "none (requests are paid from the balance)");
-    if (w->has_plan) {
-        ctl_kv("5-hour window:", window_text(w->quota_5h, w->used_5h, w->reset_5h, now, p));
-        ctl_kv("7-day window:", window_text(w->quota_7d, w->used_7d, w->reset_7d, now, p));
-    }
-    return CTL_OK;
 }
 
 /* ---- plans --------------------------------------------------------------- */
@@ -208,31 +90,24 @@ static int plan_add(ctl_t *ctl)
     return CTL_OK;
 }
 
+static void plan_row(ctl_table_t *t, const void *rec, apr_pool_t *p)
+{
+    const prov_plan_t *pl = rec;
+    ctl_table_row(t, prov_i64(pl->id, p), pl->name, ctl_credits(pl->quota_5h, p),
+                  ctl_credits(pl->quota_7d, p), ctl_time(pl->created_at, 0, p));
+}
+
 static int plan_list(ctl_t *ctl)
 {
     apr_array_header_t *plans = NULL;
-    ctl_table_t *t;
-    int i;
     apr_status_t rv = prov_plan_list(&plans, ctl->store, ctl->pool);
 
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the plans");
-    if (ctl->json) {
-        json_object *a = json_object_new_array();
-        for (i = 0; i < plans->nelts; i++)
-            json_object_array_add(a, plan_json(APR_ARRAY_IDX(plans, i, prov_plan_t *)));
-        ctl_json_print(a);
-        return CTL_OK;
-    }
-    t = ctl_table_make(ctl->pool, 5, "ID", "NAME", "5-HOUR QUOTA", "7-DAY QUOTA", "CREATED");
-    for (i = 0; i < plans->nelts; i++) {
-        const prov_plan_t *pl = APR_ARRAY_IDX(plans, i, prov_plan_t *);
-        ctl_table_row(t, prov_i64(pl->id, ctl->pool), pl->name,
-                      ctl_credits(pl->quota_5h, ctl->pool), ctl_credits(pl->quota_7d, ctl->pool),
-                      ctl_time(pl->created_at, 0, ctl->pool));
-    }
-    ctl_table_print(t, "no plans");
-    return CTL_OK;
+    return ctl_list_print(ctl, plans, plan_json,
+                          ctl_table_make(ctl->pool, 5, "ID", "NAME", "5-HOUR QUOTA",
+                                         "7-DAY QUOTA", "CREATED"),
+                          plan_row, "no plans");
 }
 
 static int plan_show(ctl_t *ctl)
@@ -297,7 +172,7 @@ static int sub_set(ctl_t *ctl)
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "set the subscription");
     if (ctl->json) {
-        ctl_json_print(sub_json(sub));
+        ctl_json_print(ctl_subscription_json(sub));
         return CTL_OK;
     }
     printf("%s is subscribed to plan %s (%s credits per 5 hours, %s per 7 days) from %s UTC, "
@@ -337,7 +212,7 @@ static int sub_cancel(ctl_t *ctl)
         return ctl_db_fail(ctl, rv, "cancel the subscription");
     sub->cancelled_at = now;
     if (ctl->json)
-        ctl_json_print(sub_json(sub));
+        ctl_json_print(ctl_subscription_json(sub));
     else
         printf("subscription of %s to plan %s cancelled\n", u->email, sub->plan_name);
     return CTL_OK;

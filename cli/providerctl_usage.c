@@ -1,116 +1,12 @@
 /* providerctl_usage.c: the `usage` group (`usage report`: requests, the four
  * token kinds and credits from the ledger, filtered by user, key, model and a
  * time range, grouped by day, key or model, as an aligned table, CSV or JSON,
- * with a total), and the time helpers the billing commands share: reading a
- * DATE argument (YYYY-MM-DD at 00:00 UTC, YYYY-MM-DDTHH:MM[:SS]Z, or epoch
- * seconds) and printing a number of seconds as a duration. */
+ * with a total). T in --since and --until is YYYY-MM-DD at 00:00 UTC,
+ * YYYY-MM-DDTHH:MM[:SS]Z or epoch seconds (ctl_parse_time). */
 #include <stdio.h>
 #include <string.h>
-#include <apr_lib.h>
 #include "providerctl.h"
 #include "prov_usage.h"
-
-/* ---- time helpers -------------------------------------------------------- */
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil), so that no libc time zone is involved. */
-static apr_int64_t days_from_civil(apr_int64_t y, unsigned m, unsigned d)
-{
-    apr_int64_t era;
-    unsigned yoe, doy, doe;
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = (unsigned)(y - era * 400);
-    doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (apr_int64_t)doe - 719468;
-}
-
-static int month_days(int y, int m)
-{
-    static const int n[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return n[m - 1] + (m == 2 && leap);
-}
-
-/* n digits at s into *v; 0 when they are not all digits. */
-static int digits(int *v, const char *s, int n)
-{
-    int i, x = 0;
-    for (i = 0; i < n; i++) {
-        if (!apr_isdigit(s[i]))
-            return 0;
-        x = x * 10 + (s[i] - '0');
-    }
-    *v = x;
-    return 1;
-}
-
-int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0;
-    apr_size_t len = strlen(s);
-    apr_int64_t v;
-
-    if (len > 0 && len <= 12 && strspn(s, "0123456789") == len) {
-        if (prov_parse_i64(&v, s) != APR_SUCCESS || v <= 0)
-            goto bad;
-        *out = v;
-        return CTL_OK;
-    }
-    if (len < 10 || !digits(&y, s, 4) || s[4] != '-' || !digits(&mo, s + 5, 2) || s[7] != '-'
-        || !digits(&d, s + 8, 2))
-        goto bad;
-    if (len > 10) {
-        /* THH:MMZ or THH:MM:SSZ */
-        if ((len != 17 && len != 20) || s[10] != 'T' || !digits(&h, s + 11, 2) || s[13] != ':'
-            || !digits(&mi, s + 14, 2) || s[len - 1] != 'Z')
-            goto bad;
-        if (len == 20 && (s[16] != ':' || !digits(&se, s + 17, 2)))
-            goto bad;
-    }
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo) || h > 23 || mi > 59
-        || se > 59)
-        goto bad;
-    v = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se;
-    if (v <= 0)
-        goto bad;
-    *out = v;
-    return CTL_OK;
-
-bad:
-    return ctl_usage(ctl, "'%s' is not a valid %s (use YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS]Z "
-                     "in UTC, or seconds since the epoch)", s, what);
-}
-
-const char *ctl_duration(apr_int64_t secs, apr_pool_t *p)
-{
-    apr_int64_t d = secs / 86400, h = secs % 86400 / 3600, m = secs % 3600 / 60, s = secs % 60;
-    char *out = "";
-    if (secs <= 0)
-        return "0s";
-    if (d)
-        out = apr_psprintf(p, "%" APR_INT64_T_FMT "d", d);
-    if (h)
-        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "h", out, *out ? " " : "", h);
-    if (m)
-        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "m", out, *out ? " " : "", m);
-    if (s)
-        out = apr_psprintf(p, "%s%s%" APR_INT64_T_FMT "s", out, *out ? " " : "", s);
-    return out;
-}
-
-json_object *ctl_usage_json(const prov_usage_row_t *r)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "requests", json_object_new_int64(r->requests));
-    json_object_object_add(o, "input_tokens", json_object_new_int64(r->tokens.input));
-    json_object_object_add(o, "output_tokens", json_object_new_int64(r->tokens.output));
-    json_object_object_add(o, "cache_tokens", json_object_new_int64(r->tokens.cache));
-    json_object_object_add(o, "reasoning_tokens", json_object_new_int64(r->tokens.reasoning));
-    json_object_object_add(o, "credits", prov_json_credits(r->credits));
-    return o;
-}
 
 /* ---- usage report -------------------------------------------------------- */
 
@@ -278,6 +174,14 @@ static int usage_report(ctl_t *ctl)
     return CTL_OK;
 }
 
+#define REPORT_HELP \
+    "Counts every settled request in the ledger (requests still in flight are\n" \
+    "left out; failed ones count as requests with 0 credits): the requests, the\n" \
+    "input, output, cache and reasoning tokens and the credits charged, with a\n" \
+    "total row. T is YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or seconds\n" \
+    "since the epoch. CSV has a header line and the total as its last line;\n" \
+    "JSON has the filter, the rows and the total, credits as decimals."
+
 static const ctl_opt_t report_opts[] = {
     { "user", "USER", 0, "only this user's requests (id or email)" },
     { "key", "KEY", 0, "only this key's requests (key id)" },
@@ -291,12 +195,6 @@ static const ctl_opt_t report_opts[] = {
 
 const ctl_cmd_t ctl_usage_cmds[] = {
     { "report", "", 0, 0, report_opts, CTL_DB_READY, usage_report,
-      "requests, tokens and credits from the ledger, filtered and grouped",
-      "Counts every settled request in the ledger (requests still in flight are\n"
-      "left out; failed ones count as requests with 0 credits): the requests, the\n"
-      "input, output, cache and reasoning tokens and the credits charged, with a\n"
-      "total row. T is YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or seconds\n"
-      "since the epoch. CSV has a header line and the total as its last line;\n"
-      "JSON has the filter, the rows and the total, credits as decimals." },
+      "requests, tokens and credits from the ledger, filtered and grouped", REPORT_HELP },
     { NULL }
 };

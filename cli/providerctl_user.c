@@ -1,13 +1,14 @@
 /* providerctl_user.c: the `user` group: adding a user by email, listing and
  * showing users (with their balance in credits and their number of live keys),
  * and blocking or unblocking one. USER on the command line is an id or an
- * email. Also the JSON form of a user that other groups reuse. */
+ * email (ctl_find_user, in providerctl_common_store.c, finds it). */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
 
-json_object *ctl_user_json(const prov_user_t *u)
+static json_object *user_json(const void *rec)
 {
+    const prov_user_t *u = rec;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(u->id));
     json_object_object_add(o, "email", json_object_new_string(u->email));
@@ -16,16 +17,6 @@ json_object *ctl_user_json(const prov_user_t *u)
     json_object_object_add(o, "balance", prov_json_credits(u->balance));
     json_object_object_add(o, "created_at", ctl_json_time(u->created_at));
     return o;
-}
-
-int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref)
-{
-    apr_status_t rv = prov_user_find(u, ctl->store, ref, ctl->pool);
-    if (rv == APR_NOTFOUND)
-        return ctl_fail(ctl, "unknown user '%s'", ref);
-    if (rv != APR_SUCCESS)
-        return ctl_db_fail(ctl, rv, "look up the user");
-    return CTL_OK;
 }
 
 /* The name rules of prov_account.c, checked here so that an invalid email can
@@ -59,37 +50,30 @@ static int user_add(ctl_t *ctl)
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "add the user");
     if (ctl->json)
-        ctl_json_print(ctl_user_json(u));
+        ctl_json_print(user_json(u));
     else
         printf("user %" APR_INT64_T_FMT " added: %s\n", u->id, u->email);
     return CTL_OK;
 }
 
+static void user_row(ctl_table_t *t, const void *rec, apr_pool_t *p)
+{
+    const prov_user_t *u = rec;
+    ctl_table_row(t, prov_i64(u->id, p), u->email, u->name, ctl_credits(u->balance, p),
+                  u->blocked ? "yes" : "no", ctl_time(u->created_at, 0, p));
+}
+
 static int user_list(ctl_t *ctl)
 {
     apr_array_header_t *users = NULL;
-    ctl_table_t *t;
-    int i;
     apr_status_t rv = prov_user_list(&users, ctl->store, ctl->pool);
 
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the users");
-    if (ctl->json) {
-        json_object *a = json_object_new_array();
-        for (i = 0; i < users->nelts; i++)
-            json_object_array_add(a, ctl_user_json(APR_ARRAY_IDX(users, i, prov_user_t *)));
-        ctl_json_print(a);
-        return CTL_OK;
-    }
-    t = ctl_table_make(ctl->pool, 6, "ID", "EMAIL", "NAME", "BALANCE", "BLOCKED", "CREATED");
-    for (i = 0; i < users->nelts; i++) {
-        const prov_user_t *u = APR_ARRAY_IDX(users, i, prov_user_t *);
-        ctl_table_row(t, prov_i64(u->id, ctl->pool), u->email, u->name,
-                      ctl_credits(u->balance, ctl->pool), u->blocked ? "yes" : "no",
-                      ctl_time(u->created_at, 0, ctl->pool));
-    }
-    ctl_table_print(t, "no users");
-    return CTL_OK;
+    return ctl_list_print(ctl, users, user_json,
+                          ctl_table_make(ctl->pool, 6, "ID", "EMAIL", "NAME", "BALANCE",
+                                         "BLOCKED", "CREATED"),
+                          user_row, "no users");
 }
 
 static int user_show(ctl_t *ctl)
@@ -105,7 +89,7 @@ static int user_show(ctl_t *ctl)
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the user's keys");
     if (ctl->json) {
-        json_object *o = ctl_user_json(u);
+        json_object *o = user_json(u);
         json_object_object_add(o, "keys", json_object_new_int(keys->nelts));
         ctl_json_print(o);
         return CTL_OK;
@@ -134,7 +118,7 @@ static int set_blocked(ctl_t *ctl, int blocked)
         return ctl_db_fail(ctl, rv, blocked ? "block the user" : "unblock the user");
     u->blocked = blocked;
     if (ctl->json)
-        ctl_json_print(ctl_user_json(u));
+        ctl_json_print(user_json(u));
     else
         printf("user %" APR_INT64_T_FMT " (%s) %s\n", u->id, u->email,
                blocked ? "blocked: their keys are refused from now on" : "unblocked");
