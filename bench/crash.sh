@@ -17,7 +17,8 @@
 #   sh bench/crash.sh                  (as root, in a built tree, not a sanitizer build)
 #   BENCH_DB=pgsql sh bench/crash.sh   (mod_provider on a throwaway PostgreSQL)
 #
-# The setup (mock gateway, database, server config) mirrors bench/run.sh.
+# The setup (mock gateway, database, server config) is bench/lib.sh's,
+# shared with bench/run.sh.
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (12:
 # seconds), CRASH_KILL_AT (4: seconds into the run), CRASH_GRACEFUL_AT (8),
 # CRASH_CHILDREN (2), CRASH_THREADS (32 threads per child), CRASH_HOLD_TIMEOUT
@@ -27,14 +28,9 @@
 # "none" to see what a kill costs without the journal).
 set -eu
 
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-HTTPD=/usr/sbin/apache2
-MODDIR=/usr/lib/apache2/modules
-MODULE=$SRC/mod_provider/.libs/mod_provider.so
-CTL=$SRC/cli/providerctl
-MOCKGW=$SRC/tests/mockgw/mockgw
+PROG=crash
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 LUA=$SRC/bench/crash.lua
-RUNUSER=www-data
 
 T=${WRK_THREADS:-2}
 C=${WRK_CONNECTIONS:-32}
@@ -51,140 +47,38 @@ case $BACKEND in
     pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
     *) echo "crash: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
 esac
-PGBIN=/usr/lib/postgresql/15/bin
 
-die() { printf 'crash: error: %s\n' "$*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "run me as root (apache2 starts as root and runs as $RUNUSER)"
-for f in "$MODULE" "$CTL" "$MOCKGW" "$HTTPD"; do
-    [ -f "$f" ] || die "$f is missing (build first: autoreconf -fi && ./configure && make -j2)"
-done
-command -v wrk >/dev/null 2>&1 || die "wrk is missing (sh scripts/install-deps.sh)"
-command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 is missing (sh scripts/install-deps.sh)"
-if grep -q '^SAN_CFLAGS = -f' "$SRC/Makefile" 2>/dev/null; then
-    die "the tree is built with sanitizers: reconfigure without --enable-sanitizers and rebuild"
-fi
+preflight
 [ "$KILL_AT" -lt "$GRACEFUL_AT" ] && [ "$GRACEFUL_AT" -lt "$D" ] ||
     die "CRASH_KILL_AT < CRASH_GRACEFUL_AT < WRK_DURATION (seconds) is needed"
 
 W=$(mktemp -d /tmp/mod_provider-crash.XXXXXX)
 chmod 755 "$W"
 mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs" "$W/ids"
-MOCKGW_PID=""
 WRK_PID=""
 cleanup() {
     [ -n "$WRK_PID" ] && kill "$WRK_PID" 2>/dev/null || true
-    pf="$W/run/provider.pid"
-    if [ -s "$pf" ]; then
-        pid=$(cat "$pf")
-        kill -TERM "$pid" 2>/dev/null || true
-        i=0
-        while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-    fi
-    if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
-        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -m fast -w stop" >/dev/null 2>&1 || true
-    fi
-    if [ -n "$MOCKGW_PID" ]; then
-        kill -TERM "$MOCKGW_PID" 2>/dev/null || true
-        wait "$MOCKGW_PID" 2>/dev/null || true
-    fi
-    if [ "${BENCH_KEEP:-0}" = 1 ]; then
-        echo "crash: kept $W" >&2
-    else
-        rm -rf "$W"
-    fi
+    stop_httpd "$W/run/provider.pid"
+    stop_services
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
 
-free_port() {
-    p=$(( 20000 + $(od -An -tu2 -N2 /dev/urandom | tr -d ' ') % 20000 ))
-    while ss -Hltn "sport = :$p" | grep -q .; do p=$((p + 1)); done
-    echo "$p"
-}
-
 # ---- the mock gateway ------------------------------------------------------
-umask 077
-od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
-umask 022
-: >"$W/logs/mockgw.log"
-"$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >>"$W/logs/mockgw.log" 2>&1 </dev/null &
-MOCKGW_PID=$!
-GW=""
-i=0
-while [ -z "$GW" ]; do
-    GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log" 2>/dev/null || true)
-    if [ -z "$GW" ]; then
-        i=$((i + 1))
-        if [ "$i" -ge 100 ] || ! kill -0 "$MOCKGW_PID" 2>/dev/null; then
-            cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"
-        fi
-        sleep 0.1
-    fi
-done
+start_mockgw
 
 # ---- the database: a user with a big balance, a key, the priced model ------
-DB=$W/db/provider.db
-DBSPEC="sqlite3:$DB"
-if [ "$BACKEND" = pgsql ]; then
-    PGDATA_DIR=$W/pg/data
-    PGPORT=$(free_port)
-    mkdir -p "$W/pg" && chown postgres "$W/pg"
-    su postgres -s /bin/sh -c "$PGBIN/initdb -D '$PGDATA_DIR' --auth=trust -U postgres --no-sync" \
-        >"$W/logs/initdb.log" 2>&1 || { cat "$W/logs/initdb.log" >&2; die "initdb failed"; }
-    su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off\" start" \
-        >/dev/null 2>&1 || { cat "$W/pg/log" >&2; die "PostgreSQL did not start"; }
-    psql -h "$W/pg" -p "$PGPORT" -U postgres -qc 'CREATE DATABASE bench' || die "cannot create the database"
-    DBSPEC="pgsql:host=$W/pg port=$PGPORT user=postgres dbname=bench"
-fi
-ctl() { "$CTL" --db "$DBSPEC" "$@"; }
-q() {
-    if [ "$BACKEND" = pgsql ]; then
-        psql -h "$W/pg" -p "$PGPORT" -U postgres -d bench -At -c "$1"
-    else
-        sqlite3 -cmd '.timeout 5000' "$DB" "$1"
-    fi
-}
-ctl db migrate >/dev/null
-ctl user add crash@example.com --name Crash >/dev/null
-ctl balance add crash@example.com 1000000000 --reason crash >/dev/null
-ctl model add "$MODEL" --upstream "$MODEL" --name "$MODEL" >/dev/null
-ctl model price "$MODEL" --input 0.15 --output 0.6 --cache 0.075 >/dev/null
-KEY=$(ctl key create crash@example.com --name crash --json |
-      sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
-case $KEY in sk-prov-*) ;; *) die "could not read the key from providerctl key create --json" ;; esac
+make_database crash@example.com Crash crash
 UID_=$(q "SELECT id FROM users WHERE email = 'crash@example.com';")
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the server ----------------------------------------------------------------
 PORT=$(free_port)
 CONF=$W/provider.conf
+mpm_conf() { mpm_fixed "$CHILDREN" "$THREADS"; }
 {
+    server_conf provider "$PORT" error.log
     cat <<EOF
-ServerRoot "$W"
-ServerName 127.0.0.1
-Listen 127.0.0.1:$PORT
-PidFile "$W/run/provider.pid"
-DefaultRuntimeDir "$W/run"
-Mutex file:$W/run default
-User $RUNUSER
-Group $RUNUSER
-DocumentRoot "$W/htdocs"
-LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
-LoadModule authz_core_module $MODDIR/mod_authz_core.so
-StartServers $CHILDREN
-ServerLimit $CHILDREN
-ThreadLimit $THREADS
-ThreadsPerChild $THREADS
-MaxRequestWorkers $((CHILDREN * THREADS))
-MinSpareThreads 1
-MaxSpareThreads $((CHILDREN * THREADS))
-MaxConnectionsPerChild 0
-KeepAlive On
-MaxKeepAliveRequests 0
-KeepAliveTimeout 30
-ErrorLog "$W/logs/error.log"
-LogLevel warn
 LoadModule dbd_module $MODDIR/mod_dbd.so
 LoadModule provider_module $MODULE
 ProviderEngine On
@@ -217,17 +111,7 @@ EOF
     { cat "$W/logs/configtest.log" >&2; die "apache2 -t failed"; }
 "$HTTPD" -f "$CONF" -k start || die "the server did not start"
 
-i=0
-while :; do
-    code=$(curl -s -o "$W/last-answer" -w '%{http_code}' "http://127.0.0.1:$PORT/v1/chat/completions" \
-           -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \
-           -d "{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":16}" \
-           2>/dev/null) || code=000
-    [ "$code" = 200 ] && break
-    i=$((i + 1))
-    [ "$i" -lt 100 ] || { tail -n 20 "$W/logs/error.log" >&2; die "the server did not answer 200"; }
-    sleep 0.1
-done
+answers_200 "$PORT" || { tail -n 20 "$W/logs/error.log" >&2; die "the server did not answer 200"; }
 
 children() { pgrep -P "$(cat "$W/run/provider.pid")" | sort -n; }
 

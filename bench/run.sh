@@ -52,14 +52,9 @@
 # setting when it ends; the header says which way the figures were taken.
 set -eu
 
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-HTTPD=/usr/sbin/apache2
-MODDIR=/usr/lib/apache2/modules
-MODULE=$SRC/mod_provider/.libs/mod_provider.so
-CTL=$SRC/cli/providerctl
-MOCKGW=$SRC/tests/mockgw/mockgw
+PROG=bench
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 LUA=$SRC/bench/chat.lua
-RUNUSER=www-data
 
 T=${WRK_THREADS:-2}
 C=${WRK_CONNECTIONS:-32}
@@ -83,7 +78,6 @@ case $DBDSET in
     *) echo "bench: BENCH_DBD must be recommended or defaults" >&2; exit 2 ;;
 esac
 [ "$DBDSET" = recommended ] || DBDMAX=${BENCH_DBDMAX:-10}
-PGBIN=/usr/lib/postgresql/15/bin
 AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
 AUTOGROUP_WAS=""
 case ${BENCH_AUTOGROUP:-off} in
@@ -91,49 +85,20 @@ case ${BENCH_AUTOGROUP:-off} in
     *) echo "bench: BENCH_AUTOGROUP must be off or keep" >&2; exit 2 ;;
 esac
 
-die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "run me as root (apache2 starts as root and runs as $RUNUSER)"
-for f in "$MODULE" "$CTL" "$MOCKGW" "$HTTPD" "$MODDIR/mod_proxy.so" "$MODDIR/mod_proxy_http.so" \
-         "$MODDIR/mod_headers.so"; do
-    [ -f "$f" ] || die "$f is missing (build first: autoreconf -fi && ./configure && make -j2)"
-done
-command -v wrk >/dev/null 2>&1 || die "wrk is missing (sh scripts/install-deps.sh)"
-command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 is missing (sh scripts/install-deps.sh)"
-if grep -q '^SAN_CFLAGS = -f' "$SRC/Makefile" 2>/dev/null; then
-    die "the tree is built with sanitizers: reconfigure without --enable-sanitizers and rebuild"
-fi
+preflight "$MODDIR/mod_proxy.so" "$MODDIR/mod_proxy_http.so" "$MODDIR/mod_headers.so"
 
 W=$(mktemp -d /tmp/mod_provider-bench.XXXXXX)
 chmod 755 "$W"
 mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
-MOCKGW_PID=""
 cleanup() {
     if [ -n "$AUTOGROUP_WAS" ]; then
         echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE" 2>/dev/null ||
             echo "bench: could not restore $AUTOGROUP_FILE to $AUTOGROUP_WAS" >&2
     fi
     for conf in "$W/provider.conf" "$W/proxy.conf"; do
-        pf=$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)
-        if [ -n "$pf" ] && [ -s "$pf" ]; then
-            pid=$(cat "$pf")
-            kill -TERM "$pid" 2>/dev/null || true
-            i=0
-            while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-        fi
+        stop_httpd "$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)"
     done
-    if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
-        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -m fast -w stop" >/dev/null 2>&1 || true
-    fi
-    if [ -n "$MOCKGW_PID" ]; then
-        kill -TERM "$MOCKGW_PID" 2>/dev/null || true
-        wait "$MOCKGW_PID" 2>/dev/null || true
-    fi
-    if [ "${BENCH_KEEP:-0}" = 1 ]; then
-        echo "bench: kept $W" >&2
-    else
-        rm -rf "$W"
-    fi
+    stop_services
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP PIPE
@@ -153,65 +118,12 @@ if [ -r "$AUTOGROUP_FILE" ]; then
     fi
 fi
 
-# free_port: a loopback TCP port nobody listens on.
-free_port() {
-    p=$(( 20000 + $(od -An -tu2 -N2 /dev/urandom | tr -d ' ') % 20000 ))
-    while ss -Hltn "sport = :$p" | grep -q .; do p=$((p + 1)); done
-    echo "$p"
-}
-
 # ---- the mock gateway ------------------------------------------------------
-umask 077
-od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
-umask 022
+start_mockgw
 TOKEN=$(cat "$W/gateway.token")
-: >"$W/logs/mockgw.log"
-"$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >>"$W/logs/mockgw.log" 2>&1 </dev/null &
-MOCKGW_PID=$!
-GW=""
-i=0
-while [ -z "$GW" ]; do
-    GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log" 2>/dev/null || true)
-    if [ -z "$GW" ]; then
-        i=$((i + 1))
-        if [ "$i" -ge 100 ] || ! kill -0 "$MOCKGW_PID" 2>/dev/null; then
-            cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"
-        fi
-        sleep 0.1
-    fi
-done
 
 # ---- the database: a user with a big balance, a key, the priced model ------
-DB=$W/db/provider.db
-DBSPEC="sqlite3:$DB"
-if [ "$BACKEND" = pgsql ]; then
-    PGDATA_DIR=$W/pg/data
-    PGPORT=$(free_port)
-    mkdir -p "$W/pg" && chown postgres "$W/pg"
-    su postgres -s /bin/sh -c "$PGBIN/initdb -D '$PGDATA_DIR' --auth=trust -U postgres --no-sync" \
-        >"$W/logs/initdb.log" 2>&1 || { cat "$W/logs/initdb.log" >&2; die "initdb failed"; }
-    su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off\" start" \
-        >/dev/null 2>&1 || { cat "$W/pg/log" >&2; die "PostgreSQL did not start"; }
-    psql -h "$W/pg" -p "$PGPORT" -U postgres -qc 'CREATE DATABASE bench' || die "cannot create the database"
-    DBSPEC="pgsql:host=$W/pg port=$PGPORT user=postgres dbname=bench"
-fi
-ctl() { "$CTL" --db "$DBSPEC" "$@"; }
-# q SQL: one query against the benchmark database, plain output.
-q() {
-    if [ "$BACKEND" = pgsql ]; then
-        psql -h "$W/pg" -p "$PGPORT" -U postgres -d bench -At -c "$1"
-    else
-        sqlite3 -cmd '.timeout 5000' "$DB" "$1"
-    fi
-}
-ctl db migrate >/dev/null
-ctl user add bench@example.com --name Bench >/dev/null
-ctl balance add bench@example.com 1000000000 --reason bench >/dev/null
-ctl model add "$MODEL" --upstream "$MODEL" --name "$MODEL" >/dev/null
-ctl model price "$MODEL" --input 0.15 --output 0.6 --cache 0.075 >/dev/null
-KEY=$(ctl key create bench@example.com --name bench --json |
-      sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
-case $KEY in sk-prov-*) ;; *) die "could not read the key from providerctl key create --json" ;; esac
+make_database bench@example.com Bench bench
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the two servers ---------------------------------------------------------
@@ -232,45 +144,12 @@ MaxRequestWorkers 150
 MaxConnectionsPerChild 0
 EOF
     else
-        cat <<EOF
-StartServers 1
-ServerLimit 1
-ThreadLimit 64
-ThreadsPerChild 64
-MaxRequestWorkers 64
-MinSpareThreads 1
-MaxSpareThreads 64
-MaxConnectionsPerChild 0
-EOF
+        mpm_fixed 1 64
     fi
 }
 
-common_conf() {  # name port
-    cat <<EOF
-ServerRoot "$W"
-ServerName 127.0.0.1
-Listen 127.0.0.1:$2
-PidFile "$W/run/$1.pid"
-DefaultRuntimeDir "$W/run"
-Mutex file:$W/run default
-User $RUNUSER
-Group $RUNUSER
-DocumentRoot "$W/htdocs"
-LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
-# (without mod_authz_core every request fails: AH00025 "couldn't check user")
-LoadModule authz_core_module $MODDIR/mod_authz_core.so
-$(mpm_conf)
-KeepAlive On
-MaxKeepAliveRequests 0
-KeepAliveTimeout 30
-ErrorLog "$W/logs/$1-error.log"
-LogLevel warn
-# no access log on either server: it would measure the disk, not the module
-EOF
-}
-
 {
-    common_conf provider "$PROVIDER_PORT"
+    server_conf provider "$PROVIDER_PORT"
     cat <<EOF
 LoadModule dbd_module $MODDIR/mod_dbd.so
 LoadModule provider_module $MODULE
@@ -313,7 +192,7 @@ EOF
 } >"$W/provider.conf"
 
 {
-    common_conf proxy "$PROXY_PORT"
+    server_conf proxy "$PROXY_PORT"
     cat <<EOF
 LoadModule proxy_module $MODDIR/mod_proxy.so
 LoadModule proxy_http_module $MODDIR/mod_proxy_http.so
@@ -332,21 +211,10 @@ done
 
 # wait_ok PORT: until a chat completion answers 200 (also warms the caches).
 wait_ok() {
-    i=0
-    while :; do
-        code=$(curl -s -o "$W/last-answer" -w '%{http_code}' "http://127.0.0.1:$1/v1/chat/completions" \
-               -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \
-               -d "{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":16}" \
-               2>/dev/null) || code=000
-        [ "$code" = 200 ] && return 0
-        i=$((i + 1))
-        if [ "$i" -ge 100 ]; then
-            cat "$W/last-answer" >&2 2>/dev/null || true
-            tail -n 20 "$W"/logs/*-error.log >&2 || true
-            die "127.0.0.1:$1 did not answer 200 to a chat completion (last: $code)"
-        fi
-        sleep 0.1
-    done
+    answers_200 "$1" && return 0
+    cat "$W/last-answer" >&2 2>/dev/null || true
+    tail -n 20 "$W"/logs/*-error.log >&2 || true
+    die "127.0.0.1:$1 did not answer 200 to a chat completion (last: $code)"
 }
 wait_ok "$PROVIDER_PORT"
 wait_ok "$PROXY_PORT"
@@ -448,10 +316,7 @@ fi
 
 # Each child logs its SQLite lock waits when it stops (SQLite only).
 if [ "$BACKEND" = sqlite3 ]; then
-    pid=$(cat "$W/run/provider.pid")
-    kill -TERM "$pid" 2>/dev/null || true
-    i=0
-    while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    stop_httpd "$W/run/provider.pid"
     echo "SQLite lock waits (per child, the whole run):"
     sed -n 's/.*PROV00408: SQLite lock waits in this child: /  /p' "$W/logs/provider-error.log"
 fi

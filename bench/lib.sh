@@ -1,0 +1,192 @@
+# bench/lib.sh: the setup that bench/run.sh and bench/crash.sh share, sourced
+# by both after they set PROG (the prefix of their messages: bench, crash):
+# the paths of the built tree and of apache2, the checks before a run (root,
+# the build, wrk and sqlite3, no sanitizers), a free loopback port, the mock
+# gateway, the database (SQLite, or a throwaway PostgreSQL cluster with
+# BENCH_DB=pgsql) seeded with a user, a big balance, the priced model and a
+# key, the head of an apache2 config, waiting for a first 200, and stopping
+# what was started. The functions read and set the scripts' variables (W, the
+# work directory; BACKEND, MODEL, KEY, GW, DB, DBSPEC, PGDATA_DIR, PGPORT,
+# MOCKGW_PID) as the scripts' own code did before it moved here.
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+HTTPD=/usr/sbin/apache2
+MODDIR=/usr/lib/apache2/modules
+MODULE=$SRC/mod_provider/.libs/mod_provider.so
+CTL=$SRC/cli/providerctl
+MOCKGW=$SRC/tests/mockgw/mockgw
+RUNUSER=www-data
+PGBIN=/usr/lib/postgresql/15/bin
+MOCKGW_PID=""
+
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+# preflight [FILE...]: root, the built tree (and the FILEs), wrk, sqlite3, and
+# a build without sanitizers; dies saying what is missing.
+preflight() {
+    [ "$(id -u)" = 0 ] || die "run me as root (apache2 starts as root and runs as $RUNUSER)"
+    for f in "$MODULE" "$CTL" "$MOCKGW" "$HTTPD" "$@"; do
+        [ -f "$f" ] || die "$f is missing (build first: autoreconf -fi && ./configure && make -j2)"
+    done
+    command -v wrk >/dev/null 2>&1 || die "wrk is missing (sh scripts/install-deps.sh)"
+    command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 is missing (sh scripts/install-deps.sh)"
+    if grep -q '^SAN_CFLAGS = -f' "$SRC/Makefile" 2>/dev/null; then
+        die "the tree is built with sanitizers: reconfigure without --enable-sanitizers and rebuild"
+    fi
+}
+
+# stop_httpd PIDFILE: stops the server of PIDFILE (if it has one) and waits
+# up to 30 s for it to go.
+stop_httpd() {
+    if [ -n "$1" ] && [ -s "$1" ]; then
+        pid=$(cat "$1")
+        kill -TERM "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    fi
+}
+
+# stop_services: the end of both scripts' cleanup: PostgreSQL and the mock
+# gateway stopped, then $W removed (kept with BENCH_KEEP=1).
+stop_services() {
+    if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then
+        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -m fast -w stop" >/dev/null 2>&1 || true
+    fi
+    if [ -n "$MOCKGW_PID" ]; then
+        kill -TERM "$MOCKGW_PID" 2>/dev/null || true
+        wait "$MOCKGW_PID" 2>/dev/null || true
+    fi
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "$PROG: kept $W" >&2
+    else
+        rm -rf "$W"
+    fi
+}
+
+# free_port: a loopback TCP port nobody listens on.
+free_port() {
+    p=$(( 20000 + $(od -An -tu2 -N2 /dev/urandom | tr -d ' ') % 20000 ))
+    while ss -Hltn "sport = :$p" | grep -q .; do p=$((p + 1)); done
+    echo "$p"
+}
+
+# start_mockgw: the mock gateway on a free port with a fresh service token
+# ($W/gateway.token); sets GW (its host:port) and MOCKGW_PID.
+start_mockgw() {
+    umask 077
+    od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
+    umask 022
+    : >"$W/logs/mockgw.log"
+    "$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >>"$W/logs/mockgw.log" 2>&1 </dev/null &
+    MOCKGW_PID=$!
+    GW=""
+    i=0
+    while [ -z "$GW" ]; do
+        GW=$(sed -n 's/^mockgw listening on //p' "$W/logs/mockgw.log" 2>/dev/null || true)
+        if [ -z "$GW" ]; then
+            i=$((i + 1))
+            if [ "$i" -ge 100 ] || ! kill -0 "$MOCKGW_PID" 2>/dev/null; then
+                cat "$W/logs/mockgw.log" >&2; die "mockgw did not start"
+            fi
+            sleep 0.1
+        fi
+    done
+}
+
+ctl() { "$CTL" --db "$DBSPEC" "$@"; }
+# q SQL: one query against the benchmark database, plain output.
+q() {
+    if [ "$BACKEND" = pgsql ]; then
+        psql -h "$W/pg" -p "$PGPORT" -U postgres -d bench -At -c "$1"
+    else
+        sqlite3 -cmd '.timeout 5000' "$DB" "$1"
+    fi
+}
+
+# make_database EMAIL NAME LABEL: the database ($W/db/provider.db, or a
+# PostgreSQL cluster in $W/pg), migrated, with the user EMAIL (NAME) given a
+# big balance (reason LABEL), the priced model $MODEL and a key named LABEL;
+# sets DB, DBSPEC (and PGDATA_DIR, PGPORT) and KEY (its secret).
+make_database() {
+    DB=$W/db/provider.db
+    DBSPEC="sqlite3:$DB"
+    if [ "$BACKEND" = pgsql ]; then
+        PGDATA_DIR=$W/pg/data
+        PGPORT=$(free_port)
+        mkdir -p "$W/pg" && chown postgres "$W/pg"
+        su postgres -s /bin/sh -c "$PGBIN/initdb -D '$PGDATA_DIR' --auth=trust -U postgres --no-sync" \
+            >"$W/logs/initdb.log" 2>&1 || { cat "$W/logs/initdb.log" >&2; die "initdb failed"; }
+        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off\" start" \
+            >/dev/null 2>&1 || { cat "$W/pg/log" >&2; die "PostgreSQL did not start"; }
+        psql -h "$W/pg" -p "$PGPORT" -U postgres -qc 'CREATE DATABASE bench' || die "cannot create the database"
+        DBSPEC="pgsql:host=$W/pg port=$PGPORT user=postgres dbname=bench"
+    fi
+    ctl db migrate >/dev/null
+    ctl user add "$1" --name "$2" >/dev/null
+    ctl balance add "$1" 1000000000 --reason "$3" >/dev/null
+    ctl model add "$MODEL" --upstream "$MODEL" --name "$MODEL" >/dev/null
+    ctl model price "$MODEL" --input 0.15 --output 0.6 --cache 0.075 >/dev/null
+    KEY=$(ctl key create "$1" --name "$3" --json |
+          sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
+    case $KEY in sk-prov-*) ;; *) die "could not read the key from providerctl key create --json" ;; esac
+}
+
+# mpm_fixed PROCESSES THREADS: MPM event lines for exactly PROCESSES children
+# of THREADS threads each.
+mpm_fixed() {
+    cat <<EOF
+StartServers $1
+ServerLimit $1
+ThreadLimit $2
+ThreadsPerChild $2
+MaxRequestWorkers $(($1 * $2))
+MinSpareThreads 1
+MaxSpareThreads $(($1 * $2))
+MaxConnectionsPerChild 0
+EOF
+}
+
+# server_conf NAME PORT [LOG]: the head of an apache2 config (MPM event with
+# the lines of the script's mpm_conf, keep-alive, the error log $W/logs/LOG,
+# by default NAME-error.log); the script adds the modules and directives of
+# the server under test.
+server_conf() {
+    cat <<EOF
+ServerRoot "$W"
+ServerName 127.0.0.1
+Listen 127.0.0.1:$2
+PidFile "$W/run/$1.pid"
+DefaultRuntimeDir "$W/run"
+Mutex file:$W/run default
+User $RUNUSER
+Group $RUNUSER
+DocumentRoot "$W/htdocs"
+LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
+# (without mod_authz_core every request fails: AH00025 "couldn't check user")
+LoadModule authz_core_module $MODDIR/mod_authz_core.so
+$(mpm_conf)
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 30
+ErrorLog "$W/logs/${3:-$1-error.log}"
+LogLevel warn
+# no access log on either server: it would measure the disk, not the module
+EOF
+}
+
+# answers_200 PORT: posts a chat completion with $KEY every 0.1 s until one is
+# answered 200 (which also warms the caches); 1 after 100 tries, with the
+# last status in $code and the last answer in $W/last-answer.
+answers_200() {
+    i=0
+    while :; do
+        code=$(curl -s -o "$W/last-answer" -w '%{http_code}' "http://127.0.0.1:$1/v1/chat/completions" \
+               -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" \
+               -d "{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":16}" \
+               2>/dev/null) || code=000
+        [ "$code" = 200 ] && return 0
+        i=$((i + 1))
+        [ "$i" -lt 100 ] || return 1
+        sleep 0.1
+    done
+}
