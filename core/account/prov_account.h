@@ -1,3 +1,12 @@
+/* core/account/: who may use the service and what they may use. Users, their
+ * prepaid balance and their API keys (prov_account.h, this header), the
+ * secrets behind keys, random and stored as digests (prov_keys), plans and
+ * subscriptions (prov_plans), the model catalog and its rate card
+ * (prov_models), the public catalog as the gateway offers it right now
+ * (prov_catalog), usage reports read from the ledger (prov_usage), and the
+ * hot path's small caches of keys and models (prov_cache). It calls base,
+ * store, and gateway (for the gateway's model list); never billing or
+ * transport. */
 /* prov_account.h: users, their API keys and their prepaid balance, as the
  * administrator (providerctl) and the cabinet manage them, plus the one lookup
  * on the inference hot path: from a presented key to what the checks need. */

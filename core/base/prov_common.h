@@ -1,3 +1,11 @@
+/* core/base/: what every other room of core/ stands on. The shared types,
+ * the clock that tests set and the APR headers (prov_common.h, this header);
+ * the logging seam that the module and providerctl bridge (prov_log); money
+ * as exact integers with checked arithmetic (prov_money); json-c with APR
+ * pools (prov_json); the table of the service's wire errors (prov_error);
+ * what may reach an HTTP header line (prov_header); and outside text masked
+ * for a log line (prov_redact). It calls no other room: APR, apr-util and
+ * json-c only. (core/README lists the rooms.) */
 /* prov_common.h: the few types and constants every part of libprovider shares:
  * micro-credit money, token counts, the clock that tests can set, and the
  * APR headers everything builds on. libprovider never includes an httpd header. */

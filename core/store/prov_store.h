@@ -1,3 +1,10 @@
+/* core/store/: the database. The apr_dbd seam and its helpers (prov_store.h,
+ * this header), the table of labelled statements (prov_sql.c), what
+ * libprovider does to an SQLite connection itself (prov_store_sqlite), and
+ * the schema's versions and migrations, compiled in from schema/
+ * (prov_schema). SQL text and SQLite / PostgreSQL dialect branches belong
+ * here and nowhere else; the rooms above ask for rows by statement label.
+ * It calls base only. */
 /* prov_store.h: the database seam. One statement table (label -> SQL with
  * apr_dbd placeholders) shared by the module (registered with ap_dbd_prepare)
  * and providerctl (prepared by prov_store_open); the SQLite / PostgreSQL
