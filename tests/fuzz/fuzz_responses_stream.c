@@ -1,7 +1,8 @@
 /* fuzz_responses_stream.c: libFuzzer harness of the Responses stream
- * translator (core/prov_responses_answer.c: prov_resp_stream_*), which turns
- * the gateway's chat.completion.chunk stream into the response.* events Codex
- * reads, for a Codex-like request with function, custom and namespaced tools.
+ * translator (core/transport/prov_responses_stream.c: prov_resp_stream_*),
+ * which turns the gateway's chat.completion.chunk stream into the response.*
+ * events Codex reads, for a Codex-like request with function, custom and
+ * namespaced tools.
  * The input is the gateway's SSE stream, fed twice, whole and in pieces of a
  * size drawn from the input: the client must get the same bytes and the same
  * result either way. The stream is then ended as the module ends it
