@@ -1,9 +1,9 @@
 /* fuzz_gateway_error.c: libFuzzer harness of what the module makes of a
- * gateway's error (core/prov_gwerror.c: prov_gwerror_read in either family's
- * shape, prov_gwerror_client, prov_gwerror_anthropic_event) and of the
- * masking of the gateway's text for the log (core/prov_redact.c). The input
- * is an error body or event, read with each class of status (0 for an error
- * inside a stream). Checked: the client gets 400 INVALID_REQUEST or 502
+ * gateway's error (core/transport/prov_gwerror.c: prov_gwerror_read in
+ * either family's shape, prov_gwerror_client, prov_gwerror_anthropic_event)
+ * and of the masking of the gateway's text for the log
+ * (core/base/prov_redact.c). The input is an error body or event, read
+ * with each class of status (0 for an error inside a stream). Checked: the client gets 400 INVALID_REQUEST or 502
  * GATEWAY_ERROR in words of ours, never the gateway's URL or token even when
  * the body holds them, and an error event that parses; the text kept for the
  * log is bounded; masked text is bounded, has no control character, holds

@@ -1,5 +1,5 @@
 /* fuzz_gateway_http.c: libFuzzer harness of the plain HTTP/1.1 gateway
- * client's answer parser (core/prov_gateway_http.c, through
+ * client's answer parser (core/gateway/prov_gateway_http.c, through
  * prov_gw_http_parse: the status line and headers, 1xx answers skipped,
  * Content-Length, chunked with extensions and trailers, or a body that ends
  * with the connection). The input is the bytes a gateway sends, read once all

@@ -1,6 +1,7 @@
 /* fuzz_journal.c: libFuzzer harness of the billing journal's reader
- * (core/prov_journal.c: prov_journal_recover and its record parser), which
- * reads back what a killed process left, torn or garbled records included.
+ * (core/billing/prov_journal.c: prov_journal_recover and its record
+ * parser), which reads back what a killed process left, torn or garbled
+ * records included.
  * The input is used twice: as a dead process's segment file, whose replay
  * must hand over well-formed records only (no more than its lines) and
  * delete the journal; and as the text and numbers of one settlement that a

@@ -1,7 +1,7 @@
 /* fuzz_money.c: libFuzzer harness of the money and usage arithmetic
- * (core/prov_money.c) and the integer text of core/prov_common.c. The input
- * gives four token counts and a rate card (any 64-bit values), an amount,
- * and text. Checked: a charge is never negative and is 0 for no tokens;
+ * (core/base/prov_money.c) and the integer text of core/base/prov_common.c.
+ * The input gives four token counts and a rate card (any 64-bit values), an
+ * amount, and text. Checked: a charge is never negative and is 0 for no tokens;
  * with rates up to PROV_RATE_MAX it equals the exact sum of
  * ceil(tokens x rate / 1M) over the kinds (computed here in 128 bits)
  * whenever that fits in 64 bits, is positive whenever that sum is, and more

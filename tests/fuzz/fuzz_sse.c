@@ -1,6 +1,6 @@
 /* fuzz_sse.c: libFuzzer harness of the Server-Sent Events decoder and encoder
- * (core/prov_sse.c). The input is a stream as a gateway might send it. It is
- * fed twice, whole and in pieces of a size drawn from the input, and both
+ * (core/transport/prov_sse.c). The input is a stream as a gateway might
+ * send it. It is fed twice, whole and in pieces of a size drawn from the input, and both
  * runs must yield the same events and the same result (the decoder must not
  * depend on how the bytes arrive); no event may exceed the parser's bound.
  * Each event is then encoded (prov_sse_encode) and decoded again: the same

@@ -1,5 +1,5 @@
 /* test_prov_gateway.c: unit tests of the keep-alive HTTP/1.1 gateway client
- * (core/prov_gateway_http.c) against a scripted server on 127.0.0.1: the
+ * (core/gateway/prov_gateway_http.c) against a scripted server on 127.0.0.1: the
  * gateway URL's parts, the request on the wire (method, path prefix, Host,
  * token, length), answers with Content-Length, chunked, or ending with the
  * connection, a 100 Continue before the answer, one connection kept for
