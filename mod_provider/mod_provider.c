@@ -1,5 +1,5 @@
-/* mod_provider.c: the module itself: its directives (each named once, with an
- * unset marker and a merge rule), reading the gateway token at start-up,
+/* mod_provider.c: the module itself: its hooks (the directives are in
+ * mod_provider_config.c), reading the gateway token at start-up,
  * building the per-server gateway client and per-child catalog cache, the
  * log bridge from libprovider to the error log, and routing of the module's
  * own paths to their handlers (taken at translate_name, as mod_proxy does, so
@@ -13,199 +13,7 @@
 #include "mod_provider.h"
 #include "prov_log.h"
 
-#define DEFAULT_GATEWAY_TIMEOUT 300
-#define DEFAULT_CONNECT_TIMEOUT 5
-#define DEFAULT_MAX_BODY        (4 * 1024 * 1024)
-#define DEFAULT_MODELS_TTL      30
-#define DEFAULT_MESSAGES_FAMILY "anthropic"
-#define DEFAULT_MAX_TOKENS      4096
-#define DEFAULT_LOOKUP_TTL      2
-#define DEFAULT_PING_INTERVAL   10
-#define DEFAULT_JOURNAL_DIR     "provider-journal"   /* under DefaultRuntimeDir */
-
 static server_rec *log_server;
-
-provider_srv_conf *provider_conf(request_rec *r)
-{
-    return ap_get_module_config(r->server->module_config, &provider_module);
-}
-
-/* server_rec* -> prov_cache_t*, filled at child_init, read-only after. */
-static apr_hash_t *server_lookups;
-
-prov_cache_t *provider_lookups(request_rec *r)
-{
-    server_rec *s = r->server;
-    return server_lookups ? apr_hash_get(server_lookups, &s, sizeof(s)) : NULL;
-}
-
-/* ---- configuration -------------------------------------------------------- */
-
-static void *create_srv_conf(apr_pool_t *p, server_rec *s)
-{
-    provider_srv_conf *c = apr_pcalloc(p, sizeof(*c));
-    c->engine = PROVIDER_UNSET;
-    c->gateway_timeout = PROVIDER_UNSET;
-    c->connect_timeout = PROVIDER_UNSET;
-    c->max_body = PROVIDER_UNSET;
-    c->models_ttl = PROVIDER_UNSET;
-    c->default_max_tokens = PROVIDER_UNSET;
-    c->ping_interval = PROVIDER_UNSET;
-    c->hold_timeout = PROVIDER_UNSET;
-    c->lookup_ttl = PROVIDER_UNSET;
-    return c;
-}
-
-#define MERGE_PTR(f)  c->f = add->f ? add->f : base->f
-#define MERGE_NUM(f)  c->f = add->f != PROVIDER_UNSET ? add->f : base->f
-
-static void *merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
-{
-    provider_srv_conf *base = basev, *add = addv;
-    provider_srv_conf *c = apr_pcalloc(p, sizeof(*c));
-    MERGE_NUM(engine);
-    MERGE_PTR(gateway_url);
-    MERGE_PTR(token_file);
-    MERGE_NUM(gateway_timeout);
-    MERGE_NUM(connect_timeout);
-    MERGE_NUM(max_body);
-    MERGE_NUM(models_ttl);
-    MERGE_PTR(messages_family);
-    MERGE_NUM(default_max_tokens);
-    MERGE_NUM(ping_interval);
-    MERGE_NUM(hold_timeout);
-    MERGE_NUM(lookup_ttl);
-    MERGE_PTR(clock_file);
-    MERGE_PTR(journal_dir);
-    return c;
-}
-
-static provider_srv_conf *cmd_conf(cmd_parms *cmd)
-{
-    return ap_get_module_config(cmd->server->module_config, &provider_module);
-}
-
-static const char *set_engine(cmd_parms *cmd, void *dc, int on)
-{
-    cmd_conf(cmd)->engine = on;
-    return NULL;
-}
-
-static const char *set_string(cmd_parms *cmd, void *dc, const char *v)
-{
-    provider_srv_conf *c = cmd_conf(cmd);
-    const char **field = (const char **)((char *)c + (apr_size_t)cmd->info);
-    *field = v;
-    return NULL;
-}
-
-static const char *set_int(cmd_parms *cmd, void *dc, const char *v)
-{
-    provider_srv_conf *c = cmd_conf(cmd);
-    apr_int64_t *field = (apr_int64_t *)((char *)c + (apr_size_t)cmd->info);
-    apr_int64_t n;
-    if (prov_parse_i64(&n, v) != APR_SUCCESS || n < 1)
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a positive whole number",
-                            cmd->directive->directive, v);
-    *field = n;
-    return NULL;
-}
-
-/* ProviderDefaultMaxTokens: a positive number no request could exceed. */
-static const char *set_max_tokens(cmd_parms *cmd, void *dc, const char *v)
-{
-    const char *err = set_int(cmd, dc, v);
-    if (!err && cmd_conf(cmd)->default_max_tokens > PROV_OUTPUT_TOKENS_MAX)
-        return apr_psprintf(cmd->pool, "%s: '%s' is above the largest output cap a "
-                            "request may have (%" APR_INT64_T_FMT " tokens)",
-                            cmd->directive->directive, v, PROV_OUTPUT_TOKENS_MAX);
-    return err;
-}
-
-static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
-{
-    provider_srv_conf *c = cmd_conf(cmd);
-    apr_int64_t *field = (apr_int64_t *)((char *)c + (apr_size_t)cmd->info);
-    apr_int64_t n;
-    if (prov_parse_i64(&n, v) != APR_SUCCESS || n < 0)
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a whole number >= 0",
-                            cmd->directive->directive, v);
-    *field = n;
-    return NULL;
-}
-
-static const char *set_token_file(cmd_parms *cmd, void *dc, const char *v)
-{
-    cmd_conf(cmd)->token_file = ap_server_root_relative(cmd->pool, v);
-    return NULL;
-}
-
-static const char *set_clock_file(cmd_parms *cmd, void *dc, const char *v)
-{
-    cmd_conf(cmd)->clock_file = ap_server_root_relative(cmd->pool, v);
-    return NULL;
-}
-
-static const char *set_journal_dir(cmd_parms *cmd, void *dc, const char *v)
-{
-    cmd_conf(cmd)->journal_dir = !strcasecmp(v, "none") ? "none"
-                                 : ap_server_root_relative(cmd->pool, v);
-    return cmd_conf(cmd)->journal_dir ? NULL : "ProviderJournalDir: not a usable path";
-}
-
-#define OFF(f) ((void *)APR_OFFSETOF(provider_srv_conf, f))
-
-static const command_rec provider_cmds[] = {
-    AP_INIT_FLAG("ProviderEngine", set_engine, NULL, RSRC_CONF,
-                 "On to serve the provider API (/v1/...) in this server or virtual host"),
-    AP_INIT_TAKE1("ProviderGatewayURL", set_string, OFF(gateway_url), RSRC_CONF,
-                  "Base URL of the internal model gateway (never shown to clients)"),
-    AP_INIT_TAKE1("ProviderGatewayTokenFile", set_token_file, NULL, RSRC_CONF,
-                  "File holding the gateway's service token (read at start-up)"),
-    AP_INIT_TAKE1("ProviderGatewayTimeout", set_int, OFF(gateway_timeout), RSRC_CONF,
-                  "Seconds a gateway call may take in total (default 300)"),
-    AP_INIT_TAKE1("ProviderGatewayConnectTimeout", set_int, OFF(connect_timeout), RSRC_CONF,
-                  "Seconds to connect to the gateway (default 5)"),
-    AP_INIT_TAKE1("ProviderMaxBodySize", set_int, OFF(max_body), RSRC_CONF,
-                  "Largest request body in bytes (default 4194304); larger ones get 413"),
-    AP_INIT_TAKE1("ProviderModelsCacheTTL", set_int, OFF(models_ttl), RSRC_CONF,
-                  "Seconds the gateway's model list is cached (default 30)"),
-    AP_INIT_TAKE1("ProviderMessagesFamily", set_string, OFF(messages_family), RSRC_CONF,
-                  "Model family served by /v1/messages (default anthropic)"),
-    AP_INIT_TAKE1("ProviderDefaultMaxTokens", set_max_tokens, OFF(default_max_tokens),
-                  RSRC_CONF, "Output tokens assumed for the cost estimate when a request "
-                  "sets none (default 4096, at most 1000000)"),
-    AP_INIT_TAKE1("ProviderStreamPingInterval", set_int, OFF(ping_interval), RSRC_CONF,
-                  "Seconds of gateway silence after which a stream gets a keep-alive "
-                  "event (default 10)"),
-    AP_INIT_TAKE1("ProviderHoldTimeout", set_int, OFF(hold_timeout), RSRC_CONF,
-                  "Seconds after which a reservation that was never settled (its worker "
-                  "died) is released (default 3600)"),
-    AP_INIT_TAKE1("ProviderLookupCacheTTL", set_int0, OFF(lookup_ttl), RSRC_CONF,
-                  "Seconds a child caches key and model lookups (default 2; 0 = off). "
-                  "The billing transaction re-checks them either way"),
-    AP_INIT_TAKE1("ProviderJournalDir", set_journal_dir, NULL, RSRC_CONF,
-                  "Directory of the billing journals that keep a killed child's answered "
-                  "requests charged (default DefaultRuntimeDir/" DEFAULT_JOURNAL_DIR
-                  "; none: no journal)"),
-    AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
-                  "Tests only: a file holding the time (epoch seconds) the module uses as "
-                  "now"),
-    { NULL }
-};
-
-static void apply_defaults(provider_srv_conf *c)
-{
-    if (c->gateway_timeout == PROVIDER_UNSET) c->gateway_timeout = DEFAULT_GATEWAY_TIMEOUT;
-    if (c->connect_timeout == PROVIDER_UNSET) c->connect_timeout = DEFAULT_CONNECT_TIMEOUT;
-    if (c->max_body == PROVIDER_UNSET) c->max_body = DEFAULT_MAX_BODY;
-    if (c->models_ttl == PROVIDER_UNSET) c->models_ttl = DEFAULT_MODELS_TTL;
-    if (!c->messages_family) c->messages_family = DEFAULT_MESSAGES_FAMILY;
-    if (c->default_max_tokens == PROVIDER_UNSET) c->default_max_tokens = DEFAULT_MAX_TOKENS;
-    if (c->hold_timeout == PROVIDER_UNSET) c->hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
-    if (c->lookup_ttl == PROVIDER_UNSET) c->lookup_ttl = DEFAULT_LOOKUP_TTL;
-    if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
-}
 
 /* ---- start-up ---------------------------------------------------------------- */
 
@@ -241,7 +49,7 @@ static void journal_dir_make(provider_srv_conf *c, server_rec *vs, apr_pool_t *p
 {
     apr_status_t rv;
     if (!c->journal_dir)
-        c->journal_dir = ap_runtime_dir_relative(pconf, DEFAULT_JOURNAL_DIR);
+        c->journal_dir = ap_runtime_dir_relative(pconf, PROVIDER_JOURNAL_DIR_DEFAULT);
     if (!c->journal_dir || !strcmp(c->journal_dir, "none"))
         return;
     rv = apr_dir_make_recursive(c->journal_dir, APR_FPROT_UREAD | APR_FPROT_UWRITE
@@ -271,7 +79,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
         apr_status_t rv;
         if (c->engine != 1)
             continue;
-        apply_defaults(c);
+        provider_config_defaults(c);
         if (!provider_db_available()) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00006: ProviderEngine needs "
                          "mod_dbd: load it (a2enmod dbd) and set DBDriver / DBDParams");
@@ -327,12 +135,10 @@ static apr_status_t writer_cleanup(void *data)
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
     server_rec *vs;
-    server_lookups = apr_hash_make(pchild);
     provider_sqlite_child_init(pchild, s);
     for (vs = s; vs; vs = vs->next) {
         provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
         prov_cache_t *lookups = NULL;
-        server_rec **key;
         if (c->engine != 1)
             continue;
         if ((!c->catalog
@@ -342,9 +148,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                          "catalog and lookup caches");
             continue;
         }
-        key = apr_palloc(pchild, sizeof(*key));
-        *key = vs;
-        apr_hash_set(server_lookups, key, sizeof(*key), lookups);
+        provider_lookups_add(vs, lookups, pchild);
         if (provider_db_available()) {
             prov_billing_writer_t *w = NULL;
             apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
@@ -457,8 +261,8 @@ AP_DECLARE_MODULE(provider) = {
     STANDARD20_MODULE_STUFF,
     NULL,
     NULL,
-    create_srv_conf,
-    merge_srv_conf,
-    provider_cmds,
+    provider_config_create,
+    provider_config_merge,
+    provider_config_cmds,
     register_hooks
 };

@@ -25,6 +25,7 @@
 #include "prov_estimate.h"
 #include "prov_gwerror.h"
 #include "prov_redact.h"
+#include "prov_json.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -69,6 +70,14 @@ typedef struct provider_srv_conf {
     prov_redactor_t *redactor;      /* masks the gateway's URL and token in logged text */
 } provider_srv_conf;
 
+/* mod_provider_config.c */
+/* The directives' default directory of billing journals (under DefaultRuntimeDir). */
+#define PROVIDER_JOURNAL_DIR_DEFAULT "provider-journal"
+extern const command_rec provider_config_cmds[];
+void *provider_config_create(apr_pool_t *p, server_rec *s);
+void *provider_config_merge(apr_pool_t *p, void *basev, void *addv);
+/* Fills in the defaults of what c leaves unset (post_config). */
+void provider_config_defaults(provider_srv_conf *c);
 /* The effective configuration of r's server. A virtual host without
  * directives of this module shares its main server's structure. */
 provider_srv_conf *provider_conf(request_rec *r);
@@ -78,6 +87,8 @@ provider_srv_conf *provider_conf(request_rec *r);
  * of their own (DBDParams inside <VirtualHost>), and a key of one must never
  * be found through the other's cache. */
 prov_cache_t *provider_lookups(request_rec *r);
+/* Records s's lookup cache for provider_lookups (child_init). */
+void provider_lookups_add(server_rec *s, prov_cache_t *lookups, apr_pool_t *pchild);
 
 /* mod_provider_http.c */
 /* A request id for logs and the x-request-id header (set on err_headers_out). */
@@ -113,11 +124,16 @@ const char *provider_api_key(request_rec *r, int allow_x_api_key);
  * caller's: returns APR_ENOSPC when the body is larger than max. */
 apr_status_t provider_read_body(request_rec *r, apr_int64_t max, const char **body,
                                 apr_size_t *len);
+
+/* mod_provider_db.c */
 /* A database connection for one phase of a request (released by
  * provider_db_close, or at the latest when r ends). NULL when the database or
  * its schema is not usable; the reason is logged. */
 prov_store_t *provider_db_open(request_rec *r, prov_error_t **err);
 void provider_db_close(request_rec *r, prov_store_t *store);
+/* A billing source for r: connections opened (from r's pool) only when the
+ * billing engine needs one for a batch this request's thread leads. */
+prov_store_source_t *provider_request_source(request_rec *r);
 /* A billing source for the server s itself, usable from any thread (the
  * billing writer's): the same channel as s's requests. */
 prov_store_source_t *provider_server_source(server_rec *s, apr_pool_t *p);
@@ -128,6 +144,16 @@ int provider_db_available(void);
  * returns PROVIDER_GO to go on; anything else means it has answered (in the
  * transport's error shape) and the handler returns that value. */
 #define PROVIDER_GO (-2)
+
+/* A request as the driver sees it, whatever its transport's rules. */
+typedef struct provider_call_t {
+    void *req;                    /* the transport's own parsed request */
+    const char *model;            /* the public model id asked for */
+    apr_size_t prompt_bytes;      /* for the input estimate */
+    int n_messages;
+    apr_int64_t max_output;       /* the request's output cap; -1 when none */
+    int stream;                   /* answered as an event stream */
+} provider_call_t;
 
 typedef struct provider_infer_t {
     request_rec *r;
@@ -142,6 +168,7 @@ typedef struct provider_infer_t {
     int auth_fresh;               /* auth was read from the database, not the cache */
     const char *body;             /* the request body (NUL-terminated) */
     apr_size_t len;
+    provider_call_t call;         /* the parsed request */
     prov_model_t *model;
     prov_rates_t eff;             /* the model's effective rates */
     prov_micro_t hold;
@@ -160,6 +187,10 @@ typedef struct provider_infer_t {
  * body (size limit). */
 int provider_infer_begin(provider_infer_t **in, request_rec *r, provider_family_e family,
                          const char *transport, int allow_x_api_key);
+/* For a request that holds nothing (count_tokens), whose key no billing
+ * transaction re-checks: a key taken from the lookup cache is read again from
+ * the database (401 when gone, 403 when its user is now blocked). */
+int provider_infer_recheck_key(provider_infer_t *in);
 /* The catalog model: known, enabled, priced; with messages_only also of the
  * messages family and enabled for it. */
 int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only);
@@ -169,13 +200,10 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
                            apr_int64_t max_output);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
-/* Stages the charge of the gateway's usage t at the model's rates with status
- * and sets x-provider-credits while headers are unsent; returns the charge.
- * Nothing is committed before provider_infer_commit or provider_infer_answer. */
-/* Charges t at the model's rates (t NULL: the hold, when the gateway reported
- * no usage; an absurd t: at most the hold, with a warning), completes the
- * ledger row, sets x-provider-credits while headers are unsent; returns the
- * charge. */
+/* Stages the charge of the gateway's usage t at the model's rates (an absurd
+ * t: at most the hold, with a warning) with status and sets
+ * x-provider-credits while headers are unsent; returns the charge. Nothing
+ * is committed before provider_infer_commit or provider_infer_answer. */
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
 /* Stages the settlement of what d delivered by prov_estimate's rule (the
@@ -212,6 +240,95 @@ int provider_gateway_refusal(request_rec *r, provider_family_e family,
 /* Logs a gateway's error with its text masked (prov_redact): info, or warn
  * when the gateway refused the service token. */
 void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g);
+
+/* mod_provider_stream.c: one event stream to the client. */
+
+/* An answer streamed to the client while the gateway streams to us. */
+typedef struct provider_stream_t {
+    request_rec *r;
+    const struct provider_streamer_t *how;
+    void *translator;             /* the transport's (how->open) */
+    apr_bucket_brigade *bb;
+    int status;                   /* the gateway's HTTP status, once known */
+    int started;                  /* the client has the 200 and its headers */
+    int client_gone;
+    int undelivered;              /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
+    int malformed;                /* the translator refused the gateway's bytes */
+    apr_time_t last_write;
+    apr_interval_time_t ping;     /* ProviderStreamPingInterval */
+    char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
+    apr_size_t refusal_len;
+} provider_stream_t;
+
+/* How a transport streams: the translator between the gateway's stream and
+ * the client's. */
+typedef struct provider_streamer_t {
+    const char *content_type;
+    /* Makes the answer's translator; it emits each event for the client
+     * through provider_stream_write with x as baton. */
+    void *(*open)(provider_infer_t *in, provider_stream_t *x);
+    /* Feeds the translator gateway bytes (pieces of any size); a failure
+     * stops the transfer. */
+    apr_status_t (*feed)(void *translator, const char *data, apr_size_t len);
+    /* The keep-alive event while the gateway is silent; NULL: none. */
+    const char *(*ping)(void);
+    /* A gateway error that ended the stream before the client had anything
+     * (answered as a plain error); NULL when the translator relays errors. */
+    const prov_gwerror_t *(*early_error)(void *translator);
+    /* Settles a stream that the client has, however it ended (rv: the
+     * gateway transfer's result), and writes its last event. */
+    int (*end)(provider_infer_t *in, provider_stream_t *x, apr_status_t rv);
+    /* The message of the 502 when the gateway's answer was no such stream. */
+    const char *malformed;
+} provider_streamer_t;
+
+/* Writes one event (x is a provider_stream_t) and flushes it; the first
+ * write sends the 200 and the stream's headers. APR_ECONNABORTED when the
+ * client has gone or the answer failed (x says which): the translator stops. */
+apr_status_t provider_stream_write(void *x, const char *event, apr_size_t len);
+/* Non-zero when the client has gone (noticed now or before). */
+int provider_stream_gone(provider_stream_t *x);
+/* Streams the gateway's answer to body at path through how and settles it;
+ * returns what the handler returns. */
+int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, const char *path,
+                        const char *body, const apr_table_t *headers);
+
+/* mod_provider_drive.c: the one inference driver of every transport. */
+
+/* A transport: its rules as the driver calls them, in the driver's order. */
+typedef struct provider_transport_t {
+    const char *name;             /* the ledger's: "chat", "messages", "responses" */
+    provider_family_e family;     /* the shape of its errors */
+    int x_api_key;                /* the key may come as x-api-key */
+    int messages_only;            /* only models served on /v1/messages */
+    const char *path;             /* the gateway's path */
+    /* Checks before the body is parsed (headers); NULL: none. */
+    int (*check)(provider_infer_t *in);
+    /* Parses in->body into in->call: APR_EINVAL with *err (400). */
+    apr_status_t (*parse)(provider_infer_t *in, prov_error_t **err);
+    /* Once the hold is taken: headers for the answer or an error; NULL: none. */
+    void (*held)(provider_infer_t *in);
+    /* The gateway's request body, and its extra headers (*headers, or NULL). */
+    const char *(*upstream)(provider_infer_t *in, apr_table_t **headers);
+    /* Reads a 200 answer: APR_EINVAL when it is none, another failure when it
+     * has no usage (*answer set). */
+    apr_status_t (*read_answer)(json_object **answer, prov_tokens_t *t, const char *body,
+                                apr_size_t len, apr_pool_t *p);
+    /* The output bytes of an answer, for an estimate when it has no usage. */
+    apr_uint64_t (*answer_bytes)(json_object *answer);
+    const char *answer_kind;      /* what a 200 answer must be ("a message") */
+    /* The client's answer (in->charge is its charge). */
+    const char *(*render)(provider_infer_t *in, json_object *answer);
+    const provider_streamer_t *stream;   /* NULL: never streamed */
+} provider_transport_t;
+
+/* Key, blocked user, method, body, t's checks, the request, the model: all
+ * that comes before money is held. PROVIDER_GO with *in, or answered. */
+int provider_drive_prepare(provider_infer_t **in, request_rec *r,
+                           const provider_transport_t *t);
+/* Serves r by t: prepare, hold, the gateway call, the settlement and the
+ * answer (plain or streamed). Returns what the handler returns. */
+int provider_drive(request_rec *r, const provider_transport_t *t);
 
 /* Handlers */
 int provider_models_handler(request_rec *r);

@@ -5,10 +5,11 @@
  * atomically), and after the gateway the settlement or release: staged first
  * (its figure goes into the answer), committed once the answer is out, released
  * instead when the module fails to deliver it (status undelivered;
- * docs/internals/broken-streams.md). A transport handler calls these steps and
- * does only its own parsing and answering; each step either lets it go on
- * (PROVIDER_GO) or has already answered in the transport's error shape and
- * returns what the handler must return. */
+ * docs/internals/broken-streams.md). The driver (mod_provider_drive.c) calls
+ * these steps in that order for every transport; each step either lets it go
+ * on (PROVIDER_GO) or has already answered in the transport's error shape and
+ * returns what the handler must return. The gateway's refusals and failures
+ * are answered here too: in our words, its own only in the log (masked). */
 #include <string.h>
 #include "mod_provider.h"
 
@@ -24,13 +25,40 @@ static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
     return provider_fail(in->r, in->family, code, param, "%s", msg);
 }
 
+/* The key read from the database (and its user): PROVIDER_GO, or answered. */
+static int key_from_db(provider_infer_t *in)
+{
+    prov_error_t *err = NULL;
+    apr_status_t rv;
+
+    if (!in->store && !(in->store = provider_db_open(in->r, &err)))
+        return provider_send_error(in->r, in->family, err);
+    rv = prov_auth_lookup(&in->auth, in->store, in->secret, in->r->pool);
+    if (rv != APR_SUCCESS) {
+        provider_infer_close(in);
+        return rv == APR_NOTFOUND
+            ? fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.")
+            : fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                   "The service's database is unavailable; try again later.");
+    }
+    in->auth_fresh = 1;
+    return PROVIDER_GO;
+}
+
+static int key_blocked(provider_infer_t *in)
+{
+    provider_infer_close(in);
+    return fail(in, PROV_E_USER_BLOCKED, NULL,
+                "This account is blocked. Contact the service's administrator.");
+}
+
 int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family_e family,
                          const char *transport, int allow_x_api_key)
 {
     provider_infer_t *in = apr_pcalloc(r->pool, sizeof(*in));
-    prov_error_t *err = NULL;
     const char *secret;
     apr_status_t rv;
+    int st;
 
     in->r = r;
     in->conf = provider_conf(r);
@@ -52,26 +80,14 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
         ? prov_cache_get_auth(in->lookups, prov_key_hash(secret, r->pool), prov_now(), r->pool)
         : NULL;
     if (!in->auth) {
-        in->auth_fresh = 1;
-        if (!(in->store = provider_db_open(r, &err)))
-            return provider_send_error(r, family, err);
-        rv = prov_auth_lookup(&in->auth, in->store, secret, r->pool);
-        if (rv != APR_SUCCESS) {
-            provider_infer_close(in);
-            return rv == APR_NOTFOUND
-                ? fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.")
-                : fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
-                       "The service's database is unavailable; try again later.");
-        }
+        if ((st = key_from_db(in)) != PROVIDER_GO)
+            return st;
         if (in->lookups)
             prov_cache_put_auth(in->lookups, in->auth, prov_now());
     }
     apr_table_setn(r->notes, "provider-key", in->auth->key_display);
-    if (in->auth->user_blocked) {
-        provider_infer_close(in);
-        return fail(in, PROV_E_USER_BLOCKED, NULL,
-                    "This account is blocked. Contact the service's administrator.");
-    }
+    if (in->auth->user_blocked)
+        return key_blocked(in);
     /* The method only after the key: the spec validates the key first. */
     if (r->method_number != M_POST) {
         provider_infer_close(in);
@@ -93,6 +109,18 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
         return fail(in, PROV_E_INVALID_REQUEST, NULL, "The request body could not be read.");
     }
     return PROVIDER_GO;
+}
+
+/* The cache is left as it is: a blocked answer put there would outlive an
+ * unblock. */
+int provider_infer_recheck_key(provider_infer_t *in)
+{
+    int st;
+    if (in->auth_fresh)
+        return PROVIDER_GO;
+    if ((st = key_from_db(in)) != PROVIDER_GO)
+        return st;
+    return in->auth->user_blocked ? key_blocked(in) : PROVIDER_GO;
 }
 
 int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
@@ -138,35 +166,6 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
     return PROVIDER_GO;
 }
 
-/* The billing engine asks for a connection only when this request's thread
- * leads a batch: the others wait without holding one. */
-static apr_status_t source_open(prov_store_t **s, void *baton, apr_pool_t *p)
-{
-    provider_infer_t *in = baton;
-    prov_error_t *err = NULL;
-    (void)p;
-    *s = provider_db_open(in->r, &err);
-    return *s ? APR_SUCCESS : APR_EGENERAL;
-}
-
-static void source_close(prov_store_t *s, void *baton)
-{
-    provider_infer_t *in = baton;
-    provider_db_close(in->r, s);
-}
-
-static const prov_store_source_t *source(provider_infer_t *in)
-{
-    prov_store_source_t *src = apr_pcalloc(in->r->pool, sizeof(*src));
-    src->open = source_open;
-    src->close = source_close;
-    src->baton = in;
-    /* A virtual host may have a database of its own (DBDParams inside
-     * <VirtualHost>): batches never mix the operations of two servers. */
-    src->channel = in->r->server;
-    return src;
-}
-
 int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
                            apr_int64_t max_output)
 {
@@ -180,8 +179,9 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
     in->input_estimate = input_estimate;
     in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
     provider_infer_close(in);
-    rv = prov_billing_reserve(&in->res, &err, source(in), in->auth, in->model->id,
-                              in->transport, in->request_id, in->hold, prov_now(), in->r->pool);
+    rv = prov_billing_reserve(&in->res, &err, provider_request_source(in->r), in->auth,
+                              in->model->id, in->transport, in->request_id, in->hold,
+                              prov_now(), in->r->pool);
     if (rv != APR_SUCCESS)
         return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
                     "The service's database is busy; try again later.");
@@ -207,8 +207,10 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
 
     if (!in->res || in->res->settled)
         return;
-    rv = t ? prov_billing_settle(source(in), in->res, t, charge, status, prov_now(), r->pool)
-           : prov_billing_release(source(in), in->res, status, prov_now(), r->pool);
+    rv = t ? prov_billing_settle(provider_request_source(r), in->res, t, charge, status,
+                                 prov_now(), r->pool)
+           : prov_billing_release(provider_request_source(r), in->res, status, prov_now(),
+                                  r->pool);
     if (rv != APR_SUCCESS && rv != APR_EINCOMPLETE)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
                       "%s; its hold of %s credits stays reserved", in->request_id,
@@ -225,7 +227,7 @@ void provider_infer_after(request_rec *r)
     if (!in || !in->res || !in->res->flush_due)
         return;
     in->res->flush_due = 0;
-    rv = prov_billing_flush(source(in), prov_now(), r->pool);
+    rv = prov_billing_flush(provider_request_source(in->r), prov_now(), r->pool);
     if (rv != APR_SUCCESS)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00111: settled requests could not "
                       "be written yet; the next batch writes them");
@@ -332,4 +334,46 @@ int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
                     "The model did not answer in time. Nothing was charged.");
     return fail(in, PROV_E_GATEWAY_ERROR, NULL,
                 "The model gateway is unreachable. Nothing was charged.");
+}
+
+/* What the gateway said, for the operator: masked, since a gateway may put
+ * its address or a token into an error message. */
+void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
+{
+    const char *text = g->text ? prov_redact(provider_conf(r)->redactor, g->text,
+                                             strlen(g->text), 400, r->pool)
+                               : "(no message)";
+    if (g->kind == PROV_GWERR_AUTH)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "PROV00322: request %s: the gateway "
+                      "refused the service token (HTTP %d; check ProviderGatewayTokenFile): %s",
+                      provider_request_id(r), g->status, text);
+    else if (g->status)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00320: request %s: the gateway "
+                      "answered HTTP %d (%s): %s", provider_request_id(r), g->status, g->type,
+                      text);
+    else
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00321: request %s: the gateway's "
+                      "stream ended with an error (%s): %s", provider_request_id(r), g->type,
+                      text);
+}
+
+/* A gateway refusal made safe to show: the class of its status and a
+ * message of ours (prov_gwerror_client); its own words only in the log. */
+int provider_gateway_refusal(request_rec *r, provider_family_e family,
+                             const prov_gw_response_t *resp)
+{
+    prov_gwerror_t g;
+    prov_error_t *e;
+    apr_int64_t ra;
+
+    prov_gwerror_read(&g, resp->status, resp->body, resp->len, r->pool);
+    provider_log_gateway_error(r, &g);
+    e = prov_gwerror_client(&g, r->pool);
+    if (g.kind == PROV_GWERR_RATE_LIMIT) {
+        e->retry_after = 1;
+        if (resp->retry_after && prov_parse_i64(&ra, resp->retry_after) == APR_SUCCESS
+            && ra > 0 && ra < 3600)
+            e->retry_after = ra;
+    }
+    return provider_send_error(r, family, e);
 }

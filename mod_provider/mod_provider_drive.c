@@ -1,0 +1,88 @@
+/* mod_provider_drive.c: the one inference driver. Every transport (Chat
+ * Completions, Messages, Responses; count_tokens up to its model) is a table
+ * of its rules (provider_transport_t: family, gateway path, parse, upstream
+ * body, read answer, render, stream), and this file walks a request through
+ * them in the order DESIGN §4 fixes: key -> blocked user -> the transport's
+ * checks -> parse -> model -> reserve -> gateway -> settle -> render. The
+ * steps themselves are in mod_provider_infer.c, the event streams in
+ * mod_provider_stream.c; docs/internals/transports.md walks through it. */
+#include <string.h>
+#include "mod_provider.h"
+
+APLOG_USE_MODULE(provider);
+
+int provider_drive_prepare(provider_infer_t **pin, request_rec *r,
+                           const provider_transport_t *t)
+{
+    provider_infer_t *in;
+    prov_error_t *err = NULL;
+    int st;
+
+    if ((st = provider_infer_begin(pin, r, t->family, t->name, t->x_api_key)) != PROVIDER_GO)
+        return st;
+    in = *pin;
+    if (t->check && (st = t->check(in)) != PROVIDER_GO)
+        return st;
+    if (t->parse(in, &err) != APR_SUCCESS) {
+        provider_infer_close(in);
+        return provider_send_error(r, t->family, err);
+    }
+    return provider_infer_model(in, in->call.model, t->messages_only);
+}
+
+/* One gateway call, one JSON answer: charged by the usage it reports, else
+ * by an estimate of its output; rendered with the charge. */
+static int answer(provider_infer_t *in, const provider_transport_t *t, const char *body,
+                  const apr_table_t *headers)
+{
+    request_rec *r = in->r;
+    prov_gw_response_t *resp = NULL;
+    json_object *answer = NULL;
+    prov_delivery_t d;
+    prov_tokens_t tokens;
+    apr_status_t rv;
+
+    rv = prov_gateway_request(&resp, in->conf->gateway, t->path, body, strlen(body), headers,
+                              r->pool);
+    if (rv != APR_SUCCESS)
+        return provider_infer_gateway_failed(in, rv);
+    if (resp->status != HTTP_OK) {
+        provider_infer_release(in, "refused");
+        return provider_gateway_refusal(r, t->family, resp);
+    }
+    rv = t->read_answer(&answer, &tokens, resp->body, resp->len, r->pool);
+    if (rv == APR_EINVAL) {
+        provider_infer_release(in, "malformed");
+        return provider_fail(r, t->family, PROV_E_GATEWAY_ERROR, NULL,
+                             "The model gateway sent an answer that is not %s. "
+                             "Nothing was charged.", t->answer_kind);
+    }
+    if (rv == APR_SUCCESS)
+        provider_infer_settle(in, &tokens, "ok");
+    else
+        provider_infer_bill(in, prov_estimate_answer(&d, t->answer_bytes(answer)), "ok",
+                            "no_usage");
+    return provider_infer_answer(in, t->render(in, answer));
+}
+
+int provider_drive(request_rec *r, const provider_transport_t *t)
+{
+    provider_infer_t *in = NULL;
+    apr_table_t *headers = NULL;
+    const char *body;
+    int st;
+
+    if ((st = provider_drive_prepare(&in, r, t)) != PROVIDER_GO)
+        return st;
+    st = provider_infer_reserve(in, prov_billing_input_estimate(in->call.prompt_bytes,
+                                                                in->call.n_messages),
+                                in->call.max_output);
+    if (st != PROVIDER_GO)
+        return st;
+    if (t->held)
+        t->held(in);
+    body = t->upstream(in, &headers);
+    if (in->call.stream && t->stream)
+        return provider_stream_run(in, t->stream, t->path, body, headers);
+    return answer(in, t, body, headers);
+}

@@ -1,0 +1,153 @@
+/* mod_provider_stream.c: an answer streamed to the client while the gateway
+ * streams to us, for every transport that streams (Messages relays the
+ * gateway's events, Responses translates its chat chunks). The transport's
+ * translator (provider_streamer_t) turns gateway bytes into client events;
+ * this file owns the rest: each event written with a flush bucket, the 200
+ * and the stream's headers with the first one, a client that went away
+ * noticed (c->aborted, or a write that failed) and the transfer stopped
+ * with it, a keep-alive event while the gateway is silent, a refusal's body
+ * kept for an error answer, and what happens when nothing reached the
+ * client yet: a plain error in the transport's shape, the hold released.
+ * A stream the client has is settled by the transport (how->end) by what was
+ * delivered (docs/internals/broken-streams.md). */
+#include <string.h>
+#include "mod_provider.h"
+
+APLOG_USE_MODULE(provider);
+
+/* A gateway refusal that arrives on a stream request is kept up to this size. */
+#define REFUSAL_MAX (64 * 1024)
+
+apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t len)
+{
+    provider_stream_t *x = baton;
+    request_rec *r = x->r;
+    conn_rec *c = r->connection;
+    int w;
+
+    if (x->client_gone || x->undelivered)
+        return APR_ECONNABORTED;
+    if (!x->started) {
+        r->status = HTTP_OK;
+        ap_set_content_type(r, x->how->content_type);
+        apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
+        apr_table_setn(r->headers_out, "X-Accel-Buffering", "no");
+    }
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_transient_create(event, len, c->bucket_alloc));
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(c->bucket_alloc));
+    w = provider_pass(r, x->bb);
+    if (w != PROVIDER_WRITE_OK) {
+        if (w == PROVIDER_WRITE_GONE)
+            x->client_gone = 1;
+        else
+            x->undelivered = w;
+        return APR_ECONNABORTED;
+    }
+    x->started = 1;
+    x->last_write = apr_time_now();
+    return APR_SUCCESS;
+}
+
+int provider_stream_gone(provider_stream_t *x)
+{
+    if (x->r->connection->aborted)
+        x->client_gone = 1;
+    return x->client_gone;
+}
+
+/* Gateway bytes: a refusal's kept whole for provider_gateway_refusal, a
+ * stream's translated and written as they come. */
+static apr_status_t on_data(void *baton, const char *data, apr_size_t len)
+{
+    provider_stream_t *x = baton;
+    apr_status_t rv;
+
+    if (x->status != HTTP_OK) {
+        apr_size_t room = REFUSAL_MAX - x->refusal_len;
+        if (!x->refusal)
+            x->refusal = apr_palloc(x->r->pool, REFUSAL_MAX + 1);
+        if (len > room)
+            len = room;
+        memcpy(x->refusal + x->refusal_len, data, len);
+        x->refusal_len += len;
+        x->refusal[x->refusal_len] = '\0';
+        return APR_SUCCESS;
+    }
+    if (provider_stream_gone(x))
+        return APR_ECONNABORTED;
+    rv = x->how->feed(x->translator, data, len);
+    if (rv != APR_SUCCESS && !x->client_gone && !x->undelivered)
+        x->malformed = 1;
+    return rv;
+}
+
+/* While the gateway is silent: a keep-alive event after the interval; notices
+ * a client that has gone (the transfer then stops, and with it the upstream
+ * work). */
+static apr_status_t on_tick(void *baton)
+{
+    provider_stream_t *x = baton;
+    if (provider_stream_gone(x))
+        return APR_ECONNABORTED;
+    if (x->started && apr_time_now() - x->last_write >= x->ping) {
+        const char *ping = x->how->ping();
+        return provider_stream_write(x, ping, strlen(ping));
+    }
+    return APR_SUCCESS;
+}
+
+/* Nothing has gone to the client: the gateway refused, failed, sent no
+ * stream, or the client left first. A plain answer is still possible. */
+static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t rv)
+{
+    request_rec *r = in->r;
+    const prov_gwerror_t *early = x->how->early_error ? x->how->early_error(x->translator)
+                                                      : NULL;
+    provider_family_e family = in->family;
+
+    if (x->client_gone) {
+        provider_infer_release(in, "client_gone");
+        r->connection->keepalive = AP_CONN_CLOSE;
+        return OK;
+    }
+    if (x->status != 0 && x->status != HTTP_OK) {
+        prov_gw_response_t resp;
+        memset(&resp, 0, sizeof(resp));
+        resp.status = x->status;
+        resp.body = x->refusal ? x->refusal : "";
+        resp.len = x->refusal_len;
+        provider_infer_release(in, "refused");
+        return provider_gateway_refusal(r, family, &resp);
+    }
+    if (early) {
+        provider_log_gateway_error(r, early);
+        provider_infer_release(in, "refused");
+        return provider_send_error(r, family, prov_gwerror_client(early, r->pool));
+    }
+    if (rv != APR_SUCCESS && !x->malformed)
+        return provider_infer_gateway_failed(in, rv);
+    provider_infer_release(in, "malformed");
+    return provider_fail(r, family, PROV_E_GATEWAY_ERROR, NULL, "%s", x->how->malformed);
+}
+
+int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, const char *path,
+                        const char *body, const apr_table_t *headers)
+{
+    request_rec *r = in->r;
+    provider_stream_t x;
+    apr_status_t rv;
+
+    memset(&x, 0, sizeof(x));
+    x.r = r;
+    x.how = how;
+    x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    x.ping = apr_time_from_sec(in->conf->ping_interval);
+    x.translator = how->open(in, &x);
+    rv = prov_gateway_stream_tick(&x.status, in->conf->gateway, path, body, strlen(body),
+                                  headers, on_data, how->ping ? on_tick : NULL, &x, r->pool);
+    if (x.undelivered)
+        return provider_infer_undelivered(in, x.undelivered);
+    if (x.started)
+        return how->end(in, &x, rv);
+    return not_started(in, &x, rv);
+}
