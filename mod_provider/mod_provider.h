@@ -1,7 +1,11 @@
 /* mod_provider.h: what the glue files of mod_provider share: the server
  * configuration (directives with unset markers, and the runtime objects built
- * from them), the endpoints the module routes to, and the request plumbing
- * helpers of mod_provider_http.c. Only mod_provider/ includes httpd headers. */
+ * from them; mod_provider_config.c), the endpoints the module routes to, the
+ * request plumbing of mod_provider_http.c, the database leases of
+ * mod_provider_db.c, the inference steps (mod_provider_infer.c), the event
+ * stream (mod_provider_stream.c), and the transport table that the one
+ * inference driver (mod_provider_drive.c) serves every transport by
+ * (docs/internals/transports.md). Only mod_provider/ includes httpd headers. */
 #ifndef MOD_PROVIDER_H
 #define MOD_PROVIDER_H
 
