@@ -1,8 +1,14 @@
-/* prov_gateway.h: the client of the internal model gateway (libcurl). One
- * easy handle per thread, reused across that thread's requests so that
- * connections stay open; connect and total timeouts; the service token is sent
- * as a Bearer header and never logged; the gateway's URL never leaves this
- * file in an error meant for a client. */
+/* prov_gateway.h: core/gateway/, the client of the internal model gateway,
+ * and the only header its callers include. One interface, two backends
+ * behind a table of functions (prov_gateway_backend.h), chosen once per
+ * gateway when it is created: answers that are not streamed, from a plain
+ * http:// gateway, go through a lean keep-alive HTTP/1.1 client
+ * (prov_gateway_http.c with prov_gateway_conn.c and prov_gateway_answer.c);
+ * streams and every other URL through libcurl (prov_gateway_curl.c). Connect
+ * and total timeouts; the service token is sent as a Bearer header and never
+ * logged; the gateway's URL never leaves this folder in an error meant for a
+ * client. Why two clients, and what the plain one does not do:
+ * docs/internals/gateway.md. */
 #ifndef PROV_GATEWAY_H
 #define PROV_GATEWAY_H
 
@@ -22,7 +28,13 @@ typedef struct prov_gw_response_t {
  * transfer (the client went away). */
 typedef apr_status_t prov_gw_data_cb(void *baton, const char *data, apr_size_t len);
 
-/* Process-wide libcurl setup; call once before threads start. */
+/* Called about once a second while a streamed transfer runs, also while the
+ * gateway is silent (for keep-alive events and noticing a client that went
+ * away); a non-APR_SUCCESS return stops the transfer as cb's does. */
+typedef apr_status_t prov_gw_tick_cb(void *baton);
+
+/* Process-wide setup of the backends (libcurl's); call once before threads
+ * start. */
 apr_status_t prov_gateway_global_init(void);
 
 /* base_url without a trailing slash ("http://127.0.0.1:4000"); token may be
@@ -45,11 +57,6 @@ apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
 apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *path,
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p);
-
-/* Called about once a second while a streamed transfer runs, also while the
- * gateway is silent (for keep-alive events and noticing a client that went
- * away); a non-APR_SUCCESS return stops the transfer as cb's does. */
-typedef apr_status_t prov_gw_tick_cb(void *baton);
 
 /* prov_gateway_stream that also calls tick (may be NULL) with baton. */
 apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const char *path,

@@ -1,5 +1,5 @@
 /* fuzz_gateway_http.c: libFuzzer harness of the plain HTTP/1.1 gateway
- * client's answer parser (core/gateway/prov_gateway_http.c, through
+ * client's answer parser (core/gateway/prov_gateway_answer.c, through
  * prov_gw_http_parse: the status line and headers, 1xx answers skipped,
  * Content-Length, chunked with extensions and trailers, or a body that ends
  * with the connection). The input is the bytes a gateway sends, read once all
@@ -8,7 +8,7 @@
  * answer has a final status (200-599), a body no longer than the input, and
  * the Content-Type and Retry-After it carries. */
 #include "fuzz_common.h"
-#include "prov_gateway_int.h"
+#include "prov_gateway_http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

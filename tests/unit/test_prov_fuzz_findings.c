@@ -10,7 +10,7 @@
  * line by the secret masking. */
 #include <string.h>
 #include "unit_tests.h"
-#include "prov_gateway_int.h"
+#include "prov_gateway_http.h"
 #include "prov_json.h"
 #include "prov_redact.h"
 #include "prov_messages.h"

@@ -7,7 +7,8 @@
  * before reuse: the request goes once, on a new connection), a connection
  * reset after the gateway read the whole request (a failure, never sent
  * again) or before it could (sent again once), a cut or malformed answer,
- * and the total timeout. */
+ * and the total timeout; then the public interface, whose answers take the
+ * plain client and whose streams take libcurl (core/gateway/prov_gateway.c). */
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "unit_tests.h"
-#include "prov_gateway_int.h"
+#include "prov_gateway_http.h"
 
 #define MAX_STEPS 8
 
@@ -191,12 +192,21 @@ static call_t post_body(server_t *s, const void *gw, const char *prefix, long ti
                         const char *body, apr_size_t len, apr_pool_t *p)
 {
     prov_gw_target_t t;
+    prov_gw_req_t req;
     call_t c;
     const char *url = apr_psprintf(p, "http://127.0.0.1:%d%s", s->port, prefix);
     memset(&c, 0, sizeof(c));
+    memset(&req, 0, sizeof(req));
     CU_ASSERT_EQUAL_FATAL(prov_gw_target_parse(&t, url, p), APR_SUCCESS);
-    c.rv = prov_gw_http_request(&c.resp, &t, gw, "Authorization: Bearer tok-123", 1000,
-                                timeout_ms, "/v1/chat/completions", body, len, NULL, &c.why, p);
+    req.owner = gw;
+    req.where = &t;
+    req.auth_header = "Authorization: Bearer tok-123";
+    req.connect_timeout_ms = 1000;
+    req.timeout_ms = timeout_ms;
+    req.path = "/v1/chat/completions";
+    req.body = body;
+    req.len = len;
+    c.rv = prov_gw_http_request(&c.resp, &req, &c.why, p);
     return c;
 }
 
@@ -381,10 +391,69 @@ static void test_failures(void)
     apr_pool_destroy(p);
 }
 
+typedef struct sink_t {
+    char buf[256];
+    apr_size_t len;
+} sink_t;
+
+static apr_status_t collect(void *baton, const char *data, apr_size_t len)
+{
+    sink_t *k = baton;
+    if (k->len + len >= sizeof(k->buf))
+        return APR_ENOSPC;
+    memcpy(k->buf + k->len, data, len);
+    k->len += len;
+    k->buf[k->len] = '\0';
+    return APR_SUCCESS;
+}
+
+static void test_front_answers_and_streams(void)
+{
+    /* through the public interface: an answer read whole (the plain client
+     * for http://) and a stream (libcurl), both on the gateway's path */
+    static const step_t steps[] = {
+        { "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nwhole", 0, 0, 0 },
+        { "HTTP/1.1 201 Created\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "3\r\nstr\r\n4\r\neam!\r\n0\r\n\r\n", 0, 0, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    prov_gateway_t *gw = NULL;
+    prov_gw_response_t *resp = NULL;
+    sink_t k;
+    int status = 0;
+    begin(&s, &p, steps, 2);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_create(&gw, apr_psprintf(p, "http://127.0.0.1:%d/gw/",
+                                                                s.port), "tok-9", 1000, 2000, p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_request(&resp, gw, "/v1/models", NULL, 0, NULL, p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(resp->status, 200);
+    CU_ASSERT_STRING_EQUAL(resp->body, "whole");
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "GET /gw/v1/models HTTP/1.1\r\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "\r\nAuthorization: Bearer tok-9\r\n"));
+    memset(&k, 0, sizeof(k));
+    CU_ASSERT_EQUAL(prov_gateway_stream(&status, gw, "/v1/chat/completions", "{}", 2, NULL,
+                                        collect, &k, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(status, 201);
+    CU_ASSERT_STRING_EQUAL(k.buf, "stream!");
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "POST /gw/v1/chat/completions HTTP/1.1\r\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "\r\nAuthorization: Bearer tok-9\r\n"));
+    finish(&s);
+    CU_ASSERT_EQUAL(s.accepted, 2);
+    /* nobody listens any more: both backends say so alike */
+    CU_ASSERT_EQUAL(prov_gateway_request(&resp, gw, "/v1/models", NULL, 0, NULL, p),
+                    APR_ECONNREFUSED);
+    CU_ASSERT_EQUAL(prov_gateway_stream(&status, gw, "/v1/chat/completions", "{}", 2, NULL,
+                                        collect, &k, p), APR_ECONNREFUSED);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_gateway(void)
 {
     PROV_SUITE("gateway", PROV_TEST(test_target_parse), PROV_TEST(test_keepalive_and_encodings),
                PROV_TEST(test_idle_close_seen_before_reuse),
                PROV_TEST(test_read_request_never_resent),
-               PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures));
+               PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures),
+               PROV_TEST(test_front_answers_and_streams));
 }
