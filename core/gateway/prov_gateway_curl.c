@@ -75,7 +75,26 @@ typedef struct xfer_t {
     apr_pool_t *p;
     const char *content_type;
     const char *retry_after;
+    apr_size_t sent;                /* bytes of the body handed to libcurl */
 } xfer_t;
+
+/* The request body, given to libcurl through a read function and no seek
+ * function: libcurl sends a request again on a new connection when a reused
+ * one dies before any byte of the answer, which needs the body rewound. It
+ * cannot rewind this one, so it fails (CURLE_SEND_FAIL_REWIND) instead of
+ * sending the gateway a request it may have read whole and be running (the
+ * never-resend rule of the plain client; Debian 12's libcurl has no option
+ * to forbid that retry). */
+static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud)
+{
+    xfer_t *x = ud;
+    apr_size_t n = x->req->len - x->sent;
+    if (n > size * nmemb)
+        n = size * nmemb;
+    memcpy(buf, x->req->body + x->sent, n);
+    x->sent += n;
+    return n;
+}
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
@@ -202,9 +221,19 @@ static void set_options(CURL *h, const prov_gw_req_t *req, xfer_t *x, int stream
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     }
-    if (req->body) {
+    else {
+        /* The handle is the thread's: undo what a stream before set. */
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, NULL);
+    }
+    if (!req->body) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    else {
+        x->sent = 0;
         curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, x);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->len);
     }
 }
@@ -250,7 +279,7 @@ static apr_status_t perform(const prov_gw_req_t *req, xfer_t *x, long *code, int
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
     /* The handle outlives this call: drop pointers into this request. */
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+    curl_easy_setopt(h, CURLOPT_READDATA, NULL);
     curl_slist_free_all(hl);
 
     rv = status_of(cc, x);
