@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include "prov_billing.h"
 #include "prov_journal.h"
+#include "prov_window.h"
 
 typedef enum {
     PROV_OP_RESERVE = 0,
@@ -217,52 +218,5 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
 int prov_lease_due(const prov_leases_t *L);
 /* Whether any lease is held or any drawn request is not written yet. */
 int prov_lease_active(const prov_leases_t *L);
-
-/* The buckets of one scope still overlapping a window, oldest first. */
-typedef struct prov_window_t {
-    int n, cap;
-    apr_int64_t *start;
-    prov_micro_t *amount;
-    prov_micro_t sum;
-    apr_int64_t len;                /* bucket length */
-    apr_int64_t span;               /* window length */
-    /* A window read as a sum only (the usual case) lists its buckets when a
-     * refusal needs Retry-After: what to read, and what was added since. */
-    int listed;
-    const char *scope;
-    apr_int64_t id;
-    int plan;
-    apr_int64_t now;
-    apr_int64_t oldest;             /* first bucket with usage, 0 = none */
-    prov_micro_t pending;           /* added in this batch, at pending_at */
-    apr_int64_t pending_at;
-} prov_window_t;
-
-apr_int64_t prov_bucket_of(apr_int64_t t, apr_int64_t len);
-/* Loads scope/id's buckets overlapping [now - span, now]; plan: sum the
- * plan_credits column instead of credits. */
-apr_status_t prov_window_load(prov_window_t *w, prov_store_t *s, const char *scope,
-                              apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
-                              apr_int64_t now, apr_pool_t *p);
-/* The same as one sum (and the oldest bucket with usage): the check path. */
-apr_status_t prov_window_sum(prov_window_t *w, prov_store_t *s, const char *scope,
-                             apr_int64_t id, apr_int64_t len, apr_int64_t span, int plan,
-                             apr_int64_t now, apr_pool_t *p);
-/* Lists the buckets of a window read as a sum (keeping what was added). */
-apr_status_t prov_window_list(prov_window_t *w, prov_store_t *s, apr_pool_t *p);
-/* Adds amount at the bucket of t (in-batch usage not yet written). */
-void prov_window_add(prov_window_t *w, apr_int64_t t, prov_micro_t amount, apr_pool_t *p);
-/* Seconds until enough usage has left the window for sum + need <= limit:
- * 0 when it fits now, -1 when it never will (need > limit). */
-apr_int64_t prov_window_retry_after(const prov_window_t *w, prov_micro_t need,
-                                    prov_micro_t limit, apr_int64_t now);
-/* Seconds until the oldest usage leaves the window (0 when none). */
-apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now);
-
-/* The plan of user at now with both windows loaded (w5, w7); has_plan 0
- * when the account has no active subscription. */
-apr_status_t prov_billing_plan_windows(prov_plan_windows_t *pw, prov_window_t *w5,
-                                       prov_window_t *w7, prov_store_t *s, apr_int64_t user_id,
-                                       apr_int64_t now, apr_pool_t *p);
 
 #endif

@@ -56,6 +56,7 @@ int main(int argc, char **argv)
     prov_test_suite_store_sqlite();
     prov_test_suite_account();
     prov_test_suite_models();
+    prov_test_suite_window();
     prov_test_suite_billing();
     prov_test_suite_billing_journal();
     prov_test_suite_journal();
