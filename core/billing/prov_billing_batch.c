@@ -9,10 +9,10 @@
  * the balance. Bucket and balance changes are summed per row and written
  * once per batch. */
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
+#include "prov_store_billing.h"
 
 typedef struct acct_t {
     apr_int64_t user_id;
@@ -31,13 +31,6 @@ typedef struct keyw_t {
     prov_micro_t budget;
 } keyw_t;
 
-typedef struct delta_t {
-    const char *scope;
-    apr_int64_t id, bucket;
-    prov_micro_t credits, plan;
-    apr_int64_t requests;
-} delta_t;
-
 typedef struct batch_t {
     prov_store_t *s;
     apr_pool_t *p;
@@ -45,7 +38,7 @@ typedef struct batch_t {
     apr_hash_t *accts;              /* user id -> acct_t */
     apr_hash_t *keys;               /* key id -> keyw_t */
     apr_hash_t *models;             /* model id -> int enabled */
-    apr_hash_t *deltas;             /* "scope|id|bucket" -> delta_t */
+    apr_hash_t *deltas;             /* "scope|id|bucket" -> prov_bucket_delta_t */
     apr_hash_t *balances;           /* user id -> prov_micro_t* delta */
 } batch_t;
 
@@ -54,7 +47,7 @@ static void add_delta(batch_t *b, const char *scope, apr_int64_t id, apr_int64_t
 {
     const char *k = apr_psprintf(b->p, "%s|%" APR_INT64_T_FMT "|%" APR_INT64_T_FMT,
                                  scope, id, bucket);
-    delta_t *d = apr_hash_get(b->deltas, k, APR_HASH_KEY_STRING);
+    prov_bucket_delta_t *d = apr_hash_get(b->deltas, k, APR_HASH_KEY_STRING);
     if (!d) {
         d = apr_pcalloc(b->p, sizeof(*d));
         d->scope = scope;
@@ -92,31 +85,19 @@ static void usage_deltas(batch_t *b, apr_int64_t user_id, apr_int64_t key_id, ap
 
 static apr_status_t flush(batch_t *b)
 {
-    apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(const char *));
+    apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(prov_bucket_delta_t));
     apr_hash_index_t *hi;
     apr_status_t rv;
-    /* Every bucket a batch changes, in one statement (a round trip counts
-     * on PostgreSQL); each appears once, as ON CONFLICT needs. */
     for (hi = apr_hash_first(b->p, b->deltas); hi; hi = apr_hash_next(hi)) {
-        delta_t *d = apr_hash_this_val(hi);
+        prov_bucket_delta_t *d = apr_hash_this_val(hi);
         if (!d->credits && !d->plan && !d->requests)
             continue;
-        APR_ARRAY_PUSH(rows, const char *) = apr_psprintf(b->p,
-            "%s('%s', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %"
-            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")", rows->nelts ? ", " : "", d->scope,
-            d->id, d->bucket, d->credits, d->plan, d->requests);
+        APR_ARRAY_PUSH(rows, prov_bucket_delta_t) = *d;
     }
-    if (rows->nelts) {
-        const char *sql = apr_pstrcat(b->p,
-            "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, "
-            "requests) VALUES ", apr_array_pstrcat(b->p, rows, 0),
-            " ON CONFLICT (scope, scope_id, bucket) DO UPDATE SET "
-            "credits = usage_buckets.credits + excluded.credits, "
-            "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
-            "requests = usage_buckets.requests + excluded.requests", NULL);
-        if ((rv = prov_store_raw(b->s, sql, b->p)) != APR_SUCCESS)
-            return rv;
-    }
+    rv = prov_store_bill_buckets_add(b->s, (const prov_bucket_delta_t *)rows->elts, rows->nelts,
+                                     b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
     for (hi = apr_hash_first(b->p, b->balances); hi; hi = apr_hash_next(hi)) {
         const apr_int64_t *uid = apr_hash_this_key(hi);
         prov_micro_t *v = apr_hash_this_val(hi);
@@ -473,76 +454,37 @@ static void lease_move(batch_t *b, const prov_slot_t *w, apr_int64_t at, prov_mi
         add_balance(b, w->user_id, prov_i64_sub_sat(0, amount));
 }
 
+/* The settled entries among those taken, written whole (on PostgreSQL many
+ * to a statement). */
+static apr_status_t insert_complete(batch_t *b, const prov_entry_t *taken)
+{
+    apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(prov_ledger_row_t));
+    const prov_entry_t *e;
+    for (e = taken; e; e = e->next) {
+        prov_ledger_row_t *r;
+        if (!e->complete)
+            continue;
+        r = apr_array_push(rows);
+        r->request_id = e->request_id;
+        r->transport = e->transport;
+        r->status = e->status;
+        r->user_id = e->user_id;
+        r->key_id = e->key_id;
+        r->model_id = e->model_id;
+        r->tokens = e->tokens;
+        r->hold = e->hold;
+        r->charge = e->charge;
+        r->from_plan = e->from_plan;
+        r->created_at = e->created_at;
+        r->settled_at = e->settled_at;
+    }
+    return prov_store_bill_ledger_insert(b->s, (const prov_ledger_row_t *)rows->elts,
+                                         rows->nelts, b->p);
+}
+
 /* Writes the entries a lease's slot handed over, and returns the lease (or
  * all but what its unwritten entries still hold: the base a renewal starts
  * from). */
-/* A text value quoted for SQL. */
-static const char *quoted(batch_t *b, const char *v)
-{
-    return apr_pstrcat(b->p, "'", apr_dbd_escape(b->s->driver, b->p, v, b->s->handle), "'",
-                       NULL);
-}
-
-/* Settled entries' rows, complete. PostgreSQL: many per statement, one
- * round trip for up to ROWS_PER_INSERT rows; SQLite (no round trips, and
- * a prepared statement is cheaper than parsing): one at a time. */
-#define ROWS_PER_INSERT 64
-
-static apr_status_t insert_one(batch_t *b, const prov_entry_t *e)
-{
-    apr_pool_t *p = b->p;
-    return prov_store_exec(b->s, NULL, "bill_ledger_complete",
-        PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
-                  prov_i64(e->model_id, p), e->transport, prov_i64(e->tokens.input, p),
-                  prov_i64(e->tokens.output, p), prov_i64(e->tokens.cache, p),
-                  prov_i64(e->tokens.reasoning, p), prov_i64(e->hold, p),
-                  prov_i64(e->charge, p), prov_i64(e->from_plan ? e->charge : 0, p),
-                  source_of(e->from_plan), e->status, prov_i64(e->created_at, p),
-                  prov_i64(e->settled_at, p)), p);
-}
-
-static apr_status_t insert_complete(batch_t *b, prov_entry_t **pe)
-{
-    static const char head[] =
-        "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
-        "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, "
-        "source, status, created_at, settled_at) VALUES ";
-    apr_array_header_t *parts = apr_array_make(b->p, 2 * ROWS_PER_INSERT + 1, sizeof(char *));
-    prov_entry_t *e;
-    int n = 0;
-
-    if (b->s->dialect == PROV_DIALECT_SQLITE) {
-        for (e = *pe; e; e = e->next) {
-            apr_status_t rv;
-            if (e->complete && (rv = insert_one(b, e)) != APR_SUCCESS)
-                return rv;
-        }
-        *pe = NULL;
-        return APR_SUCCESS;
-    }
-    APR_ARRAY_PUSH(parts, const char *) = head;
-    for (e = *pe; e && n < ROWS_PER_INSERT; e = e->next) {
-        if (!e->complete)
-            continue;
-        if (n++)
-            APR_ARRAY_PUSH(parts, const char *) = ", ";
-        APR_ARRAY_PUSH(parts, const char *) = apr_psprintf(b->p,
-            "(%s, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %"
-            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
-            ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %s, %"
-            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
-            quoted(b, e->request_id), e->user_id, e->key_id, e->model_id,
-            quoted(b, e->transport), e->tokens.input, e->tokens.output, e->tokens.cache,
-            e->tokens.reasoning, e->hold, e->charge, e->from_plan ? e->charge : 0,
-            quoted(b, source_of(e->from_plan)), quoted(b, e->status), e->created_at,
-            e->settled_at);
-    }
-    *pe = e;
-    if (!n)
-        return APR_SUCCESS;
-    return prov_store_raw(b->s, apr_array_pstrcat(b->p, parts, 0), b->p);
-}
-
 static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
 {
     apr_pool_t *p = b->p;
@@ -550,10 +492,8 @@ static apr_status_t lease_write(batch_t *b, prov_slot_t *w)
     apr_status_t rv;
     int n = 0;
 
-    for (e = w->taken; e; ) {
-        if ((rv = insert_complete(b, &e)) != APR_SUCCESS)
-            return rv;
-    }
+    if ((rv = insert_complete(b, w->taken)) != APR_SUCCESS)
+        return rv;
     for (e = w->taken; e; e = e->next) {
         prov_micro_t amount = e->complete ? e->charge : e->hold;
         if (!e->complete) {
@@ -929,21 +869,13 @@ static apr_status_t drop(batch_t *b, prov_op_t *op)
 
 /* ---- the batch ------------------------------------------------------------- */
 
-static int cmp_i64(const void *x, const void *y)
-{
-    apr_int64_t a = *(const apr_int64_t *)x, c = *(const apr_int64_t *)y;
-    return a < c ? -1 : a > c;
-}
-
-/* PostgreSQL: lock the accounts in id order before anything else. */
+/* The accounts the batch touches, locked before anything else. */
 static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
 {
     apr_array_header_t *ids = apr_array_make(b->p, 8, sizeof(apr_int64_t));
     prov_op_t *op;
     prov_slot_t *w;
     int i;
-    if (b->s->dialect != PROV_DIALECT_PGSQL)
-        return APR_SUCCESS;
     for (op = ops; op; op = op->next) {
         if (op->kind == PROV_OP_RESERVE)
             APR_ARRAY_PUSH(ids, apr_int64_t) = op->auth->user_id;
@@ -956,21 +888,7 @@ static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
     }
     for (w = work; w; w = w->work_next)
         APR_ARRAY_PUSH(ids, apr_int64_t) = w->user_id;
-    qsort(ids->elts, ids->nelts, sizeof(apr_int64_t), cmp_i64);
-    for (i = 0; i < ids->nelts; i++) {
-        apr_dbd_results_t *res = NULL;
-        apr_dbd_row_t *row = NULL;
-        apr_int64_t id = APR_ARRAY_IDX(ids, i, apr_int64_t);
-        apr_status_t rv;
-        if (i && id == APR_ARRAY_IDX(ids, i - 1, apr_int64_t))
-            continue;
-        rv = prov_store_select(b->s, &res, "bill_account", PROV_ARGS(prov_i64(id, b->p)), b->p);
-        if (rv != APR_SUCCESS)
-            return rv;
-        while (prov_store_row(b->s, res, &row, b->p) == APR_SUCCESS)
-            ;
-    }
-    return APR_SUCCESS;
+    return prov_store_bill_lock_accounts(b->s, (apr_int64_t *)ids->elts, ids->nelts, b->p);
 }
 
 static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sweep,

@@ -1,0 +1,54 @@
+/* prov_store_billing.h: the billing engine's writes that are not one
+ * labelled statement, and so need SQL built at run time or a dialect
+ * branch: every usage bucket a batch changes in one upsert, complete ledger
+ * rows many to a statement where round trips count (PostgreSQL), and the
+ * account row locks a batch takes first. The engine (core/billing) calls
+ * these and holds no SQL text of its own; its single statements are labels
+ * of the statement table (prov_sql.c). */
+#ifndef PROV_STORE_BILLING_H
+#define PROV_STORE_BILLING_H
+
+#include "prov_store.h"
+
+/* What one batch adds to one usage bucket. */
+typedef struct prov_bucket_delta_t {
+    const char *scope;              /* "key:h", "user:h", "user:m" */
+    apr_int64_t id, bucket;
+    prov_micro_t credits, plan;     /* credits, and of them funded by the plan */
+    apr_int64_t requests;
+} prov_bucket_delta_t;
+
+/* A ledger row written whole: a request drawn from a lease and settled
+ * before its row was written. */
+typedef struct prov_ledger_row_t {
+    const char *request_id;
+    const char *transport;
+    const char *status;
+    apr_int64_t user_id, key_id, model_id;
+    prov_tokens_t tokens;
+    prov_micro_t hold, charge;
+    int from_plan;                  /* plan_credits = charge, source 'plan' */
+    apr_int64_t created_at, settled_at;
+} prov_ledger_row_t;
+
+/* Complete rows sent in one statement at most (PostgreSQL). */
+#define PROV_STORE_ROWS_PER_INSERT 64
+
+/* Adds the n deltas to their buckets (made when missing) in one statement;
+ * each bucket appears once in d, as ON CONFLICT needs. n 0: nothing. */
+apr_status_t prov_store_bill_buckets_add(prov_store_t *s, const prov_bucket_delta_t *d, int n,
+                                         apr_pool_t *p);
+/* Inserts the n rows, in order: PostgreSQL up to PROV_STORE_ROWS_PER_INSERT
+ * a statement (one round trip each); SQLite one prepared statement a row
+ * (no round trips, and cheaper than parsing a long one). */
+apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_row_t *rows, int n,
+                                           apr_pool_t *p);
+/* Locks the accounts ids (n of them, any order, repeats allowed) until the
+ * transaction ends: PostgreSQL row locks taken in id order, so that the
+ * batches of different processes or nodes queue instead of deadlocking;
+ * SQLite: nothing (BEGIN IMMEDIATE holds the whole database). ids may be
+ * reordered. */
+apr_status_t prov_store_bill_lock_accounts(prov_store_t *s, apr_int64_t *ids, int n,
+                                           apr_pool_t *p);
+
+#endif
