@@ -180,39 +180,6 @@ static apr_status_t lead(queue_t *q, prov_op_t *batch, prov_slot_t *work,
     return rv;
 }
 
-/* A settlement or release does not wait for its batch when another thread
- * is leading one: it is queued (copied out of the request's memory) and the
- * running leader commits it before its own request ends, so its thread can
- * answer at once. With no batch running, it leads its own batch and returns
- * the result, as a reservation always does. */
-prov_op_t *prov_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
-                             prov_micro_t charge, const char *status, apr_int64_t now)
-{
-    apr_size_t lid = strlen(r->request_id) + 1, lt = strlen(r->transport) + 1,
-               ls = strlen(status) + 1;
-    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + lid + lt + ls);
-    prov_reservation_t *cr;
-    char *str;
-    if (!c)
-        return NULL;
-    c->kind = PROV_OP_SETTLE;
-    c->now = now;
-    if (t)
-        c->tokens = *t;
-    c->charge = charge;
-    cr = (prov_reservation_t *)(c + 1);
-    *cr = *r;
-    str = (char *)(cr + 1);
-    cr->request_id = memcpy(str, r->request_id, lid);
-    cr->transport = memcpy(str + lid, r->transport, lt);
-    c->status = memcpy(str + lid + lt, status, ls);
-    cr->windows.plan_name = NULL;
-    cr->slot = cr->entry = NULL;
-    c->res = cr;
-    c->async = 1;
-    return c;
-}
-
 /* Ends a batch's operations (q_mutex held): a settlement's journal record
  * is done once it is committed (a failed one stays for a replay), a waiting
  * thread is woken, a queued settlement is freed (mine: the caller's, freed
@@ -554,7 +521,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     op.status = status;
     op.jticket = ticket;             /* done by the batch that commits it */
     {
-        prov_op_t *c = idle ? NULL : prov_async_settle(r, t, op.charge, status, now);
+        prov_op_t *c = idle ? NULL : prov_batch_async_settle(r, t, op.charge, status, now);
         if (c)
             c->jticket = ticket;
         rv = c ? submit(c, src, p) : submit(&op, src, p);

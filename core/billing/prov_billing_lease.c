@@ -395,7 +395,7 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
                     r.hold = e->hold;
                     r.from_plan = e->from_plan;
                     r.created_at = e->created_at;
-                    c = prov_async_settle(&r, &e->tokens, e->charge, e->status, e->settled_at);
+                    c = prov_batch_async_settle(&r, &e->tokens, e->charge, e->status, e->settled_at);
                     if (c) {
                         c->jticket = e->jticket;
                         c->next = requeue;

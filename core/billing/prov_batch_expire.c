@@ -1,0 +1,142 @@
+/* prov_batch_expire.c: holds given back without their request, inside a
+ * batch: holds older than the hold timeout (their worker died), a dead
+ * process's journal replayed (each settlement once, then its leases
+ * returned), and one hold or lease released by hand (`providerctl hold
+ * release`). Each settles rows exactly as the request would have. */
+#include <string.h>
+#include "prov_batch_int.h"
+#include "prov_log.h"
+
+apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *stale = apr_array_make(b->p, 8, sizeof(prov_reservation_t));
+    apr_status_t rv = prov_store_select(b->s, &res, "bill_stale_holds",
+                                        PROV_ARGS(prov_i64(b->now - hold_timeout, b->p)), b->p);
+    int i, moved;
+    if (rv != APR_SUCCESS)
+        return rv;
+    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+        prov_reservation_t *r = apr_array_push(stale);
+        const char *source = prov_store_get(b->s, row, 3);
+        memset(r, 0, sizeof(*r));
+        r->request_id = prov_store_get(b->s, row, 0);
+        r->user_id = prov_store_get_i64(b->s, row, 1, 0);
+        r->key_id = prov_store_get_i64(b->s, row, 2, 0);
+        r->from_plan = source && !strcmp(source, "plan");
+        r->hold = prov_store_get_i64(b->s, row, 4, 0);
+        r->created_at = prov_store_get_i64(b->s, row, 5, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    for (i = 0; i < stale->nelts; i++) {
+        prov_reservation_t *r = &APR_ARRAY_IDX(stale, i, prov_reservation_t);
+        if ((rv = prov_batch_settle(b, r, &none, 0, "expired", &moved)) != APR_SUCCESS)
+            return rv;
+        *count += moved;
+    }
+    if (stale->nelts)
+        prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00051: released %d hold(s) older than %"
+                 APR_INT64_T_FMT " s (their requests never settled)", *count, hold_timeout);
+    return APR_SUCCESS;
+}
+
+
+/* A dead process's journal records (prov_billing_journal.c): each
+ * settlement exactly once. A hold still reserved is settled; a drawn
+ * request whose row was never written gets it, charged as its lease's
+ * batch would have; anything else was written before the process died.
+ * Then (op->owner) the leases that process held are returned: together
+ * with the rows, exactly what it would have written and returned. */
+apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
+{
+    apr_pool_t *p = b->p;
+    apr_int64_t now = b->now;
+    apr_status_t rv = APR_SUCCESS;
+    int i, n, moved, leases = 0;
+
+    op->swept = 0;
+    for (i = 0; i < op->nrecs && rv == APR_SUCCESS; i++) {
+        const prov_journal_rec_t *j = &op->recs[i];
+        prov_reservation_t r;
+        memset(&r, 0, sizeof(r));
+        r.request_id = j->request_id;
+        r.user_id = j->user_id;
+        r.key_id = j->key_id;
+        r.model_id = j->model_id;
+        r.transport = j->transport;
+        r.hold = j->hold;
+        r.from_plan = j->from_plan;
+        r.created_at = j->created_at;
+        b->now = j->settled_at;      /* the row says when it was settled */
+        rv = prov_batch_settle(b, &r, &j->tokens, j->charge, j->status, &moved);
+        b->now = now;
+        if (rv != APR_SUCCESS || moved || !j->drawn) {
+            op->swept += moved;
+            continue;
+        }
+        n = 0;
+        rv = prov_store_exec(b->s, &n, "bill_ledger_replay",
+            PROV_ARGS(j->request_id, prov_i64(j->user_id, p), prov_i64(j->key_id, p),
+                      prov_i64(j->model_id, p), j->transport, prov_i64(j->tokens.input, p),
+                      prov_i64(j->tokens.output, p), prov_i64(j->tokens.cache, p),
+                      prov_i64(j->tokens.reasoning, p), prov_i64(j->hold, p),
+                      prov_i64(j->charge, p), prov_i64(j->from_plan ? j->charge : 0, p),
+                      prov_batch_source(j->from_plan), j->status, prov_i64(j->created_at, p),
+                      prov_i64(j->settled_at, p)), p);
+        if (rv == APR_SUCCESS && n == 1) {
+            prov_batch_usage(b, j->user_id, j->key_id, j->created_at, j->charge, j->from_plan, 1);
+            if (!j->from_plan)
+                prov_batch_balance(b, j->user_id, -j->charge);
+            op->swept++;
+        }
+    }
+    if (rv == APR_SUCCESS && op->owner)
+        rv = prov_batch_lease_release(b, "bill_owner_leases", op->owner, &leases);
+    op->returned = leases;
+    return rv;
+}
+
+/* One hold or lease given back by hand (op->request_id): as an expiry. */
+apr_status_t prov_batch_drop(batch_t *b, prov_op_t *op)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    prov_reservation_t r;
+    apr_status_t rv;
+    int found = 0, moved = 0;
+
+    op->swept = 0;
+    if ((rv = prov_batch_lease_release(b, "bill_lease_by_id", op->request_id, &op->swept))
+        != APR_SUCCESS || op->swept)
+        return rv;
+    rv = prov_store_select(b->s, &res, "bill_hold_by_id", PROV_ARGS(op->request_id), b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    memset(&r, 0, sizeof(r));
+    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
+        const char *source = prov_store_get(b->s, row, 3);
+        found = 1;
+        r.request_id = op->request_id;
+        r.user_id = prov_store_get_i64(b->s, row, 1, 0);
+        r.key_id = prov_store_get_i64(b->s, row, 2, 0);
+        r.from_plan = source && !strcmp(source, "plan");
+        r.hold = prov_store_get_i64(b->s, row, 4, 0);
+        r.created_at = prov_store_get_i64(b->s, row, 5, 0);
+    }
+    if (rv != APR_EOF)
+        return rv;
+    rv = APR_SUCCESS;
+    if (found) {
+        apr_int64_t now = b->now;
+        b->now = op->at;             /* the row says when it was released */
+        rv = prov_batch_settle(b, &r, &none, 0, op->status, &moved);
+        b->now = now;
+    }
+    op->swept = moved;
+    return rv;
+}
+
