@@ -17,6 +17,8 @@
  * plan name a lease keeps for the reservations drawn from it. */
 #define PROV_LEASE_ID_MAX 48
 #define PROV_PLAN_NAME_MAX 64
+/* Room for a ledger status ("ok", "cut", "failed", ...) kept with an entry. */
+#define PROV_ENTRY_STATUS_MAX 24
 
 typedef enum {
     PROV_OP_RESERVE = 0,
@@ -60,7 +62,7 @@ typedef struct prov_entry_t {
     prov_micro_t hold, charge;
     prov_tokens_t tokens;
     char *request_id, *transport;
-    char status[24];
+    char status[PROV_ENTRY_STATUS_MAX];
     int jticket;                    /* its settlement's journal record (0: none) */
     struct prov_entry_t *next;
 } prov_entry_t;

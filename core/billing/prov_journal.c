@@ -44,7 +44,7 @@ typedef struct seg_t {
 struct prov_journal_t {
     pthread_mutex_t wmu, mu;
     char *dir, *lock_path;
-    char owner[96];
+    char owner[PROV_JOURNAL_OWNER_MAX];
     int lock_fd;
     int fd;                         /* the current segment (segs, its head) */
     apr_off_t size, segment_max;

@@ -22,6 +22,8 @@
 #define PROV_JOURNAL_CHUNK 512
 /* A segment is sealed (and a new one started) once it is this large. */
 #define PROV_JOURNAL_SEGMENT (1024 * 1024)
+/* Room for a journal's owner name (host, pid, random; see prov_journal_owner). */
+#define PROV_JOURNAL_OWNER_MAX 96
 
 typedef struct prov_journal_t prov_journal_t;
 

@@ -588,7 +588,7 @@ static void lease_op(prov_op_t *op, fixture_t *f, const char *id, apr_int64_t no
 static void free_slots(prov_leases_t *L)
 {
     int i;
-    for (i = 0; i < 64; i++) {
+    for (i = 0; i < PROV_LEASE_SLOTS; i++) {
         while (L->buckets[i]) {
             prov_slot_t *sl = L->buckets[i];
             CU_ASSERT_EQUAL(sl->state, PROV_LEASE_NONE);

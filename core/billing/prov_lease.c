@@ -1,0 +1,266 @@
+/* prov_lease.c: the in-memory half of billing leases (see prov_lease.h).
+ * A queue (one database) keeps a slot per key and model that this process
+ * serves: how many of their reservations are in flight and, under
+ * concurrent load, a lease: an amount the database holds for this process,
+ * from which requests draw without a transaction. A drawn request is an
+ * entry until a batch writes its ledger row: complete when it was settled
+ * by then, as an ordinary hold when it is still running after a second
+ * (streams), or when the lease is returned. Here: the slot table, drawing,
+ * settling a drawn request, and whether a batch is due; handing work to a
+ * batch and taking its result back is prov_lease_batch.c. Every function
+ * runs under the engine's queue mutex. */
+#include <stdlib.h>
+#include <string.h>
+#include "prov_lease_int.h"
+
+/* Fibonacci hashing: 2^64 over the golden ratio spreads consecutive key ids
+ * over the high bits. */
+#define SLOT_HASH_MUL 0x9E3779B97F4A7C15ULL
+
+static unsigned slot_hash(apr_int64_t key_id, apr_int64_t model_id)
+{
+    apr_uint64_t h = (apr_uint64_t)key_id * SLOT_HASH_MUL ^ (apr_uint64_t)model_id;
+    return (unsigned)(h >> 32) % PROV_LEASE_SLOTS;
+}
+
+prov_slot_t *prov_slot_find(const prov_leases_t *L, apr_int64_t key_id, apr_int64_t model_id)
+{
+    prov_slot_t *s;
+    for (s = L->buckets[slot_hash(key_id, model_id)]; s; s = s->next) {
+        if (s->key_id == key_id && s->model_id == model_id)
+            return s;
+    }
+    return NULL;
+}
+
+prov_slot_t *prov_slot_get(prov_leases_t *L, apr_int64_t key_id, apr_int64_t model_id,
+                           apr_int64_t user_id)
+{
+    prov_slot_t *s = prov_slot_find(L, key_id, model_id);
+    unsigned h;
+    if (s)
+        return s;
+    if ((s = calloc(1, sizeof(*s))) == NULL)
+        return NULL;
+    s->key_id = key_id;
+    s->model_id = model_id;
+    s->user_id = user_id;
+    h = slot_hash(key_id, model_id);
+    s->next = L->buckets[h];
+    L->buckets[h] = s;
+    return s;
+}
+
+void prov_slot_clear(prov_slot_t *s)
+{
+    if (s->state != PROV_LEASE_NONE)
+        s->closed_at = apr_time_now();
+    free(s->key_hash);
+    s->key_hash = NULL;
+    s->state = PROV_LEASE_NONE;
+    s->amount = 0;
+    s->id[0] = '\0';
+}
+
+/* A slot with nothing in flight and no lease is forgotten. */
+void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
+{
+    prov_slot_t **pp;
+    if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken
+        || apr_time_now() - s->closed_at < PROV_LEASE_RECENT)
+        return;
+    for (pp = &L->buckets[slot_hash(s->key_id, s->model_id)]; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            free(s->key_hash);
+            free(s);
+            return;
+        }
+    }
+}
+
+/* One reservation of s fewer in flight. */
+void prov_slot_unbusy(prov_slot_t *s)
+{
+    if (--s->busy == 0)
+        s->idle_since = apr_time_now();
+}
+
+/* Whether s's lease is returned now that nothing of its key is in flight
+ * (at once without a writer thread; with one, after its keep_idle). */
+int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
+{
+    return !s->busy && (!L->keep_idle || L->stopping || wall - s->idle_since >= L->keep_idle);
+}
+
+void prov_entry_free(prov_entry_t *e)
+{
+    free(e->request_id);
+    free(e->transport);
+    free(e);
+}
+
+prov_micro_t prov_entry_amount(const prov_entry_t *e)
+{
+    return e->state == PROV_ENT_SETTLED ? e->charge : e->hold;
+}
+
+/* Whether a slot still has a lease held in the database or entries. */
+int prov_slot_has_work(const prov_slot_t *s)
+{
+    return s->state != PROV_LEASE_NONE || s->pending;
+}
+
+int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,
+                    apr_int64_t model_id, const char *transport, const char *request_id,
+                    prov_micro_t hold, apr_int64_t now, apr_pool_t *p)
+{
+    prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
+    prov_reservation_t *r;
+    prov_entry_t *e;
+
+    if (!s || s->state != PROV_LEASE_OPEN || L->failing || s->user_id != auth->user_id)
+        return 0;
+    if (auth->key_hash && (!s->key_hash || strcmp(s->key_hash, auth->key_hash)))
+        return 0;
+    if (prov_i64_add_sat(s->drawn, hold) > s->amount) {
+        s->exhausted = 1;
+        return 0;
+    }
+    if ((e = calloc(1, sizeof(*e))) == NULL)
+        return 0;
+    e->request_id = strdup(request_id);
+    e->transport = strdup(transport);
+    if (!e->request_id || !e->transport) {
+        prov_entry_free(e);
+        return 0;
+    }
+    e->slot = s;
+    e->state = PROV_ENT_INFLIGHT;
+    e->user_id = auth->user_id;
+    e->key_id = auth->key_id;
+    e->model_id = model_id;
+    e->created_at = now;
+    e->drawn_at = apr_time_now();
+    e->from_plan = s->from_plan;
+    e->hold = hold;
+    e->next = s->pending;
+    s->pending = e;
+    s->drawn = prov_i64_add_sat(s->drawn, hold);
+    s->busy++;
+    s->last_draw = e->drawn_at;
+
+    r = apr_pcalloc(p, sizeof(*r));
+    r->request_id = apr_pstrdup(p, request_id);
+    r->user_id = auth->user_id;
+    r->key_id = auth->key_id;
+    r->model_id = model_id;
+    r->transport = apr_pstrdup(p, transport);
+    r->hold = hold;
+    r->from_plan = s->from_plan;
+    r->created_at = now;
+    r->leased = 1;
+    r->windows = s->windows;
+    r->windows.plan_name = s->windows.has_plan ? apr_pstrdup(p, s->plan_name) : NULL;
+    r->slot = s;
+    r->entry = e;
+    *pr = r;
+    return 1;
+}
+
+void prov_lease_pending(prov_leases_t *L, prov_op_t *op)
+{
+    op->slot = prov_slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id);
+    if (op->slot)
+        op->slot->busy++;
+}
+
+int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
+                      prov_micro_t charge, const char *status, apr_int64_t now)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    prov_slot_t *s = r->slot;
+    prov_entry_t *e = r->entry;
+
+    r->slot = NULL;
+    r->entry = NULL;
+    if (s)
+        prov_slot_unbusy(s);
+    if (!e) {
+        prov_slot_maybe_free(L, s);
+        return 0;
+    }
+    if (e->state == PROV_ENT_WRITTEN) {
+        /* Its hold is in the ledger: an ordinary settlement from here. */
+        prov_entry_free(e);
+        prov_slot_maybe_free(L, s);
+        return 0;
+    }
+    e->tokens = t ? *t : none;
+    e->charge = charge;
+    e->settled_at = now;
+    apr_cpystrn(e->status, status, sizeof(e->status));
+    if (e->state == PROV_ENT_INFLIGHT) {
+        e->state = PROV_ENT_SETTLED;
+        e->slot->drawn = prov_i64_add_sat(e->slot->drawn, prov_i64_sub_sat(charge, e->hold));
+        if (!e->slot->settled_n++)
+            e->slot->settled_since = apr_time_now();
+    }
+    else {
+        e->settled = 1;              /* WRITING: queued as a settlement when written */
+    }
+    return s && !s->busy ? 2 : 1;
+}
+
+/* Whether a slot has work for a batch now. Settled entries wait for more
+ * while the key is busy and requests keep starting (the next settlements
+ * come soon and see them); once few requests are left in flight or none
+ * has started for a moment, they are written at once, so a burst never
+ * ends with rows unwritten. */
+static int slot_due(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
+{
+    const prov_entry_t *e;
+    int group = L->keep_idle ? PROV_WRITER_GROUP : PROV_WRITE_GROUP;
+    apr_interval_time_t wait = L->keep_idle ? PROV_WRITER_WAIT : PROV_WRITE_WAIT;
+    if (s->state == PROV_LEASE_DRAINING
+        || (s->state == PROV_LEASE_OPEN && prov_slot_idle_over(L, s, wall)))
+        return 1;
+    if (s->settled_n && (s->settled_n >= group || s->busy < PROV_WRITE_BUSY
+                         || wall - s->settled_since >= wait
+                         || wall - s->last_draw >= wait))
+        return 1;
+    for (e = s->pending; e; e = e->next) {
+        if (e->state == PROV_ENT_INFLIGHT && wall - e->drawn_at >= PROV_ENTRY_WRITE_AFTER)
+            return 1;
+    }
+    return 0;
+}
+
+int prov_lease_due(const prov_leases_t *L)
+{
+    apr_time_t wall = apr_time_now();
+    const prov_slot_t *s;
+    int i;
+    if (L->failing)
+        return 0;
+    for (i = 0; i < PROV_LEASE_SLOTS; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            if (slot_due(L, s, wall))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int prov_lease_active(const prov_leases_t *L)
+{
+    const prov_slot_t *s;
+    int i;
+    for (i = 0; i < PROV_LEASE_SLOTS; i++) {
+        for (s = L->buckets[i]; s; s = s->next) {
+            if (prov_slot_has_work(s))
+                return 1;
+        }
+    }
+    return 0;
+}
