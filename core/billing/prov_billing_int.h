@@ -1,17 +1,16 @@
-/* prov_billing_int.h: what the two halves of the spend engine share inside
- * libprovider: the queued operation, the batch executor (prov_billing_batch.c)
- * and the window arithmetic that the batch and the status functions both use.
- * Not for callers outside core/prov_billing*.c. */
+/* prov_billing_int.h: the spend engine's internals, for its top files
+ * (prov_billing.c, prov_writer.c, prov_billing_holds.c,
+ * prov_billing_journal.c), the unit tests and bench/checkpath. Its layers,
+ * bottom up, each calling only those below it: prov_window.h (windows),
+ * prov_batch.h (the ledger batch writer), prov_lease.h (leases),
+ * prov_queue.h (queues and the engine's mutex); then the journal's replay
+ * (prov_billing_journal.c), the writer thread and the public API. Not for
+ * callers outside core/billing. */
 #ifndef PROV_BILLING_INT_H
 #define PROV_BILLING_INT_H
 
-#include "prov_lease.h"
+#include "prov_queue.h"
 #include "prov_window.h"
-
-
-/* Queues op on src's channel and returns its result (the thread leads a
- * batch or waits for one; an async op may return at once). */
-apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *p);
 
 /* The database's identity (prov_billing_journal.c): a journal names it,
  * and is replayed only into that database. */
