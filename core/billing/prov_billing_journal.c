@@ -1,11 +1,12 @@
 /* prov_billing_journal.c: the billing engine's side of the settlement
- * journal (core/prov_journal.c keeps the files). The database's identity,
+ * journal (prov_journal.c keeps the files). The database's identity,
  * which a journal names so that it is only ever replayed where it belongs;
  * and the replay of dead processes' journals: their records, a chunk per
- * billing batch (PROV_OP_REPLAY, run by prov_billing_batch.c), each
+ * billing batch (PROV_OP_REPLAY, run by prov_batch_expire.c), each
  * settlement applied exactly once, and with the last chunk the leases the
- * process held, returned. The writer thread's upkeep (prov_billing.c) calls
- * this every second; providerctl and the tests may call it too. */
+ * process held, returned. Above the queues (it submits batches), below the
+ * writer thread, whose upkeep (prov_writer.c) calls this every second;
+ * providerctl and the tests may call it too. */
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"

@@ -11,7 +11,7 @@
  * processes are read back by the survivors (prov_journal_recover), which
  * replay them into the database the lock file names and then delete them.
  * What a record means to the books is the billing engine's business
- * (core/prov_billing_journal.c). docs/internals/journal.md tells the life
+ * (prov_billing_journal.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
 #define PROV_JOURNAL_H
@@ -22,6 +22,11 @@
 #define PROV_JOURNAL_CHUNK 512
 /* A segment is sealed (and a new one started) once it is this large. */
 #define PROV_JOURNAL_SEGMENT (1024 * 1024)
+/* The files' format: a lock file's header line starts with the tag, a
+ * record line has this many tab-separated fields (prov_journal.c writes
+ * them, prov_journal_read.c reads them). */
+#define PROV_JOURNAL_HEADER_TAG "PROVJ1"
+#define PROV_JOURNAL_FIELDS 17
 /* Room for a journal's owner name (host, pid, random; see prov_journal_owner). */
 #define PROV_JOURNAL_OWNER_MAX 96
 

@@ -4,7 +4,8 @@
  * pointer). The same text runs on SQLite and PostgreSQL: both accept
  * RETURNING and ON CONFLICT ... DO UPDATE. What differs between the two
  * dialects (transaction start, pragmas, DDL) lives in prov_store.c and in
- * schema/, not here. */
+ * schema/, not here; the billing statements built at run time (many rows
+ * to one statement) in prov_store_billing.c. */
 #include "prov_store.h"
 
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
@@ -125,10 +126,10 @@ static const prov_stmt_def_t statements[] = {
       "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
       "GROUP BY l.model_id, m.public_id ORDER BY 1" },
 
-    /* billing: the batch engine (prov_billing_batch.c). An account's row is
-     * locked first in every billing transaction (SQLite's BEGIN IMMEDIATE
-     * already holds the whole database), so that two processes or nodes
-     * cannot both pass a check that only one of them fits. */
+    /* billing: the batch writer (core/billing/prov_batch*.c). An account's
+     * row is locked first in every billing transaction (SQLite's BEGIN
+     * IMMEDIATE already holds the whole database), so that two processes or
+     * nodes cannot both pass a check that only one of them fits. */
     { "bill_account",
       "SELECT balance, blocked FROM users WHERE id = %lld",
       "SELECT balance, blocked FROM users WHERE id = %lld FOR UPDATE" },
@@ -180,7 +181,7 @@ static const prov_stmt_def_t statements[] = {
       "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
       "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
       "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld) ON CONFLICT (request_id) DO NOTHING" },
-    /* leases (prov_billing_lease.c): args id, user, key, model, source, amount, at, owner
+    /* leases (prov_batch_lease.c): args id, user, key, model, source, amount, at, owner
      * (the holding process's journal, or NULL) */
     { "bill_lease_insert",
       "INSERT INTO billing_leases (id, user_id, key_id, model_id, source, amount, at, owner) "
