@@ -13,6 +13,11 @@
 
 /* A renewal smaller than this part of the lease's headroom is not worth it. */
 #define LEASE_MIN_PART 64
+/* A lease's id: the prefix and this many random bytes in hex. */
+#define LEASE_ID_PREFIX "lease_"
+#define LEASE_ID_BYTES 12
+_Static_assert(sizeof(LEASE_ID_PREFIX) + 2 * LEASE_ID_BYTES <= PROV_LEASE_ID_MAX,
+               "a lease id fits its room");
 
 /* Moves amount of a lease's hold: into (amount > 0) or out of the buckets
  * of time at and the balance. */
@@ -249,7 +254,7 @@ apr_status_t prov_batch_lease_grant(batch_t *b, prov_op_t *op)
     prov_slot_t w;
     acct_t *a = NULL;
     keyw_t *k = NULL;
-    unsigned char rnd[12];
+    unsigned char rnd[LEASE_ID_BYTES];
     prov_micro_t room;
     int ok = 0, i;
     apr_status_t rv;
@@ -271,9 +276,9 @@ apr_status_t prov_batch_lease_grant(batch_t *b, prov_op_t *op)
         return APR_SUCCESS;
     if (apr_generate_random_bytes(rnd, sizeof(rnd)) != APR_SUCCESS)
         return APR_SUCCESS;          /* no lease: requests reserve one by one */
-    memcpy(op->lease_id, "lease_", 6);
+    memcpy(op->lease_id, LEASE_ID_PREFIX, sizeof(LEASE_ID_PREFIX) - 1);
     for (i = 0; i < (int)sizeof(rnd); i++)
-        apr_snprintf(op->lease_id + 6 + 2 * i, 3, "%02x", rnd[i]);
+        apr_snprintf(op->lease_id + sizeof(LEASE_ID_PREFIX) - 1 + 2 * i, 3, "%02x", rnd[i]);
     rv = prov_store_exec(b->s, NULL, "bill_lease_insert",
                          PROV_ARGS(op->lease_id, prov_i64(w.user_id, b->p),
                                    prov_i64(w.key_id, b->p), prov_i64(w.model_id, b->p),

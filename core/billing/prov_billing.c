@@ -10,6 +10,15 @@
 #include "prov_billing_int.h"
 #include "prov_log.h"
 
+/* The input estimate: tokenizers average 3-4 bytes per token on prose; take
+ * 3, and an overhead per message and per request, so that the hold errs on
+ * the side of covering the charge. */
+#define EST_BYTES_PER_TOKEN 3
+#define EST_TOKENS_PER_MESSAGE 8
+#define EST_TOKENS_PER_REQUEST 16
+/* A journal that cannot be written is logged at most this often. */
+#define JOURNAL_LOG_EVERY apr_time_from_sec(60)
+
 prov_micro_t prov_billing_estimate(const prov_rates_t *eff, apr_int64_t input_tokens_est,
                                    apr_int64_t max_output)
 {
@@ -19,13 +28,11 @@ prov_micro_t prov_billing_estimate(const prov_rates_t *eff, apr_int64_t input_to
 
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
 {
-    /* Tokenizers average 3-4 bytes per token on prose; take 3 and a
-     * per-message overhead, so that the hold errs on the side of covering
-     * the charge. */
-    apr_int64_t est = prompt_bytes / 3 > (apr_size_t)APR_INT64_MAX
-                      ? APR_INT64_MAX : (apr_int64_t)(prompt_bytes / 3);
-    est = prov_i64_add_sat(est, prov_i64_mul_sat(8, n_messages > 0 ? n_messages : 0));
-    return prov_i64_add_sat(est, 16);
+    apr_int64_t est = prompt_bytes / EST_BYTES_PER_TOKEN > (apr_size_t)APR_INT64_MAX
+                      ? APR_INT64_MAX : (apr_int64_t)(prompt_bytes / EST_BYTES_PER_TOKEN);
+    est = prov_i64_add_sat(est, prov_i64_mul_sat(EST_TOKENS_PER_MESSAGE,
+                                                 n_messages > 0 ? n_messages : 0));
+    return prov_i64_add_sat(est, EST_TOKENS_PER_REQUEST);
 }
 
 /* ---- store sources ------------------------------------------------------- */
@@ -143,7 +150,7 @@ static int journal_note(int *used, const prov_store_source_t *src,
     rec.from_plan = r->from_plan;
     rec.drawn = r->entry != NULL;
     if ((rv = prov_journal_append(j, &rec, &ticket)) != APR_SUCCESS
-        && apr_time_now() - failed_at > apr_time_from_sec(60)) {
+        && apr_time_now() - failed_at > JOURNAL_LOG_EVERY) {
         failed_at = apr_time_now();
         prov_log(PROV_LOG_ERR, rv, "PROV00382: request %s could not be journaled; if this "
                  "process dies before its row is written, the row is lost", r->request_id);

@@ -39,6 +39,9 @@ struct prov_billing_writer_t {
 /* How often the upkeep looks (wall clock): the journals of dead processes,
  * and whether the engine's clock says a sweep of expired holds is due. */
 #define UPKEEP_EVERY apr_time_from_sec(1)
+/* Batches a stopping writer runs at most to write what is left and return
+ * every lease (a request still in flight may draw again meanwhile). */
+#define STOP_ROUNDS 3
 
 /* How often a writer looks at the leases while any is held or any drawn
  * request is unwritten (settlements that leave a batch due wake it at
@@ -48,6 +51,9 @@ struct prov_billing_writer_t {
 /* How often the upkeep looks (wall clock): the journals of dead processes,
  * and whether the engine's clock says a sweep of expired holds is due. */
 #define UPKEEP_EVERY apr_time_from_sec(1)
+/* Batches a stopping writer runs at most to write what is left and return
+ * every lease (a request still in flight may draw again meanwhile). */
+#define STOP_ROUNDS 3
 
 /* Opens w's journal (once the database's identity is known); from then on
  * leases are granted again. Without the engine's mutex. */
@@ -213,7 +219,7 @@ void prov_billing_writer_stop(prov_billing_writer_t *w)
      * a request still in flight settles the ordinary way afterwards. */
     prov_queue_lock();
     q->leases.stopping = 1;
-    for (i = 0; i < 3 && (left = prov_lease_active(&q->leases)) != 0; i++) {
+    for (i = 0; i < STOP_ROUNDS && (left = prov_lease_active(&q->leases)) != 0; i++) {
         prov_queue_unlock();
         prov_queue_flush(&w->src, 0, w->pool);
         prov_queue_lock();
