@@ -16,6 +16,9 @@
 #define EST_BYTES_PER_TOKEN 3
 #define EST_TOKENS_PER_MESSAGE 8
 #define EST_TOKENS_PER_REQUEST 16
+/* finish(): a settlement the writer thread writes (beside the
+ * PROV_LEASE_SETTLE_* cases). */
+#define SETTLE_WRITER 3
 /* A journal that cannot be written is logged at most this often. */
 #define JOURNAL_LOG_EVERY apr_time_from_sec(60)
 
@@ -165,7 +168,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     prov_op_t op;
     apr_status_t rv;
     prov_queue_t *q;
-    int handled = 0, idle = 1, ticket, used = 0;
+    int handled = PROV_LEASE_SETTLE_QUEUE, idle = 1, ticket, used = 0;
     if (r->settled)
         return APR_EINCOMPLETE;
     ticket = journal_note(&used, src, r, t, charge < 0 ? 0 : charge, status, now);
@@ -183,13 +186,13 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
             /* The writer thread writes it (and returns the lease). */
             if (prov_lease_due(&q->leases))
                 prov_queue_wake_writer(q);
-            handled = 3;
+            handled = SETTLE_WRITER;
         }
-        else if (handled == 1 && idle)
+        else if (handled == PROV_LEASE_SETTLE_DRAWN && idle)
             idle = prov_lease_due(&q->leases);
     }
     prov_queue_unlock();
-    if (handled == 3) {
+    if (handled == SETTLE_WRITER) {
         r->settled = 1;
         return APR_SUCCESS;
     }
@@ -200,7 +203,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
          * the running leader, or (when a batch is due and nobody runs it)
          * to the caller once the answer is out (prov_billing_flush). */
         r->settled = 1;
-        if (handled == 1) {
+        if (handled == PROV_LEASE_SETTLE_DRAWN) {
             r->flush_due = idle;
             return APR_SUCCESS;
         }

@@ -188,13 +188,13 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
         prov_slot_unbusy(s);
     if (!e) {
         prov_slot_maybe_free(L, s);
-        return 0;
+        return PROV_LEASE_SETTLE_QUEUE;
     }
     if (e->state == PROV_ENT_WRITTEN) {
         /* Its hold is in the ledger: an ordinary settlement from here. */
         prov_entry_free(e);
         prov_slot_maybe_free(L, s);
-        return 0;
+        return PROV_LEASE_SETTLE_QUEUE;
     }
     e->tokens = t ? *t : none;
     e->charge = charge;
@@ -209,7 +209,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     else {
         e->settled = 1;              /* WRITING: queued as a settlement when written */
     }
-    return s && !s->busy ? 2 : 1;
+    return s && !s->busy ? PROV_LEASE_SETTLE_LAST : PROV_LEASE_SETTLE_DRAWN;
 }
 
 /* Whether a slot has work for a batch now. Settled entries wait for more

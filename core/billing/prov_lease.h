@@ -43,10 +43,14 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t 
 /* Counts a reservation that goes to the database as in flight from now on
  * (op->slot), so that its key's lease is not returned as idle meanwhile. */
 void prov_lease_pending(prov_leases_t *L, prov_op_t *op);
-/* Records the end of r. Returns 1 when nothing more is to be done in the
- * database now (a drawn request: the next batch writes it), 2 when that is
- * so and no other request of its key is in flight, 0 when the caller
- * queues an ordinary settlement. */
+/* What prov_lease_settle leaves to its caller: an ordinary settlement to
+ * queue; nothing in the database now (a drawn request: the next batch
+ * writes it); the same, and no other request of its key is in flight. */
+#define PROV_LEASE_SETTLE_QUEUE 0
+#define PROV_LEASE_SETTLE_DRAWN 1
+#define PROV_LEASE_SETTLE_LAST 2
+
+/* Records the end of r: PROV_LEASE_SETTLE_*. */
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
                       prov_micro_t charge, const char *status, apr_int64_t now);
 /* Before a batch runs ops: decides which leases it renews or returns, hands

@@ -301,9 +301,8 @@ apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, 
             break;
         if (!q->leader)
             lead_round(q, op, ++led, src, pool);
-        else {
+        else
             pthread_cond_wait(&op->cond, &q_mutex);
-        }
     }
     rv = op->rv;
     pthread_mutex_unlock(&q_mutex);

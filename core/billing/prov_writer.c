@@ -43,18 +43,6 @@ struct prov_billing_writer_t {
  * every lease (a request still in flight may draw again meanwhile). */
 #define STOP_ROUNDS 3
 
-/* How often a writer looks at the leases while any is held or any drawn
- * request is unwritten (settlements that leave a batch due wake it at
- * once); and how long it waits after a failed batch. */
-#define WRITER_TICK apr_time_from_msec(2)
-#define WRITER_RETRY apr_time_from_sec(1)
-/* How often the upkeep looks (wall clock): the journals of dead processes,
- * and whether the engine's clock says a sweep of expired holds is due. */
-#define UPKEEP_EVERY apr_time_from_sec(1)
-/* Batches a stopping writer runs at most to write what is left and return
- * every lease (a request still in flight may draw again meanwhile). */
-#define STOP_ROUNDS 3
-
 /* Opens w's journal (once the database's identity is known); from then on
  * leases are granted again. Without the engine's mutex. */
 static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
