@@ -222,22 +222,15 @@ apr_status_t prov_user_find(prov_user_t **u, prov_store_t *s, const char *ref, a
     return rv;
 }
 
+/* A row of user_list as the list's entity. */
+static void *user_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+{
+    return user_from_row(s, row, p);
+}
+
 apr_status_t prov_user_list(apr_array_header_t **users, prov_store_t *s, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, "user_list", PROV_NOARGS, p);
-
-    if (rv != APR_SUCCESS)
-        return rv;
-    arr = apr_array_make(p, 16, sizeof(prov_user_t *));
-    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
-        APR_ARRAY_PUSH(arr, prov_user_t *) = user_from_row(s, row, p);
-    if (rv != APR_EOF)
-        return rv;
-    *users = arr;
-    return APR_SUCCESS;
+    return prov_store_list(users, s, "user_list", user_row, p);
 }
 
 apr_status_t prov_user_set_blocked(prov_store_t *s, apr_int64_t user_id, int blocked,

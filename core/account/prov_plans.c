@@ -158,22 +158,15 @@ apr_status_t prov_plan_find(prov_plan_t **plan, prov_store_t *s, const char *ref
     return rv;
 }
 
+/* A row of plan_list as the list's entity. */
+static void *plan_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+{
+    return plan_from_row(s, row, p);
+}
+
 apr_status_t prov_plan_list(apr_array_header_t **plans, prov_store_t *s, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, "plan_list", PROV_NOARGS, p);
-
-    if (rv != APR_SUCCESS)
-        return rv;
-    arr = apr_array_make(p, 8, sizeof(prov_plan_t *));
-    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
-        APR_ARRAY_PUSH(arr, prov_plan_t *) = plan_from_row(s, row, p);
-    if (rv != APR_EOF)
-        return rv;
-    *plans = arr;
-    return APR_SUCCESS;
+    return prov_store_list(plans, s, "plan_list", plan_row, p);
 }
 
 apr_status_t prov_plan_set(prov_store_t *s, apr_int64_t plan_id, prov_micro_t quota_5h,

@@ -195,6 +195,25 @@ apr_status_t prov_store_select_one(apr_dbd_row_t **row, prov_store_t *s, const c
     return APR_SUCCESS;
 }
 
+apr_status_t prov_store_list(apr_array_header_t **out, prov_store_t *s, const char *label,
+                             prov_store_row_fn from_row, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *arr;
+    apr_status_t rv = prov_store_select(s, &res, label, PROV_NOARGS, p);
+
+    if (rv != APR_SUCCESS)
+        return rv;
+    arr = apr_array_make(p, 16, sizeof(void *));
+    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
+        APR_ARRAY_PUSH(arr, void *) = from_row(s, row, p);
+    if (rv != APR_EOF)
+        return rv;
+    *out = arr;
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
                             apr_pool_t *p)
 {

@@ -78,6 +78,12 @@ apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const c
  * fully fetched: the rest needs no draining); APR_NOTFOUND when none. */
 apr_status_t prov_store_select_one(apr_dbd_row_t **row, prov_store_t *s, const char *label,
                                    int nargs, const char *const *args, apr_pool_t *p);
+/* Makes one entity (a pointer) from a row of a list query. */
+typedef void *(*prov_store_row_fn)(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p);
+/* Runs a labelled query without arguments and gives every row made into
+ * an entity by from_row (an array of pointers, in the query's order). */
+apr_status_t prov_store_list(apr_array_header_t **out, prov_store_t *s, const char *label,
+                             prov_store_row_fn from_row, apr_pool_t *p);
 /* Next row: APR_SUCCESS, APR_EOF when done, other on error. *row is the
  * cursor: set it to NULL before the first call on each result set. */
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,
