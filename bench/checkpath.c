@@ -72,39 +72,47 @@ static void fill(prov_store_t *s, apr_int64_t user, apr_int64_t key, apr_int64_t
     }
 }
 
-int main(int argc, const char *const *argv)
-{
-    const char *spec = "sqlite3:/tmp/checkpath.db";
-    long rows = 0, iterations = 2000, i;
-    apr_pool_t *p, *it;
-    prov_store_t *s;
-    prov_store_source_t *src;
+/* What the run is told: the database and the sizes. */
+typedef struct {
+    const char *spec;
+    long rows, iterations;
+} opts_t;
+
+/* The account a run reserves for: a user with a balance, a plan and a key. */
+typedef struct {
     prov_user_t *u;
     prov_apikey_t *k;
     prov_model_t *m;
-    prov_plan_t *plan;
-    prov_subscription_t *sub;
     prov_auth_t *a;
-    const char *secret;
-    apr_int64_t now;
-    apr_time_t t_res = 0, t_set = 0, t_chk = 0;
-    int applied;
+} account_t;
 
+static int parse_args(opts_t *o, int argc, const char *const *argv)
+{
+    int i;
+    o->spec = "sqlite3:/tmp/checkpath.db";
+    o->rows = 0;
+    o->iterations = 2000;
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc)
-            spec = argv[++i];
+            o->spec = argv[++i];
         else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
-            rows = atol(argv[++i]);
+            o->rows = atol(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-            iterations = atol(argv[++i]);
+            o->iterations = atol(argv[++i]);
         else {
             fprintf(stderr, "usage: checkpath [--db DRIVER:PARAMS] [--rows N] "
                     "[--iterations K]\n");
-            return 2;
+            return -1;
         }
     }
-    apr_app_initialize(&argc, &argv, NULL);
-    apr_pool_create(&p, NULL);
+    return 0;
+}
+
+/* A fresh database with the schema, set up as the shipped configuration has it. */
+static prov_store_t *open_db(const char *spec, apr_pool_t *p)
+{
+    prov_store_t *s;
+    int applied;
     if (!strncmp(spec, "sqlite3:", 8)) {
         remove(spec + 8);
         remove(apr_pstrcat(p, spec + 8, "-wal", NULL));
@@ -113,8 +121,7 @@ int main(int argc, const char *const *argv)
     if (prov_store_open(&s, spec, 0, p) || prov_schema_migrate(&applied, s, p)
         || prov_store_prepare_all(s))
         die("opening the database (PostgreSQL wants an empty database)");
-    if (s->dialect == PROV_DIALECT_SQLITE)
-    {
+    if (s->dialect == PROV_DIALECT_SQLITE) {
         /* As the shipped httpd configuration has it; a larger page cache is
          * what an operator with a large ledger would add (DBDInitSQL). */
         prov_store_raw(s, "PRAGMA synchronous = NORMAL", p);
@@ -122,60 +129,105 @@ int main(int argc, const char *const *argv)
             prov_store_raw(s, apr_psprintf(p, "PRAGMA cache_size = -%s",
                                            getenv("CHECKPATH_CACHE_KB")), p);
     }
-    src = prov_store_source_fixed(s, p);
-    now = prov_now();
-    if (prov_user_add(&u, s, "bench@example.com", NULL, p)
-        || prov_balance_add(NULL, s, u->id, APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT,
-                            "bench", p)
-        || prov_apikey_create(&k, &secret, s, u->id, "bench", 1,
+    return s;
+}
+
+static void make_account(account_t *acc, prov_store_t *s, long rows, apr_int64_t now,
+                         apr_pool_t *p)
+{
+    prov_plan_t *plan;
+    prov_subscription_t *sub;
+    const char *secret;
+    if (prov_user_add(&acc->u, s, "bench@example.com", NULL, p)
+        || prov_balance_add(NULL, s, acc->u->id,
+                            APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, "bench", p)
+        || prov_apikey_create(&acc->k, &secret, s, acc->u->id, "bench", 1,
                               APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, p)
-        || prov_model_add(&m, s, "bench-model", "bench-model", NULL, NULL, p)
+        || prov_model_add(&acc->m, s, "bench-model", "bench-model", NULL, NULL, p)
         || prov_plan_add(&plan, s, "bench", APR_INT64_C(1000) * PROV_MICRO_PER_CREDIT,
                          APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, p)
-        || prov_subscription_set(&sub, s, u->id, plan->id, 0, now - 1, p))
+        || prov_subscription_set(&sub, s, acc->u->id, plan->id, 0, now - 1, p))
         die("making the account");
-    fill(s, u->id, k->id, m->id, rows, now, p);
-    if (prov_auth_lookup(&a, s, secret, p))
+    fill(s, acc->u->id, acc->k->id, acc->m->id, rows, now, p);
+    if (prov_auth_lookup(&acc->a, s, secret, p))
         die("looking the key up");
+}
 
+/* Reservations and settlements through the engine: their total times. */
+static void time_engine(apr_time_t *t_res, apr_time_t *t_set, prov_store_source_t *src,
+                        const account_t *acc, long iterations, apr_int64_t now, apr_pool_t *p)
+{
+    long i;
     for (i = 0; i < iterations; i++) {
         prov_reservation_t *r = NULL;
         prov_error_t *e = NULL;
         prov_tokens_t t = { 10, 20, 0, 0 };
         apr_time_t t0, t1;
+        apr_pool_t *it;
         apr_pool_create(&it, p);
         t0 = apr_time_now();
-        if (prov_billing_reserve(&r, &e, src, a, m->id, "chat",
+        if (prov_billing_reserve(&r, &e, src, acc->a, acc->m->id, "chat",
                                  apr_psprintf(it, "bench-%ld", i), 100, now, it) || !r)
             die("a reservation");
         t1 = apr_time_now();
         if (prov_billing_settle(src, r, &t, 30, "ok", now, it))
             die("a settlement");
-        t_res += t1 - t0;
-        t_set += apr_time_now() - t1;
+        *t_res += t1 - t0;
+        *t_set += apr_time_now() - t1;
         apr_pool_destroy(it);
     }
-    /* The check alone: the windows a reservation reads (the key's week, the
-     * plan's 5 hours and 7 days, the balance), without the writes. */
+}
+
+/* The check alone: the windows a reservation reads (the key's week, the
+ * plan's 5 hours and 7 days, the balance), without the writes. */
+static apr_time_t time_check(prov_store_t *s, const account_t *acc, long iterations,
+                             apr_int64_t now, apr_pool_t *p)
+{
+    apr_time_t total = 0;
+    long i;
     for (i = 0; i < iterations; i++) {
         prov_plan_windows_t pw;
         prov_window_t w5, w7, wk;
         apr_dbd_row_t *row = NULL;
         apr_time_t t0;
+        apr_pool_t *it;
         apr_pool_create(&it, p);
         t0 = apr_time_now();
-        if (prov_store_select_one(&row, s, "bill_account", PROV_ARGS(prov_i64(u->id, it)), it)
-            || prov_store_select_one(&row, s, "bill_key", PROV_ARGS(prov_i64(k->id, it)), it)
-            || prov_billing_plan_windows(&pw, &w5, &w7, s, u->id, now, it)
-            || prov_window_sum(&wk, s, "key:h", k->id, PROV_BUCKET_HOUR, PROV_WINDOW_7D, 0, now,
-                               it))
+        if (prov_store_select_one(&row, s, "bill_account", PROV_ARGS(prov_i64(acc->u->id, it)),
+                                  it)
+            || prov_store_select_one(&row, s, "bill_key", PROV_ARGS(prov_i64(acc->k->id, it)),
+                                     it)
+            || prov_billing_plan_windows(&pw, &w5, &w7, s, acc->u->id, now, it)
+            || prov_window_sum(&wk, s, "key:h", acc->k->id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
+                               0, now, it))
             die("a check");
-        t_chk += apr_time_now() - t0;
+        total += apr_time_now() - t0;
         apr_pool_destroy(it);
     }
+    return total;
+}
+
+int main(int argc, const char *const *argv)
+{
+    opts_t o;
+    apr_pool_t *p;
+    prov_store_t *s;
+    account_t acc;
+    apr_int64_t now;
+    apr_time_t t_res = 0, t_set = 0, t_chk;
+
+    if (parse_args(&o, argc, argv))
+        return 2;
+    apr_app_initialize(&argc, &argv, NULL);
+    apr_pool_create(&p, NULL);
+    s = open_db(o.spec, p);
+    now = prov_now();
+    make_account(&acc, s, o.rows, now, p);
+    time_engine(&t_res, &t_set, prov_store_source_fixed(s, p), &acc, o.iterations, now, p);
+    t_chk = time_check(s, &acc, o.iterations, now, p);
     printf("%-8s ledger rows %8ld: check %6.1f us, reservation %6.1f us, settlement "
            "%6.1f us (means of %ld)\n", s->dialect == PROV_DIALECT_SQLITE ? "sqlite3" : "pgsql",
-           rows, t_chk / (double)iterations, t_res / (double)iterations,
-           t_set / (double)iterations, iterations);
+           o.rows, t_chk / (double)o.iterations, t_res / (double)o.iterations,
+           t_set / (double)o.iterations, o.iterations);
     return 0;
 }
