@@ -1,9 +1,12 @@
 #!/bin/sh
 # tests/integration/run.sh: the automake test driver entry for the
-# integration suite: runs every tests/integration/*.test.js with node's
-# built-in test runner, one file at a time (each file starts its own apache2,
-# mock gateway and database). Exit 0 when all pass, 1 otherwise; it never
-# skips (exit 77): a missing prerequisite is a failure.
+# integration suite: makes sure the pinned npm packages of tests/package.json
+# are installed (npm ci from the committed lock file when tests/node_modules
+# is missing or stale: the identity providers of lib/idp.js need
+# oidc-provider and jose), then runs every tests/integration/*.test.js with
+# node's built-in test runner, one file at a time (each file starts its own
+# apache2, mock gateway and database). Exit 0 when all pass, 1 otherwise; it
+# never skips (exit 77): a missing prerequisite is a failure.
 #
 # PROVIDER_TEST_PGSQL=1: the same files on PostgreSQL. One throwaway cluster
 # (lib/pg.js: initdb + pg_ctl on a free loopback port, socket in a temp dir)
@@ -20,13 +23,23 @@ fail() { echo "tests/integration/run.sh: $*" >&2; exit 1; }
 
 command -v node >/dev/null 2>&1 || fail "node is not installed (sh scripts/install-deps.sh)"
 major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$major" -ge 18 ] || fail "node $major is too old: 18 or newer is needed"
+[ "$major" -ge 20 ] || fail "node $major is too old: 20 or newer is needed (playwright-core)"
+command -v npm >/dev/null 2>&1 || fail "npm is not installed (sh scripts/install-deps.sh)"
 command -v sqlite3 >/dev/null 2>&1 || fail "the sqlite3 CLI is not installed"
 httpd=${PROV_HTTPD:-/usr/sbin/apache2}
 [ -x "$httpd" ] || fail "apache2 not found at $httpd"
 for f in mod_provider/.libs/mod_provider.so cli/providerctl tests/mockgw/mockgw; do
   [ -e "$builddir/$f" ] || fail "$builddir/$f is missing: build first (make)"
 done
+
+# npm ci when the installed tree does not match the lock file (the same
+# check as tests/clients/run.sh, which shares tests/node_modules).
+tests="$srcdir/tests"
+if [ ! -f "$tests/node_modules/.package-lock.json" ] \
+   || ! cmp -s "$tests/node_modules/.prov-lock" "$tests/package-lock.json"; then
+  npm ci --prefix "$tests" --no-audit --no-fund --loglevel=error || fail "npm ci failed"
+  cp "$tests/package-lock.json" "$tests/node_modules/.prov-lock"
+fi
 
 pgdir=""
 if [ "${PROVIDER_TEST_PGSQL:-}" = 1 ]; then

@@ -263,6 +263,10 @@ function sanitizerEnvForTools(base) {
  *   children:      httpd child processes (StartServers = ServerLimit), default
  *                  1; with more, each has `threads` threads and all of them
  *                  share the database (SQLite: several writers of one file)
+ *   port:          httpd's port on 127.0.0.1 (default: a free one); a test
+ *                  that must know the service's URL before it starts (the
+ *                  identity providers' redirect URIs, lib/idp.js) takes one
+ *                  from freePort() and gives it here
  */
 export async function startStack(opts = {}) {
   requireFile(HTTPD, 'apache2');
@@ -315,7 +319,7 @@ export class Stack {
 
   async setup() {
     for (const d of ['db', 'logs', 'run', 'htdocs', 'clock']) fs.mkdirSync(path.join(this.dir, d));
-    this.port = await freePort();
+    this.port = this.opts.port || await freePort();
     if (this.peer) {
       this.pg = this.peer.pg;
       this.pgDatabase = this.peer.pgDatabase;
