@@ -1,13 +1,14 @@
 #!/bin/sh
 # Installs, from Debian 12's packages, everything that builds, runs, tests and
-# benchmarks mod_provider. Idempotent; needs root. Used by the README quick start.
+# benchmarks mod_provider (chromium: the browser tests, driven by npm
+# playwright-core). Idempotent; needs root. Used by the README quick start.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
 PKGS="build-essential autoconf automake libtool pkg-config
  apache2 apache2-dev libapr1-dev libaprutil1-dev
  libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3 libsqlite3-dev
  libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev
- curl wrk postgresql valgrind iproute2 util-linux
+ curl wrk postgresql valgrind iproute2 util-linux chromium
  clang libclang-rt-14-dev"
 # Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -5,8 +5,12 @@
 # is missing or stale: the identity providers of lib/idp.js need
 # oidc-provider and jose), then runs every tests/integration/*.test.js with
 # node's built-in test runner, one file at a time (each file starts its own
-# apache2, mock gateway and database). Exit 0 when all pass, 1 otherwise; it
-# never skips (exit 77): a missing prerequisite is a failure.
+# apache2, mock gateway and database), then the files of
+# tests/integration/browser/ inside a network namespace whose only interface
+# is loopback (unshare -n; ip link set lo up: needs root), where Debian's
+# chromium (lib/browser.js) reaches nothing but the test's own servers. Exit
+# 0 when all pass, 1 otherwise; it never skips (exit 77): a missing
+# prerequisite is a failure.
 #
 # PROVIDER_TEST_PGSQL=1: the same files on PostgreSQL. One throwaway cluster
 # (lib/pg.js: initdb + pg_ctl on a free loopback port, socket in a temp dir)
@@ -28,6 +32,11 @@ command -v npm >/dev/null 2>&1 || fail "npm is not installed (sh scripts/install
 command -v sqlite3 >/dev/null 2>&1 || fail "the sqlite3 CLI is not installed"
 httpd=${PROV_HTTPD:-/usr/sbin/apache2}
 [ -x "$httpd" ] || fail "apache2 not found at $httpd"
+chromium=${PROV_CHROMIUM:-/usr/bin/chromium}
+[ -x "$chromium" ] || fail "chromium not found at $chromium (Debian's chromium package: sh scripts/install-deps.sh)"
+command -v unshare >/dev/null 2>&1 || fail "unshare (util-linux) is not installed"
+command -v ip >/dev/null 2>&1 || fail "ip (iproute2) is not installed"
+unshare -n true 2>/dev/null || fail "cannot create a network namespace for the browser tests (unshare -n needs root)"
 for f in mod_provider/.libs/mod_provider.so cli/providerctl tests/mockgw/mockgw; do
   [ -e "$builddir/$f" ] || fail "$builddir/$f is missing: build first (make)"
 done
@@ -80,6 +89,12 @@ else
     node --test $flags "$f" || status=1
   done
 fi
+# The browser tests, one file at a time, in a namespace of their own
+# (PostgreSQL's socket is a file: reachable from there too).
+for f in "$here"/browser/*.test.js; do
+  [ -f "$f" ] || continue
+  unshare -n sh -c 'ip link set lo up && exec node --test "$@"' sh $flags "$f" || status=1
+done
 if [ -n "$pgdir" ]; then
   stop_pg || status=1
 fi

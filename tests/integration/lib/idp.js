@@ -40,7 +40,8 @@ const escapeHtml = (s) => String(s).replace(/[&<>"']/g,
 /**
  * What a provider was asked, in order: entries { at (ms since the epoch),
  * method, path (without the query), endpoint (a name: 'discovery', 'jwks',
- * 'authorization', 'interaction', 'token', 'userinfo', or 'other'),
+ * 'authorization', 'interaction', 'token', 'userinfo', 'favicon' (a
+ * browser's), or 'other'),
  * status (once answered), userAgent }.
  */
 export class RequestLog {
@@ -235,6 +236,7 @@ const OP_ENDPOINTS = [
   [/^\/interaction\//, 'interaction'],
   [/^\/token$/, 'token'],
   [/^\/me$/, 'userinfo'],
+  [/^\/favicon\.ico$/, 'favicon'],
 ];
 
 function classify(table, p) {
@@ -512,6 +514,7 @@ const PLAIN_ENDPOINTS = [
   [/^\/login\/oauth\/authorize(\/|$)/, 'authorization'],
   [/^\/login\/oauth\/access_token$/, 'token'],
   [/^\/user$/, 'userinfo'],
+  [/^\/favicon\.ico$/, 'favicon'],
 ];
 
 /**
