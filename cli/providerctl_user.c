@@ -1,10 +1,14 @@
 /* providerctl_user.c: the `user` group: adding a user by email, listing and
- * showing users (with their balance in credits and their number of live keys),
- * and blocking or unblocking one. USER on the command line is an id or an
- * email (ctl_find_user, in providerctl_common_store.c, finds it). */
+ * showing users (with their balance in credits, their number of live keys,
+ * their sign-in identities and live cabinet sessions), revoking every
+ * session of one, and blocking (which revokes their sessions too) or
+ * unblocking one. USER on the command line is an id or an email
+ * (ctl_find_user, in providerctl_common_store.c, finds it). No subject and
+ * no session token or hash is ever printed: the core does not read them. */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
+#include "prov_user_access.h"
 
 static json_object *user_json(const void *rec)
 {
@@ -76,10 +80,74 @@ static int user_list(ctl_t *ctl)
                           user_row, "no users");
 }
 
+static json_object *identity_json(const prov_user_identity_t *id)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "provider", json_object_new_string(id->provider));
+    json_object_object_add(o, "created_at", ctl_json_time(id->created_at));
+    return o;
+}
+
+static json_object *session_json(const prov_user_session_t *ses, apr_int64_t now)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "id", json_object_new_int64(ses->id));
+    json_object_object_add(o, "created_at", ctl_json_time(ses->created_at));
+    json_object_object_add(o, "active", json_object_new_boolean(ses->active_expires > now));
+    json_object_object_add(o, "active_until", ctl_json_time(ses->active_expires));
+    json_object_object_add(o, "expires_at", ctl_json_time(ses->refresh_expires));
+    return o;
+}
+
+/* "  idp1            linked 2030-01-10 09:00" lines under "identities:". */
+static void identities_print(const apr_array_header_t *ids, apr_pool_t *p)
+{
+    int i;
+    ctl_kv("identities:", ids->nelts ? apr_itoa(p, ids->nelts) : "none");
+    for (i = 0; i < ids->nelts; i++) {
+        const prov_user_identity_t *id = APR_ARRAY_IDX(ids, i, prov_user_identity_t *);
+        ctl_kv(apr_pstrcat(p, "  ", id->provider, NULL),
+               apr_pstrcat(p, "linked ", ctl_time(id->created_at, 0, p), NULL));
+    }
+}
+
+/* "  session 7       created ..., active until ... (or idle since ...),
+ * expires ..." lines under "sessions:". */
+static void sessions_print(const apr_array_header_t *sessions, apr_int64_t now, apr_pool_t *p)
+{
+    int i;
+    ctl_kv("sessions:", sessions->nelts ? apr_psprintf(p, "%d live", sessions->nelts) : "none");
+    for (i = 0; i < sessions->nelts; i++) {
+        const prov_user_session_t *ses = APR_ARRAY_IDX(sessions, i, prov_user_session_t *);
+        ctl_kv(apr_psprintf(p, "  session %" APR_INT64_T_FMT, ses->id),
+               apr_pstrcat(p, "created ", ctl_time(ses->created_at, 0, p),
+                           ses->active_expires > now ? ", active until " : ", idle since ",
+                           ctl_time(ses->active_expires, 0, p), ", expires ",
+                           ctl_time(ses->refresh_expires, 0, p), NULL));
+    }
+}
+
+static json_object *access_json(json_object *o, const apr_array_header_t *ids,
+                                const apr_array_header_t *sessions, apr_int64_t now)
+{
+    json_object *a = json_object_new_array();
+    int i;
+    for (i = 0; i < ids->nelts; i++)
+        json_object_array_add(a, identity_json(APR_ARRAY_IDX(ids, i, prov_user_identity_t *)));
+    json_object_object_add(o, "identities", a);
+    a = json_object_new_array();
+    for (i = 0; i < sessions->nelts; i++)
+        json_object_array_add(a, session_json(APR_ARRAY_IDX(sessions, i, prov_user_session_t *),
+                                              now));
+    json_object_object_add(o, "sessions", a);
+    return o;
+}
+
 static int user_show(ctl_t *ctl)
 {
     prov_user_t *u = NULL;
-    apr_array_header_t *keys = NULL;
+    apr_array_header_t *keys = NULL, *ids = NULL, *sessions = NULL;
+    apr_int64_t now = prov_now();
     apr_status_t rv;
     int rc = ctl_find_user(ctl, &u, ctl->argv[0]);
 
@@ -88,10 +156,15 @@ static int user_show(ctl_t *ctl)
     rv = prov_apikey_list(&keys, ctl->store, u->id, 0, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the user's keys");
+    rv = prov_user_identities(&ids, ctl->store, u->id, ctl->pool);
+    if (rv == APR_SUCCESS)
+        rv = prov_user_sessions(&sessions, ctl->store, u->id, ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "list the user's identities and sessions");
     if (ctl->json) {
         json_object *o = user_json(u);
         json_object_object_add(o, "keys", json_object_new_int(keys->nelts));
-        ctl_json_print(o);
+        ctl_json_print(access_json(o, ids, sessions, now));
         return CTL_OK;
     }
     ctl_kv("id:", prov_i64(u->id, ctl->pool));
@@ -102,6 +175,8 @@ static int user_show(ctl_t *ctl)
                                    " credits", NULL));
     ctl_kv("live keys:", apr_itoa(ctl->pool, keys->nelts));
     ctl_kv("created:", ctl_time(u->created_at, 0, ctl->pool));
+    identities_print(ids, ctl->pool);
+    sessions_print(sessions, now, ctl->pool);
     return CTL_OK;
 }
 
@@ -109,19 +184,53 @@ static int set_blocked(ctl_t *ctl, int blocked)
 {
     prov_user_t *u = NULL;
     apr_status_t rv;
+    int revoked = 0;
     int rc = ctl_find_user(ctl, &u, ctl->argv[0]);
 
     if (rc != CTL_OK)
         return rc;
-    rv = prov_user_set_blocked(ctl->store, u->id, blocked, ctl->pool);
+    rv = prov_user_set_blocked(&revoked, ctl->store, u->id, blocked, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, blocked ? "block the user" : "unblock the user");
     u->blocked = blocked;
-    if (ctl->json)
-        ctl_json_print(user_json(u));
+    if (ctl->json) {
+        json_object *o = user_json(u);
+        if (blocked)
+            json_object_object_add(o, "sessions_revoked", json_object_new_int(revoked));
+        ctl_json_print(o);
+    }
+    else if (blocked)
+        printf("user %" APR_INT64_T_FMT " (%s) blocked: their keys are refused, they cannot "
+               "sign in, and %d cabinet session(s) were revoked\n", u->id, u->email, revoked);
     else
-        printf("user %" APR_INT64_T_FMT " (%s) %s\n", u->id, u->email,
-               blocked ? "blocked: their keys are refused from now on" : "unblocked");
+        printf("user %" APR_INT64_T_FMT " (%s) unblocked\n", u->id, u->email);
+    return CTL_OK;
+}
+
+/* `user sessions revoke USER`: the one action of `user sessions` so far. */
+static int user_sessions(ctl_t *ctl)
+{
+    prov_user_t *u = NULL;
+    apr_status_t rv;
+    int revoked = 0, rc;
+
+    if (strcmp(ctl->argv[0], "revoke") != 0)
+        return ctl_usage(ctl, "unknown action '%s' (user sessions revoke USER)", ctl->argv[0]);
+    if ((rc = ctl_find_user(ctl, &u, ctl->argv[1])) != CTL_OK)
+        return rc;
+    rv = prov_user_sessions_revoke(&revoked, ctl->store, u->id, ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "revoke the user's sessions");
+    if (ctl->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "user_id", json_object_new_int64(u->id));
+        json_object_object_add(o, "email", json_object_new_string(u->email));
+        json_object_object_add(o, "sessions_revoked", json_object_new_int(revoked));
+        ctl_json_print(o);
+    }
+    else
+        printf("user %" APR_INT64_T_FMT " (%s): %d cabinet session(s) revoked; the user "
+               "must sign in again\n", u->id, u->email, revoked);
     return CTL_OK;
 }
 
@@ -145,9 +254,18 @@ const ctl_cmd_t ctl_user_cmds[] = {
       "EMAIL is stored in lower case; it must be unique." },
     { "list", "", 0, 0, NULL, CTL_DB_READY, user_list, "list all users", NULL },
     { "show", "USER", 1, 1, NULL, CTL_DB_READY, user_show,
-      "show one user (USER is an id or an email)", NULL },
+      "show one user (USER is an id or an email)",
+      "Also lists the user's sign-in identities (provider, when linked; never the\n"
+      "subject) and live cabinet sessions (when made, until when active or since\n"
+      "when idle, when the 30-day refresh term ends)." },
+    { "sessions", "revoke USER", 2, 2, NULL, CTL_DB_READY, user_sessions,
+      "revoke every cabinet session of a user",
+      "Every live session of the user ends at once, on every server sharing the\n"
+      "database: the cabinet asks them to sign in again. Keys are not affected." },
     { "block", "USER", 1, 1, NULL, CTL_DB_READY, user_block,
-      "block a user: every key of theirs is refused", NULL },
+      "block a user: keys refused, sessions revoked, no sign-in",
+      "Every key of the user is refused, every cabinet session of theirs is\n"
+      "revoked at once, and a blocked user cannot sign in until unblocked." },
     { "unblock", "USER", 1, 1, NULL, CTL_DB_READY, user_unblock, "unblock a user", NULL },
     { NULL }
 };

@@ -11,6 +11,7 @@
 #include "prov_keys.h"
 #include "prov_log.h"
 #include "prov_money.h"
+#include "prov_user_access.h"
 
 #define EMAIL_MAX   254
 #define LABEL_MAX   200
@@ -233,18 +234,32 @@ apr_status_t prov_user_list(apr_array_header_t **users, prov_store_t *s, apr_poo
     return prov_store_list(users, s, "user_list", user_row, p);
 }
 
-apr_status_t prov_user_set_blocked(prov_store_t *s, apr_int64_t user_id, int blocked,
-                                   apr_pool_t *p)
+apr_status_t prov_user_set_blocked(int *revoked, prov_store_t *s, apr_int64_t user_id,
+                                   int blocked, apr_pool_t *p)
 {
-    int n = 0;
-    apr_status_t rv = prov_store_exec(s, &n, "user_set_blocked",
-                                      PROV_ARGS(blocked ? "1" : "0", prov_i64(user_id, p)), p);
+    int n = 0, ended = 0;
+    apr_status_t rv = prov_store_begin(s, p);
+
     if (rv != APR_SUCCESS)
         return rv;
-    if (n == 0)
-        return APR_NOTFOUND;
+    rv = prov_store_exec(s, &n, "user_set_blocked",
+                         PROV_ARGS(blocked ? "1" : "0", prov_i64(user_id, p)), p);
+    if (rv == APR_SUCCESS && n == 0)
+        rv = APR_NOTFOUND;
+    /* In the same transaction: no session outlives the block. */
+    if (rv == APR_SUCCESS && blocked)
+        rv = prov_user_sessions_revoke(&ended, s, user_id, p);
+    if (rv != APR_SUCCESS) {
+        prov_store_rollback(s, p);
+        return rv;
+    }
+    rv = prov_store_commit(s, p);
+    if (rv != APR_SUCCESS)
+        return rv;
     prov_log(PROV_LOG_INFO, 0, "PROV02102: user %" APR_INT64_T_FMT " %s", user_id,
              blocked ? "blocked" : "unblocked");
+    if (revoked)
+        *revoked = ended;
     return APR_SUCCESS;
 }
 

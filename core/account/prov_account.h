@@ -1,12 +1,13 @@
 /* core/account/: who may use the service and what they may use. Users, their
- * prepaid balance and their API keys (prov_account.h, this header), the
- * secrets behind keys, random and stored as digests (prov_keys), plans and
- * subscriptions (prov_plans), the model catalog and its rate card
- * (prov_models), the public catalog as the gateway offers it right now
- * (prov_catalog), usage reports read from the ledger (prov_usage), and the
- * hot path's small caches of keys and models (prov_cache). It calls base,
- * store, and gateway (for the gateway's model list); never billing or
- * transport. */
+ * prepaid balance and their API keys (prov_account.h, this header), their
+ * sign-in identities and cabinet sessions as the administrator sees and
+ * revokes them (prov_user_access), the secrets behind keys, random and
+ * stored as digests (prov_keys), plans and subscriptions (prov_plans), the
+ * model catalog and its rate card (prov_models), the public catalog as the
+ * gateway offers it right now (prov_catalog), usage reports read from the
+ * ledger (prov_usage), and the hot path's small caches of keys and models
+ * (prov_cache). It calls base, store, and gateway (for the gateway's model
+ * list); never billing or transport. */
 /* prov_account.h: users, their API keys and their prepaid balance, as the
  * administrator (providerctl) and the cabinet manage them, plus the one lookup
  * on the inference hot path: from a presented key to what the checks need. */
@@ -56,9 +57,11 @@ apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
 apr_status_t prov_user_find(prov_user_t **u, prov_store_t *s, const char *ref, apr_pool_t *p);
 /* All users (prov_user_t* elements), by id. */
 apr_status_t prov_user_list(apr_array_header_t **users, prov_store_t *s, apr_pool_t *p);
-/* Blocks or unblocks; APR_NOTFOUND when there is no such user. */
-apr_status_t prov_user_set_blocked(prov_store_t *s, apr_int64_t user_id, int blocked,
-                                   apr_pool_t *p);
+/* Blocks or unblocks; blocking also revokes every live cabinet session of
+ * the user in the same transaction (*revoked, may be NULL, counts them; 0
+ * when unblocking). APR_NOTFOUND when there is no such user. */
+apr_status_t prov_user_set_blocked(int *revoked, prov_store_t *s, apr_int64_t user_id,
+                                   int blocked, apr_pool_t *p);
 
 /* Adds amount (may be negative: a correction) to the balance and records the
  * movement with its reason, in one transaction. new_balance may be NULL. */

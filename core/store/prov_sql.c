@@ -44,6 +44,19 @@ static const prov_stmt_def_t statements[] = {
     { "balance_event_add",
       "INSERT INTO balance_events (user_id, amount, reason, created_at) "
       "VALUES (%lld, %lld, %s, %lld)" },
+    /* a user's sign-in identities and cabinet sessions as the administrator
+     * sees them (prov_user_access.c): never a subject, never a token hash.
+     * Live sessions: not revoked, refresh term not over; args user, now. */
+    { "user_identities",
+      "SELECT provider, created_at FROM identities WHERE user_id = %lld ORDER BY created_at, id" },
+    { "user_sessions",
+      "SELECT id, created_at, active_expires, refresh_expires FROM sessions "
+      "WHERE user_id = %lld AND revoked_at IS NULL AND refresh_expires > %lld "
+      "ORDER BY created_at, id" },
+    /* args: revoked_at, user, now: ends every live session of the user */
+    { "user_sessions_revoke",
+      "UPDATE sessions SET revoked_at = %lld WHERE user_id = %lld AND revoked_at IS NULL "
+      "AND refresh_expires > %lld" },
 
     /* API keys */
     { "key_add",

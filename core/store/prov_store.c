@@ -198,10 +198,17 @@ apr_status_t prov_store_select_one(apr_dbd_row_t **row, prov_store_t *s, const c
 apr_status_t prov_store_list(apr_array_header_t **out, prov_store_t *s, const char *label,
                              prov_store_row_fn from_row, apr_pool_t *p)
 {
+    return prov_store_list_args(out, s, label, PROV_NOARGS, from_row, p);
+}
+
+apr_status_t prov_store_list_args(apr_array_header_t **out, prov_store_t *s, const char *label,
+                                  int nargs, const char *const *args,
+                                  prov_store_row_fn from_row, apr_pool_t *p)
+{
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, label, PROV_NOARGS, p);
+    apr_status_t rv = prov_store_select(s, &res, label, nargs, args, p);
 
     if (rv != APR_SUCCESS)
         return rv;

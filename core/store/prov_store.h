@@ -84,6 +84,10 @@ typedef void *(*prov_store_row_fn)(prov_store_t *s, apr_dbd_row_t *row, apr_pool
  * an entity by from_row (an array of pointers, in the query's order). */
 apr_status_t prov_store_list(apr_array_header_t **out, prov_store_t *s, const char *label,
                              prov_store_row_fn from_row, apr_pool_t *p);
+/* The same for a query with arguments (as prov_store_select takes them). */
+apr_status_t prov_store_list_args(apr_array_header_t **out, prov_store_t *s, const char *label,
+                                  int nargs, const char *const *args,
+                                  prov_store_row_fn from_row, apr_pool_t *p);
 /* Next row: APR_SUCCESS, APR_EOF when done, other on error. *row is the
  * cursor: set it to NULL before the first call on each result set. */
 apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row_t **row,

@@ -14,42 +14,8 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-B=${PROV_BUILDDIR:-$(cd "$here/../.." && pwd)}
-PCTL="$B/cli/providerctl"
-PROV_WRAP=${PROV_WRAP:-}
-if [ ! -x "$PCTL" ]; then
-    echo "providerctl_hold.sh: $PCTL is not built" >&2
-    exit 1
-fi
-PG=${PROV_TEST_PGSQL_PARAMS:-}
-sqlcli=sqlite3
-[ -n "$PG" ] && sqlcli=psql
-if ! command -v $sqlcli >/dev/null 2>&1; then
-    echo "providerctl_hold.sh: needs the $sqlcli command line tool" >&2
-    exit 1
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/providerctl-hold.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-db="$tmp/provider.db"
-PROVIDER_DB="sqlite3:$db"
-[ -n "$PG" ] && PROVIDER_DB="pgsql:$PG"
-PROVIDERCTL_CONF="$tmp/empty.conf"
-: > "$PROVIDERCTL_CONF"
-# Now is 2030-01-15 12:00:00 UTC (a whole hour) for every command.
-T=1894708800
-echo "$T" > "$tmp/clock"
-PROVIDERCTL_CLOCK_FILE="$tmp/clock"
-export PROVIDER_DB PROVIDERCTL_CONF PROVIDERCTL_CLOCK_FILE
-. "$here/tap.sh"
-# sql SQL: runs SQL, prints the rows as CSV without a header
-sql() {
-    if [ -n "$PG" ]; then
-        psql "$PG" -q -X -v ON_ERROR_STOP=1 -At -F, -c "$1"
-    else
-        sqlite3 -csv "$db" "$1"
-    fi
-}
+name=providerctl_hold
+. "$here/db.sh"
 # bucket SCOPE ID START CREDITS: adds credits to a usage bucket
 bucket() {
     sql "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests)

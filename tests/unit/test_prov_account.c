@@ -1,13 +1,16 @@
 /* test_prov_account.c: unit tests of users, balances and API keys on an
  * in-memory SQLite database: email rules and duplicates, blocking, balance
- * movements with their event rows, and the life of a key as the hot-path
- * lookup sees it (create, reissue, delete, budgets). */
+ * movements with their event rows, the life of a key as the hot-path
+ * lookup sees it (create, reissue, delete, budgets), and a user's
+ * identities and sessions as the administrator lists and revokes them
+ * (blocking revokes them too). */
 #include <stdlib.h>
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
 #include "prov_keys.h"
 #include "prov_money.h"
+#include "prov_user_access.h"
 
 static apr_pool_t *tpool(void)
 {
@@ -155,13 +158,13 @@ static void test_user_block(void)
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u = mkuser(s, "b@example.com", p), *f = NULL;
 
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, u->id, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, u->id, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_user_find(&f, s, "b@example.com", p), APR_SUCCESS);
     CU_ASSERT_TRUE(f->blocked);
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, u->id, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, u->id, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_user_find(&f, s, "b@example.com", p), APR_SUCCESS);
     CU_ASSERT_FALSE(f->blocked);
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, u->id + 100, 1, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, u->id + 100, 1, p), APR_NOTFOUND);
     apr_pool_destroy(p);
 }
 
@@ -244,7 +247,7 @@ static void test_key_create_lookup(void)
     CU_ASSERT_EQUAL(g->deleted_at, 0);
 
     /* A blocked owner is still found, flagged (the caller answers 403). */
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, u->id, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, u->id, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
     CU_ASSERT_TRUE(a->user_blocked);
 
@@ -381,6 +384,110 @@ static void test_key_list_filter(void)
     apr_pool_destroy(p);
 }
 
+/* Adds a session row as sign-in would leave it (no sign-in exists here). */
+static void mksession(prov_store_t *s, apr_int64_t user, const char *tag, apr_int64_t created,
+                      apr_int64_t active_exp, apr_int64_t refresh_exp, apr_pool_t *p)
+{
+    const char *q = apr_psprintf(p, "INSERT INTO sessions (user_id, active_hash, refresh_hash, "
+        "active_expires, refresh_expires, created_at) VALUES (%" APR_INT64_T_FMT ", 'a-%s', "
+        "'r-%s', %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
+        user, tag, tag, active_exp, refresh_exp, created);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(s, q, p), APR_SUCCESS);
+}
+
+static void test_user_identities_sessions(void)
+{
+    apr_pool_t *p = tpool();
+    prov_store_t *s = prov_test_store(p);
+    prov_user_t *u = mkuser(s, "ids@example.com", p), *o = mkuser(s, "other@example.com", p);
+    apr_array_header_t *a = NULL;
+    const apr_int64_t T = 1900000000;
+    prov_user_identity_t *id;
+    prov_user_session_t *ses;
+    const char *q;
+
+    CU_ASSERT_EQUAL(prov_user_identities(&a, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(a->nelts, 0);
+    q = apr_psprintf(p, "INSERT INTO identities (user_id, provider, subject, created_at) VALUES "
+        "(%" APR_INT64_T_FMT ", 'idp2', 'sub-2', 300), (%" APR_INT64_T_FMT ", 'idp1', 'sub-1', 200), "
+        "(%" APR_INT64_T_FMT ", 'idp1', 'sub-o', 100)", u->id, u->id, o->id);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(s, q, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_identities(&a, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(a->nelts, 2);
+    id = APR_ARRAY_IDX(a, 0, prov_user_identity_t *);
+    CU_ASSERT_STRING_EQUAL(id->provider, "idp1");
+    CU_ASSERT_EQUAL(id->created_at, 200);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(a, 1, prov_user_identity_t *)->provider, "idp2");
+
+    /* live (active), live (idle: its refresh term still runs), revoked,
+     * refresh term over, and another user's */
+    mksession(s, u->id, "live", T - 60, T + 240, T + 86400, p);
+    mksession(s, u->id, "idle", T - 3600, T - 3300, T + 3600, p);
+    mksession(s, u->id, "gone", T - 50, T + 250, T + 86400, p);
+    mksession(s, u->id, "old", T - 40 * 86400, T - 39 * 86400, T - 10 * 86400, p);
+    mksession(s, o->id, "othr", T - 10, T + 290, T + 86400, p);
+    CU_ASSERT_EQUAL_FATAL(prov_store_raw(s, "UPDATE sessions SET revoked_at = 1 "
+                                         "WHERE active_hash = 'a-gone'", p), APR_SUCCESS);
+    prov_clock_set(T);
+    CU_ASSERT_EQUAL(prov_user_sessions(&a, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(a->nelts, 2);
+    ses = APR_ARRAY_IDX(a, 0, prov_user_session_t *);
+    CU_ASSERT_EQUAL(ses->created_at, T - 3600);
+    CU_ASSERT_EQUAL(ses->active_expires, T - 3300);
+    CU_ASSERT_EQUAL(ses->refresh_expires, T + 3600);
+    CU_ASSERT_TRUE(ses->id > 0);
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(a, 1, prov_user_session_t *)->created_at, T - 60);
+    prov_clock_set(0);
+    apr_pool_destroy(p);
+}
+
+static void test_user_sessions_revoke(void)
+{
+    apr_pool_t *p = tpool();
+    prov_store_t *s = prov_test_store(p);
+    prov_user_t *u = mkuser(s, "rev@example.com", p), *o = mkuser(s, "keep@example.com", p);
+    apr_array_header_t *a = NULL;
+    const apr_int64_t T = 1900000000;
+    int n = -1;
+    const char *q;
+
+    mksession(s, u->id, "u1", T - 60, T + 240, T + 86400, p);
+    mksession(s, u->id, "u2", T - 3600, T - 3300, T + 3600, p);
+    mksession(s, u->id, "u3", T - 40 * 86400, T - 39 * 86400, T - 10 * 86400, p);
+    mksession(s, o->id, "o1", T - 10, T + 290, T + 86400, p);
+    prov_clock_set(T);
+    CU_ASSERT_EQUAL(prov_user_sessions_revoke(&n, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 2);
+    q = apr_psprintf(p, "SELECT COUNT(*) FROM sessions WHERE revoked_at = %" APR_INT64_T_FMT, T);
+    CU_ASSERT_EQUAL(sql_i64(s, q, p), 2);
+    CU_ASSERT_EQUAL(prov_user_sessions(&a, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(a->nelts, 0);
+    CU_ASSERT_EQUAL(prov_user_sessions(&a, s, o->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(a->nelts, 1);
+    /* Again: nothing left to revoke, and the first revocation time stays. */
+    prov_clock_set(T + 5);
+    CU_ASSERT_EQUAL(prov_user_sessions_revoke(&n, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(sql_i64(s, q, p), 2);
+
+    /* Blocking revokes in the same step; unblocking revokes nothing. */
+    mksession(s, o->id, "o2", T, T + 300, T + 86400, p);
+    n = -1;
+    CU_ASSERT_EQUAL(prov_user_set_blocked(&n, s, o->id, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(prov_user_sessions(&a, s, o->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(a->nelts, 0);
+    n = -1;
+    CU_ASSERT_EQUAL(prov_user_set_blocked(&n, s, o->id, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    /* An unknown user: nothing changes, nothing is revoked. */
+    n = -1;
+    CU_ASSERT_EQUAL(prov_user_set_blocked(&n, s, o->id + 100, 1, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(n, -1);
+    prov_clock_set(0);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_account(void)
 {
     PROV_SUITE("account",
@@ -388,5 +495,6 @@ void prov_test_suite_account(void)
                PROV_TEST(test_user_malformed), PROV_TEST(test_user_block),
                PROV_TEST(test_balance), PROV_TEST(test_key_create_lookup),
                PROV_TEST(test_key_reissue), PROV_TEST(test_key_delete),
-               PROV_TEST(test_key_budget), PROV_TEST(test_key_list_filter));
+               PROV_TEST(test_key_budget), PROV_TEST(test_key_list_filter),
+               PROV_TEST(test_user_identities_sessions), PROV_TEST(test_user_sessions_revoke));
 }
