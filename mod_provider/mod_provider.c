@@ -154,7 +154,8 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
             apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
             if (rv != APR_SUCCESS) {
                 ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00008: no billing writer "
-                             "thread; requests write their leases' rows themselves");
+                             "thread; this child takes no lease: every request is reserved "
+                             "and settled in the database (slower, still exact)");
                 continue;
             }
             apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
@@ -164,13 +165,6 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                                           ? c->journal_dir : NULL);
         }
     }
-}
-
-/* Runs once the answer is out: billing work a request left for then. */
-static int log_transaction(request_rec *r)
-{
-    provider_infer_after(r);
-    return DECLINED;
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -254,7 +248,6 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_translate_name(translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_log_transaction(log_transaction, NULL, NULL, APR_HOOK_LAST);
 }
 
 AP_DECLARE_MODULE(provider) = {

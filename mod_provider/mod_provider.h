@@ -229,9 +229,6 @@ int provider_infer_answer(provider_infer_t *in, const char *json);
 int provider_infer_undelivered(provider_infer_t *in, int write);
 /* Returns the hold without a charge now; the ledger row records status. */
 void provider_infer_release(provider_infer_t *in, const char *status);
-/* After the answer is out (log_transaction): runs a billing batch that the
- * request's settlement left due (prov_billing_flush). */
-void provider_infer_after(request_rec *r);
 /* A gateway transport failure (prov_gateway_* result): release, 504/502. */
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
 

@@ -215,22 +215,6 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
                       "%s; its hold of %s credits stays reserved", in->request_id,
                       t ? "settled" : "released", prov_money_format(in->res->hold, r->pool));
-    /* Other requests' rows are written once this answer is out. */
-    if (in->res->flush_due)
-        ap_set_module_config(r->request_config, &provider_module, in);
-}
-
-void provider_infer_after(request_rec *r)
-{
-    provider_infer_t *in = ap_get_module_config(r->request_config, &provider_module);
-    apr_status_t rv;
-    if (!in || !in->res || !in->res->flush_due)
-        return;
-    in->res->flush_due = 0;
-    rv = prov_billing_flush(provider_request_source(in->r), prov_now(), r->pool);
-    if (rv != APR_SUCCESS)
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00111: settled requests could not "
-                      "be written yet; the next batch writes them");
 }
 
 /* Stages a settlement (release: no charge) for provider_infer_commit. */

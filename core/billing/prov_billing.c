@@ -2,10 +2,9 @@
  * (prov_billing.h), the top layer: the estimate; store sources; a
  * reservation (drawn from this process's lease when one has room, else
  * queued for a batch); a settlement or release (journaled first when it is
- * answered before its row is committed, then left to the leases, to the
- * writer thread, to a running leader or run in a batch of its own); the
- * flush a caller runs once its answer is out; and the account and key
- * status that providerctl and the cabinet show. */
+ * answered before its row is committed, then left to the writer thread,
+ * to a running leader or run in a batch of its own); and the account and
+ * key status that providerctl and the cabinet show. */
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
@@ -16,9 +15,6 @@
 #define EST_BYTES_PER_TOKEN 3
 #define EST_TOKENS_PER_MESSAGE 8
 #define EST_TOKENS_PER_REQUEST 16
-/* finish(): a settlement the writer thread writes (beside the
- * PROV_LEASE_SETTLE_* cases). */
-#define SETTLE_WRITER 3
 /* A journal that cannot be written is logged at most this often. */
 #define JOURNAL_LOG_EVERY apr_time_from_sec(60)
 
@@ -168,7 +164,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     prov_op_t op;
     apr_status_t rv;
     prov_queue_t *q;
-    int handled = PROV_LEASE_SETTLE_QUEUE, idle = 1, ticket, used = 0;
+    int handled = PROV_LEASE_SETTLE_QUEUE, idle = 1, writer = 0, ticket, used = 0;
     if (r->settled)
         return APR_EINCOMPLETE;
     ticket = journal_note(&used, src, r, t, charge < 0 ? 0 : charge, status, now);
@@ -182,32 +178,18 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
         /* Without its journal (wanted, not open yet) nothing is answered
          * before it is committed. */
         idle = prov_queue_idle(q) || q->leases.no_grant;
-        if (handled && q->writer) {
-            /* The writer thread writes it (and returns the lease). */
-            if (prov_lease_due(&q->leases))
-                prov_queue_wake_writer(q);
-            handled = SETTLE_WRITER;
-        }
-        else if (handled == PROV_LEASE_SETTLE_DRAWN && idle)
-            idle = prov_lease_due(&q->leases);
+        writer = q->writer != NULL;
+        /* A drawn request: the writer thread writes it (and returns the
+         * lease). */
+        if (handled && writer && prov_lease_due(&q->leases))
+            prov_queue_wake_writer(q);
     }
     prov_queue_unlock();
-    if (handled == SETTLE_WRITER) {
-        r->settled = 1;
-        return APR_SUCCESS;
-    }
     if (handled) {
-        /* A drawn request. The last of its key in flight waits for the
-         * batch that writes it (and returns the lease): when the burst's
-         * answers are out, its rows are written. Another one leaves it to
-         * the running leader, or (when a batch is due and nobody runs it)
-         * to the caller once the answer is out (prov_billing_flush). */
         r->settled = 1;
-        if (handled == PROV_LEASE_SETTLE_DRAWN) {
-            r->flush_due = idle;
-            return APR_SUCCESS;
-        }
-        if ((rv = prov_queue_flush(src, now, p)) != APR_SUCCESS)
+        /* Drawn from a lease that a stopped writer left: this thread
+         * writes its row (and returns the lease once its key is idle). */
+        if (!writer && (rv = prov_queue_flush(src, now, p)) != APR_SUCCESS)
             prov_log(PROV_LOG_ERR, rv, "PROV00055: request %s was settled but not "
                      "written yet; the next batch writes it", r->request_id);
         return APR_SUCCESS;
@@ -231,18 +213,6 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
     return rv;
-}
-
-apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p)
-{
-    prov_queue_t *q;
-    int due = 0;
-    prov_queue_lock();
-    if ((q = prov_queue_of(src->channel)) != NULL)
-        due = !q->writer && prov_queue_idle(q)
-              && prov_lease_due(&q->leases);
-    prov_queue_unlock();
-    return due ? prov_queue_flush(src, now, p) : APR_SUCCESS;
 }
 
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,

@@ -14,15 +14,16 @@
  * before it in the same batch, so a batch is exactly as strict as one
  * transaction per request, at a fraction of the writes.
  *
- * Under concurrent load a process takes a lease for a key and model: one
- * hold, checked like a reservation, from which its next requests draw in
- * memory without waiting for a transaction; their ledger rows are written
- * complete, in groups, by the following batches, and the lease is renewed
- * or returned as they go. Leases are granted only while the limits they
- * count against keep room for twice the lease, every batch that checks a
- * reservation of the account returns the account's leases first, and a
- * lease that is not renewed expires like a hold: near a limit every request
- * is checked in the database, and refusals stay exact. */
+ * Under concurrent load a process with a writer thread (below) takes a
+ * lease for a key and model: one hold, checked like a reservation, from
+ * which its next requests draw in memory without waiting for a transaction;
+ * their ledger rows are written complete, in groups, by the writer's
+ * batches, and the lease is renewed or returned as they go. Leases are
+ * granted only while the limits they count against keep room for twice the
+ * lease, every batch that checks a reservation of the account returns the
+ * account's leases first, and a lease that is not renewed expires like a
+ * hold: near a limit every request is checked in the database, and
+ * refusals stay exact. */
 #ifndef PROV_BILLING_H
 #define PROV_BILLING_H
 
@@ -80,7 +81,6 @@ typedef struct prov_reservation_t {
     apr_int64_t created_at;
     int settled;                    /* settled or released: nothing more to do */
     int leased;                     /* drawn from this process's lease */
-    int flush_due;                  /* settled: call prov_billing_flush once answered */
     prov_plan_windows_t windows;    /* filled when the account has a plan */
     /* The engine's own: the key and model's slot, the request's entry
      * while its row is not written yet (a lease draw), and its queue. */
@@ -116,18 +116,14 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
                                  const prov_tokens_t *t, prov_micro_t charge, const char *status,
                                  apr_int64_t now, apr_pool_t *p);
-/* Without a writer thread, a settlement of a request drawn from a lease may
- * leave a batch due without running it (r->flush_due), so that its answer
- * does not wait for other requests' rows: the caller calls this once the
- * answer is out. Runs the batch (in this thread) when one is still due and
- * nobody runs it; with a writer thread, does nothing. */
-apr_status_t prov_billing_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p);
 /* A writer thread for the queue of src's channel: it writes what requests
  * drew from leases (in groups, after their answers) and returns a lease
  * once its key has had nothing in flight for a moment, so that settlements
  * never wait for a batch and a key's waves of requests keep their lease.
- * src must open connections from any thread. Without one, the requests'
- * own threads do this work (providerctl, tests). One per channel. */
+ * src must open connections from any thread. Without one (providerctl, or
+ * a child whose thread could not start) no lease is granted: every
+ * reservation and settlement is a batch's, in the requests' own threads,
+ * slower and just as exact. One per channel. */
 typedef struct prov_billing_writer_t prov_billing_writer_t;
 /* keep_idle: how long a lease whose key has nothing in flight is kept
  * (<= 0: PROV_LEASE_IDLE_DEFAULT). */

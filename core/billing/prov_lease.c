@@ -67,7 +67,7 @@ void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
 {
     prov_slot_t **pp;
     if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken
-        || apr_time_now() - s->closed_at < PROV_LEASE_RECENT)
+        || apr_time_now() - s->closed_at < PROV_SLOT_KEEP)
         return;
     for (pp = &L->buckets[slot_hash(s->key_id, s->model_id)]; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
@@ -86,8 +86,8 @@ void prov_slot_unbusy(prov_slot_t *s)
         s->idle_since = apr_time_now();
 }
 
-/* Whether s's lease is returned now that nothing of its key is in flight
- * (at once without a writer thread; with one, after its keep_idle). */
+/* Whether s's lease is returned now that nothing of its key is in flight:
+ * after keep_idle; at once once the writer stops or is gone. */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
     return !s->busy && (!L->keep_idle || L->stopping || wall - s->idle_since >= L->keep_idle);
@@ -119,7 +119,10 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     prov_reservation_t *r;
     prov_entry_t *e;
 
-    if (!s || s->state != PROV_LEASE_OPEN || L->failing || s->user_id != auth->user_id)
+    /* keep_idle 0: no writer thread to write the entry (a lease a stopped
+     * writer left is only returned). */
+    if (!s || s->state != PROV_LEASE_OPEN || L->failing || !L->keep_idle
+        || s->user_id != auth->user_id)
         return 0;
     if (auth->key_hash && (!s->key_hash || strcmp(s->key_hash, auth->key_hash)))
         return 0;
@@ -209,7 +212,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     else {
         e->settled = 1;              /* WRITING: queued as a settlement when written */
     }
-    return s && !s->busy ? PROV_LEASE_SETTLE_LAST : PROV_LEASE_SETTLE_DRAWN;
+    return PROV_LEASE_SETTLE_DRAWN;
 }
 
 /* Whether a slot has work for a batch now. Settled entries wait for more
@@ -220,14 +223,12 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
 static int slot_due(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
     const prov_entry_t *e;
-    int group = L->keep_idle ? PROV_WRITER_GROUP : PROV_WRITE_GROUP;
-    apr_interval_time_t wait = L->keep_idle ? PROV_WRITER_WAIT : PROV_WRITE_WAIT;
     if (s->state == PROV_LEASE_DRAINING
         || (s->state == PROV_LEASE_OPEN && prov_slot_idle_over(L, s, wall)))
         return 1;
-    if (s->settled_n && (s->settled_n >= group || s->busy < PROV_WRITE_BUSY
-                         || wall - s->settled_since >= wait
-                         || wall - s->last_draw >= wait))
+    if (s->settled_n && (s->settled_n >= PROV_WRITER_GROUP || s->busy < PROV_WRITER_BUSY
+                         || wall - s->settled_since >= PROV_WRITER_WAIT
+                         || wall - s->last_draw >= PROV_WRITER_WAIT))
         return 1;
     for (e = s->pending; e; e = e->next) {
         if (e->state == PROV_ENT_INFLIGHT && wall - e->drawn_at >= PROV_ENTRY_WRITE_AFTER)

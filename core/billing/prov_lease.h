@@ -21,11 +21,13 @@
 typedef struct prov_leases_t {
     prov_slot_t *buckets[PROV_LEASE_SLOTS];
     int failing;                    /* the last batch failed: no draws, no eager batches */
-    /* A writer thread serves the queue (prov_billing_writer_start): a
-     * lease whose key has nothing in flight is kept keep_idle before
-     * it is returned, so that a key's requests coming in waves keep
-     * drawing; stopping: the writer's last batches return every lease. */
-    apr_interval_time_t keep_idle;  /* 0: no writer, returned at once */
+    /* A writer thread serves the queue (prov_billing_writer_start): only
+     * then are leases granted (without one every reservation and
+     * settlement goes through the batches). A lease whose key has nothing
+     * in flight is kept keep_idle before it is returned, so that a key's
+     * requests coming in waves keep drawing; stopping: the writer's last
+     * batches return every lease. */
+    apr_interval_time_t keep_idle;  /* 0: no writer, no lease granted */
     int stopping;
     /* The queue's journal (prov_billing_writer_upkeep): written entries'
      * records are done there, and leases are granted in its owner's name.
@@ -44,11 +46,10 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t 
  * (op->slot), so that its key's lease is not returned as idle meanwhile. */
 void prov_lease_pending(prov_leases_t *L, prov_op_t *op);
 /* What prov_lease_settle leaves to its caller: an ordinary settlement to
- * queue; nothing in the database now (a drawn request: the next batch
- * writes it); the same, and no other request of its key is in flight. */
+ * queue, or nothing in the database now (a drawn request: the next batch
+ * writes it). */
 #define PROV_LEASE_SETTLE_QUEUE 0
 #define PROV_LEASE_SETTLE_DRAWN 1
-#define PROV_LEASE_SETTLE_LAST 2
 
 /* Records the end of r: PROV_LEASE_SETTLE_*. */
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,

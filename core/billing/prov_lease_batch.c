@@ -88,7 +88,7 @@ static int held_accounts(const prov_leases_t *L, apr_int64_t *held)
  * while a lease of its account is held (retry_ok), and with the size of
  * the lease it may be granted (lease_unit, 0: none). */
 static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
-                         const apr_int64_t *held, int nheld, apr_time_t wall)
+                         const apr_int64_t *held, int nheld)
 {
     const prov_slot_t *s;
     prov_op_t *o2;
@@ -104,7 +104,9 @@ static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
         for (i = 0; i < nheld && i < PROV_LEASE_HELD_MAX && !op->retry_ok; i++)
             op->retry_ok = held[i] == op->auth->user_id;
     }
-    if (L->failing || L->no_grant)
+    /* No lease without a writer thread to write what is drawn from it
+     * (keep_idle 0): every request is reserved in the database. */
+    if (L->failing || L->no_grant || !L->keep_idle)
         return;
     op->lease_owner = L->owner[0] ? L->owner : NULL;
     for (o2 = ops; o2 != op; o2 = o2->next) {
@@ -119,16 +121,13 @@ static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
         return;                      /* an earlier one asks for the lease */
     s = prov_slot_find(L, op->auth->key_id, op->model_id);
     /* Leases are for keys with requests in flight together (this one
-     * is counted already), or (without a writer thread, which keeps a
-     * lease through short gaps) that had one a moment ago. */
-    if (!dup && !(s && (s->busy > 1
-                        || (!L->keep_idle && wall - s->closed_at < PROV_LEASE_RECENT))))
+     * is counted already). */
+    if (!dup && !(s && s->busy > 1))
         return;
     if (s && s->state == PROV_LEASE_OPEN && !s->closing)
         return;
-    op->lease_floor = prov_i64_mul_sat(op->hold, PROV_LEASE_HOLDS);
-    op->lease_unit = prov_i64_mul_sat(op->hold, L->keep_idle ? PROV_LEASE_HOLDS_WRITER
-                                                             : PROV_LEASE_HOLDS);
+    op->lease_floor = prov_i64_mul_sat(op->hold, PROV_LEASE_HOLDS_MIN);
+    op->lease_unit = prov_i64_mul_sat(op->hold, PROV_LEASE_HOLDS);
     if (s && s->unit > op->lease_unit)
         op->lease_unit = s->unit;
 }
@@ -152,7 +151,7 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
     nheld = held_accounts(L, held);
     for (op = ops; op; op = op->next) {
         if (op->kind == PROV_OP_RESERVE)
-            mark_reserve(L, ops, op, held, nheld, wall);
+            mark_reserve(L, ops, op, held, nheld);
     }
     return work;
 }

@@ -7,30 +7,24 @@
 
 #include "prov_lease.h"
 
-/* The headroom a lease aims for, in holds of the request that asked for it,
- * and how far it grows when requests find it too small. */
-#define PROV_LEASE_HOLDS     256
+/* The size a lease aims for, in holds of the request that asked for it:
+ * it also covers rows settled and not written yet (up to a group and a
+ * batch's time), halved down to _MIN where the limits keep no room for
+ * twice as much, and grown up to _MAX when requests find it too small. */
+#define PROV_LEASE_HOLDS     1024
+#define PROV_LEASE_HOLDS_MIN 256
 #define PROV_LEASE_HOLDS_MAX 4096
-/* With a writer thread a lease also covers rows settled but not written yet
- * (up to a group and a batch's time): it starts larger where the limits
- * have room for it, and never smaller than without one. */
-#define PROV_LEASE_HOLDS_WRITER 1024
-/* Without a writer thread, a key whose lease was returned this recently
- * gets a new one with its next reservation (its requests come and go in
- * waves). */
-#define PROV_LEASE_RECENT apr_time_from_sec(1)
+/* A slot whose lease was returned is kept this long (with the size its
+ * lease grew to), so that its key's next lease starts at that size. */
+#define PROV_SLOT_KEEP apr_time_from_sec(1)
 /* A drawn request still running after this long gets its hold written. */
 #define PROV_ENTRY_WRITE_AFTER apr_time_from_sec(1)
-/* Settled entries wait for company before a batch writes them, while more
- * requests of the key are in flight and new ones keep coming: at most this
- * many, this long. */
-#define PROV_WRITE_GROUP 32
-#define PROV_WRITE_WAIT apr_time_from_msec(2)
-#define PROV_WRITE_BUSY 4
-/* With a writer thread nobody waits for them: larger groups, fewer
- * transactions. */
+/* Settled entries wait for company before the writer thread's batch writes
+ * them, while at least PROV_WRITER_BUSY requests of the key are in flight
+ * and new ones keep coming: at most this many, this long. */
 #define PROV_WRITER_GROUP 128
 #define PROV_WRITER_WAIT apr_time_from_msec(10)
+#define PROV_WRITER_BUSY 4
 /* How often a lease in use is checked against the key, account and model
  * again (a deleted key or a blocked account stops drawing within this). */
 #define PROV_LEASE_CHECK_EVERY apr_time_from_msec(100)
@@ -43,12 +37,13 @@ prov_slot_t *prov_slot_find(const prov_leases_t *L, apr_int64_t key_id, apr_int6
 prov_slot_t *prov_slot_get(prov_leases_t *L, apr_int64_t key_id, apr_int64_t model_id,
                            apr_int64_t user_id);
 /* Forgets s when nothing is in flight, it has no lease and none was
- * returned a moment ago (s may be NULL). */
+ * returned within PROV_SLOT_KEEP (s may be NULL). */
 void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s);
 /* One reservation of s fewer in flight. */
 void prov_slot_unbusy(prov_slot_t *s);
-/* Whether s's lease is returned now that nothing of its key is in flight
- * (at once without a writer thread; with one, after its keep_idle). */
+/* Whether s's lease is returned now that nothing of its key is in flight:
+ * after the writer's keep_idle; at once when the writer stops or is gone
+ * (a lease it left behind). */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
 /* Whether s still has a lease held in the database or entries. */
 int prov_slot_has_work(const prov_slot_t *s);

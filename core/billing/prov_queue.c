@@ -294,10 +294,9 @@ apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, 
     op->async = 0;                   /* this thread waits for it (and frees it) */
     pthread_cond_init(&op->cond, NULL);
     for (;;) {
-        /* Done: unless nobody leads and settlements nobody waits for (or
-         * what leases drew) are left. */
-        if (op->done && (q->leader || first_waiting(q) || led >= LEADER_ROUNDS
-                         || (!q->head && (q->writer || !prov_lease_due(&q->leases)))))
+        /* Done: unless nobody leads and settlements nobody waits for are
+         * left. */
+        if (op->done && (q->leader || first_waiting(q) || led >= LEADER_ROUNDS || !q->head))
             break;
         if (!q->leader)
             lead_round(q, op, ++led, src, pool);

@@ -4,8 +4,9 @@
  * refusals that leave nothing behind, exact settlement that happens once,
  * expired holds released once, a batch of many operations as strict as
  * one at a time, threads whose settlements queue behind a running batch,
- * leases (requests drawn in memory, written later, exact at a limit,
- * released when their process is gone) and the account status. */
+ * leases (requests drawn in memory, written later by a writer thread,
+ * exact at a limit, released when their process is gone; none granted
+ * without a writer) and the account status. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,10 +442,44 @@ static void test_lease_threads(void)
 {
     fixture_t f;
     lease_run_t lr = { 0, 0, 0, 0, 0 };
+    prov_billing_writer_t *w = NULL;
     setup(&f, 1000000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
     run_leasers(&f, &lr);
     CU_ASSERT_TRUE(lr.leased > 0);
+    prov_billing_writer_stop(w);
     check_lease_books(&f, lr.requests, lr.charged);
+    apr_pool_destroy(f.p);
+}
+
+/* Without a writer thread (providerctl, or a child whose thread could not
+ * start: PROV00008) no lease is granted: requests in flight together are
+ * each reserved in the database, and threads' reservations and
+ * settlements all go through the batches, exact to the ledger, the
+ * balance and the windows' buckets. */
+static void test_no_writer_no_lease(void)
+{
+    fixture_t f;
+    lease_run_t lr = { 0, 0, 0, 0, 0 };
+    prov_reservation_t *r[3];
+    int i;
+    setup(&f, 1000000 * C, 0, 0);
+    for (i = 0; i < 3; i++) {
+        r[i] = reserve(&f, apr_psprintf(f.p, "nw-%d", i), 3 * C, T0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r[i]);
+        CU_ASSERT_FALSE(r[i]->leased);
+    }
+    CU_ASSERT_EQUAL(count_status(&f, "reserved"), 3);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(balance_of(&f), 1000000 * C - 9 * C);
+    for (i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 100 * (i + 1), "ok", T0 + 1, f.p),
+                        APR_SUCCESS);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    run_leasers(&f, &lr);
+    CU_ASSERT_EQUAL(lr.leased, 0);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    check_lease_books(&f, lr.requests + 3, lr.charged + 600);
     apr_pool_destroy(f.p);
 }
 
@@ -526,6 +561,40 @@ static void test_lease_writer(void)
     apr_pool_destroy(f.p);
 }
 
+/* A writer that stops while requests drawn from its lease are in flight
+ * leaves the lease (PROV00057): nobody draws from it any more, the
+ * requests that settle write their own rows, and the last one returns it;
+ * the books are exact. */
+static void test_writer_stops_in_flight(void)
+{
+    fixture_t f;
+    prov_billing_writer_t *w = NULL;
+    prov_reservation_t *r[4];
+    int i;
+    setup(&f, 10000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    for (i = 0; i < 3; i++) {
+        r[i] = reserve(&f, apr_psprintf(f.p, "st-%d", i), C, T0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r[i]);
+    }
+    CU_ASSERT_TRUE(r[2]->leased);
+    prov_billing_writer_stop(w);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
+    r[3] = reserve(&f, "st-3", C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r[3]);
+    CU_ASSERT_FALSE(r[3]->leased);
+    for (i = 3; i >= 0; i--)
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 10 * (i + 1), "ok", T0 + 1, f.p),
+                        APR_SUCCESS);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(count_status(&f, "ok"), 4);
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 100);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    100);
+    apr_pool_destroy(f.p);
+}
+
 /* Requests held in flight together on a budget of exactly 1000 holds:
  * leases serve most of them, yet exactly 1000 pass, the next is refused
  * with the budget's code and an exact Retry-After, and every hold is a
@@ -535,8 +604,10 @@ static void test_lease_exact_limit(void)
     fixture_t f;
     prov_reservation_t *rs[1001];
     prov_error_t *err = NULL;
+    prov_billing_writer_t *w = NULL;
     int i, n = 0, leased = 0;
     setup(&f, 100000 * C, 1, 1000 * C);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
     for (i = 0; i < 1001; i++) {
         err = NULL;
         rs[i] = reserve(&f, apr_psprintf(f.p, "x-%d", i), C, T0 + 10, &err);
@@ -560,6 +631,7 @@ static void test_lease_exact_limit(void)
     CU_ASSERT_EQUAL(balance_of(&f), 100000 * C);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
                     0);
+    prov_billing_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -577,14 +649,20 @@ static void lease_op(prov_op_t *op, fixture_t *f, const char *id, apr_int64_t no
     op->hold = C;
 }
 
-/* The engine's steps one by one, on a lease table of the test's own: two
- * reservations at once get a lease; a third request draws from it; it is
- * still running when a batch writes its hold (it is a second old), and it
- * is settled while that batch runs: the settlement comes back as an
- * ordinary one for the row just written, and runs once. */
+/* A lease table of a test's own, as a writer thread serves it (leases
+ * are granted only then), keeping a lease TEST_KEEP_IDLE after its key's
+ * last request ends. */
+#define TEST_KEEP_IDLE apr_time_from_msec(1)
+
+static void writer_table(prov_leases_t *L)
+{
+    memset(L, 0, sizeof(*L));
+    L->keep_idle = TEST_KEEP_IDLE;
+}
+
 /* Frees the slots of a lease table of a test's own, each with no lease,
- * nothing in flight and nothing unwritten left (the returned lease's slot
- * is kept a moment for a quick new lease). */
+ * nothing in flight and nothing unwritten left (the slot of a returned
+ * lease is kept a moment, PROV_SLOT_KEEP). */
 static void free_slots(prov_leases_t *L)
 {
     int i;
@@ -601,6 +679,11 @@ static void free_slots(prov_leases_t *L)
     }
 }
 
+/* The engine's steps one by one, on a lease table of the test's own: two
+ * reservations at once get a lease; a third request draws from it; it is
+ * still running when a batch writes its hold (it is a second old), and it
+ * is settled while that batch runs: the settlement comes back as an
+ * ordinary one for the row just written, and runs once. */
 static void test_lease_settled_while_written(void)
 {
     fixture_t f;
@@ -611,18 +694,18 @@ static void test_lease_settled_while_written(void)
     prov_tokens_t t = { 3, 4, 0, 0 };
     const char *sql;
     setup(&f, 10000 * C, 0, 0);
-    memset(&L, 0, sizeof(L));
+    writer_table(&L);
     lease_op(&ops[0], &f, "w-1", T0);
     lease_op(&ops[1], &f, "w-2", T0);
     ops[0].next = &ops[1];
     work = prov_lease_take(&L, ops);
     CU_ASSERT_PTR_NULL(work);
     CU_ASSERT_EQUAL(ops[0].lease_unit, 0);
-    CU_ASSERT_EQUAL(ops[1].lease_unit, 256 * C);
+    CU_ASSERT_EQUAL(ops[1].lease_unit, 1024 * C);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(ops[1].granted, 256 * C);
+    CU_ASSERT_EQUAL(ops[1].granted, 1024 * C);
     CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, ops, T0, APR_SUCCESS));
-    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 256 * C);
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 1024 * C);
 
     CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", C, T0 + 1,
                                          f.p));
@@ -654,14 +737,16 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_EQUAL(one_value(&f, sql), C / 2);
     /* Out of the balance: the two holds, the lease less w-3's hold, and
      * w-3's charge. */
-    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 255 * C - C / 2);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT amount FROM billing_leases"), 255 * C);
-    /* The two holds end: nothing of the key is in flight, the next batch
-     * returns the lease and everything is back but w-3's charge. */
+    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 2 * C - 1023 * C - C / 2);
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT amount FROM billing_leases"), 1023 * C);
+    /* The two holds end: once nothing of the key has been in flight for
+     * keep_idle, the next batch returns the lease and everything is back
+     * but w-3's charge. */
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0 + 3), 0);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0 + 3), 0);
     CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[0].out, "failed", T0 + 3, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[1].out, "failed", T0 + 3, f.p), APR_SUCCESS);
+    apr_sleep(2 * TEST_KEEP_IDLE);
     CU_ASSERT_TRUE(prov_lease_due(&L));
     work = prov_lease_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
@@ -699,13 +784,13 @@ static void test_lease_batch_cap(void)
     const int n = PROV_BATCH_ROWS_MAX + 88;
     int i;
     setup(&f, 100000 * C, 0, 0);
-    memset(&L, 0, sizeof(L));
+    writer_table(&L);
     lease_op(&ops[0], &f, "cap-a", T0);
     lease_op(&ops[1], &f, "cap-b", T0);
     ops[0].next = &ops[1];
     work = prov_lease_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 256 * C);
+    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
     prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
@@ -733,11 +818,13 @@ static void test_lease_batch_cap(void)
     CU_ASSERT_EQUAL(count_status(&f, "ok"), n);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
                     (prov_micro_t)n * (C / 8));
-    /* The two holds end, the lease is returned: only the charges are gone. */
+    /* The two holds end, the lease is returned (keep_idle later): only the
+     * charges are gone. */
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0 + 2), 0);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0 + 2), 0);
     CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[0].out, "failed", T0 + 2, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_release(f.src, ops[1].out, "failed", T0 + 2, f.p), APR_SUCCESS);
+    apr_sleep(2 * TEST_KEEP_IDLE);
     work = prov_lease_take(&L, NULL);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
@@ -882,7 +969,8 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
-               PROV_TEST(test_lease_threads), PROV_TEST(test_lease_writer),
+               PROV_TEST(test_lease_threads), PROV_TEST(test_no_writer_no_lease),
+               PROV_TEST(test_lease_writer), PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),

@@ -202,6 +202,7 @@ static prov_micro_t dead_process(fixture_t *f, prov_journal_t *j, const char *ta
     prov_slot_t *work;
     int i;
     memset(&L, 0, sizeof(L));
+    L.keep_idle = PROV_LEASE_IDLE_DEFAULT;   /* served by a writer: leases granted */
     apr_cpystrn(L.owner, prov_journal_owner(j), sizeof(L.owner));
     reserve_op(&ops[0], f, apr_psprintf(f->p, "%s-hold-a", tag));
     reserve_op(&ops[1], f, apr_psprintf(f->p, "%s-hold-b", tag));
@@ -365,6 +366,7 @@ static void test_replay_races_live_batches(void)
     prov_store_t *s2 = NULL, *s3 = NULL;
     prov_journal_t *j = NULL;
     racer_t live, rep1, rep2;
+    prov_billing_writer_t *w = NULL;
     pthread_t th[3];
     const char *id = NULL;
     prov_micro_t replayed = 0;
@@ -392,6 +394,7 @@ static void test_replay_races_live_batches(void)
     live.src = f.src;
     rep1.src = prov_store_source_fixed(s2, f.p);
     rep2.src = prov_store_source_fixed(s3, f.p);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, live_traffic, &live), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[1], NULL, replayer, &rep1), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[2], NULL, replayer, &rep2), 0);
@@ -400,8 +403,8 @@ static void test_replay_races_live_batches(void)
     CU_ASSERT_EQUAL(rep1.journals + rep2.journals, 3);
     CU_ASSERT_EQUAL(files_in(f.dir), 0);
     CU_ASSERT_EQUAL(live.ok, 2 * RACE_LIVE);
-    /* Live rows and leases end once the live process's key is idle. */
-    CU_ASSERT_EQUAL(prov_billing_flush(f.src, T0 + 2, f.p), APR_SUCCESS);
+    /* Live rows and leases end when the live process's writer stops. */
+    prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'live-%' "
                                   "AND status = 'ok'"), 2 * RACE_LIVE);
     CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'dead%' "
@@ -529,7 +532,7 @@ static void test_holds_by_hand(void)
 
     setup(&f, NULL, 1000 * C);
     /* two ordinary holds of 2 credits, and a lease (with two holds of its
-     * own) as another process would hold them */
+     * own) as another process (its writer thread running) would hold them */
     for (i = 0; i < 2; i++) {
         reserve_op(&hand[i], &f, apr_psprintf(f.p, "hand-%d", i));
         hand[i].hold = 2 * C;
@@ -539,6 +542,7 @@ static void test_holds_by_hand(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(hand[i].out);
     }
     memset(&L, 0, sizeof(L));
+    L.keep_idle = PROV_LEASE_IDLE_DEFAULT;
     reserve_op(&ops[0], &f, "hand-a");
     reserve_op(&ops[1], &f, "hand-b");
     ops[0].next = &ops[1];
