@@ -3,8 +3,8 @@
 # with clang, AddressSanitizer and UBSan: core/*/*.c compiled again with the
 # same flags into a directory of its own (never mixed with the normal build's
 # objects), archived, and linked into one program per harness. core is
-# compiled with only the APR, apr-util, json-c, libcurl and OpenSSL include
-# paths, as in the normal build. `make fuzz` runs it with configure's flags;
+# compiled with only the APR, apr-util, json-c, libcurl, OpenSSL and cjose
+# include paths, as in the normal build. `make fuzz` runs it with configure's flags;
 # by hand it asks apr-1-config, apu-1-config and pkg-config.
 #
 #   tests/fuzz/build.sh [OUTDIR]      (default: tests/fuzz/bin)
@@ -29,11 +29,11 @@ if [ -z "${FUZZ_INCLUDES:-}" ]; then
 fi
 if [ -z "${FUZZ_CPPFLAGS:-}" ]; then
   FUZZ_CPPFLAGS="$(apr-1-config --cppflags --includes) $(apu-1-config --includes)
-    $(pkg-config --cflags json-c libcurl openssl)"
+    $(pkg-config --cflags json-c libcurl openssl cjose)"
 fi
 if [ -z "${FUZZ_LIBS:-}" ]; then
   FUZZ_LIBS="$(apu-1-config --link-ld --libs) $(apr-1-config --link-ld --libs)
-    $(pkg-config --libs json-c libcurl openssl)"
+    $(pkg-config --libs json-c libcurl openssl cjose)"
 fi
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"

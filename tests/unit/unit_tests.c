@@ -74,6 +74,7 @@ int main(int argc, char **argv)
     prov_test_suite_estimate();
     prov_test_suite_json();
     prov_test_suite_fuzz_findings();
+    prov_test_suite_idp();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);
