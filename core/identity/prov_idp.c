@@ -9,6 +9,7 @@
 #include <apr_file_io.h>
 #include <apr_lib.h>
 #include "prov_idp.h"
+#include "prov_idp_meta.h"
 
 #define DISPLAY_MAX  100
 #define VALUE_MAX    2048
@@ -311,11 +312,13 @@ apr_status_t prov_idp_parse(prov_idp_t **out, const char **err, const char *name
         rv = fail(&ps, "display= is longer than %d characters", DISPLAY_MAX);
         goto done;
     }
-    rv = read_secret(&ps, secret, root);
+    if ((rv = read_secret(&ps, secret, root)) != APR_SUCCESS)
+        goto done;
+    if ((rv = prov_idp_meta_create(&ps.idp->cache, p)) != APR_SUCCESS)
+        ps.err = apr_psprintf(p, "ProviderIdentityProvider %s: out of memory", ps.idp->name);
 done:
     if (rv != APR_SUCCESS) {
-        *err = ps.err ? ps.err : apr_psprintf(p, "ProviderIdentityProvider %s: out of "
-                                              "memory", ps.idp->name);
+        *err = ps.err;
         return rv;
     }
     *out = ps.idp;

@@ -1,0 +1,129 @@
+/* prov_idp_http.c: the libcurl calls of core/identity (see prov_idp_http.h).
+ * Kept apart from core/gateway's client on purpose: the gateway keeps
+ * connections per thread and streams; a sign-in makes a handful of short
+ * calls to other hosts, where a fresh handle per call is simplest and
+ * carries nothing from one provider to another. libcurl's codes are
+ * translated here, once. */
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+#include "prov_idp_http.h"
+
+static long connect_timeout_ms = 5000;
+static long total_timeout_ms = 10000;
+
+void prov_idp_http_timeouts(long connect_ms, long total_ms)
+{
+    connect_timeout_ms = connect_ms;
+    total_timeout_ms = total_ms;
+}
+
+typedef struct sink_t {
+    char *buf;
+    apr_size_t len, cap;
+    int too_big;
+} sink_t;
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
+{
+    sink_t *s = ud;
+    size_t n = size * nmemb;
+    if (s->len + n > PROV_IDP_HTTP_MAX) {
+        s->too_big = 1;
+        return 0;
+    }
+    if (s->len + n + 1 > s->cap) {
+        apr_size_t cap = s->cap ? s->cap : 4096;
+        char *nb;
+        while (cap < s->len + n + 1)
+            cap *= 2;
+        if (!(nb = realloc(s->buf, cap)))
+            return 0;
+        s->buf = nb;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, n);
+    s->len += n;
+    return n;
+}
+
+/* libcurl's outcome as an APR status: time, no connection, too large, other. */
+static apr_status_t status_of(CURLcode cc, const sink_t *s)
+{
+    if (cc == CURLE_OK)
+        return APR_SUCCESS;
+    if (cc == CURLE_OPERATION_TIMEDOUT)
+        return APR_TIMEUP;
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+        return APR_ECONNREFUSED;
+    return cc == CURLE_WRITE_ERROR && s->too_big ? APR_ENOSPC : APR_EGENERAL;
+}
+
+static void set_options(CURL *h, const char *url, const char *form, struct curl_slist *hl,
+                        sink_t *sink)
+{
+    curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_provider");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+    if (form) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, form);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(form));
+    }
+}
+
+apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
+                           const char *form, const char *authorization, apr_pool_t *p)
+{
+    CURL *h = curl_easy_init();
+    struct curl_slist *hl = NULL;
+    sink_t sink;
+    CURLcode cc;
+    long code = 0;
+    apr_status_t rv;
+
+    *why = NULL;
+    if (!h) {
+        *why = "no libcurl handle";
+        return APR_ENOMEM;
+    }
+    memset(&sink, 0, sizeof(sink));
+    hl = curl_slist_append(hl, "Accept: application/json");
+    hl = curl_slist_append(hl, "Expect:");
+    if (form)
+        hl = curl_slist_append(hl, "Content-Type: application/x-www-form-urlencoded");
+    if (authorization)
+        hl = curl_slist_append(hl, apr_pstrcat(p, "Authorization: ", authorization, NULL));
+    set_options(h, url, form, hl, &sink);
+    cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hl);
+
+    rv = status_of(cc, &sink);
+    if (rv == APR_SUCCESS) {
+        prov_idp_http_resp_t *r = apr_pcalloc(p, sizeof(*r));
+        r->status = (int)code;
+        r->body = sink.buf ? apr_pstrmemdup(p, sink.buf, sink.len) : "";
+        r->len = sink.len;
+        *resp = r;
+    }
+    else {
+        *why = rv == APR_ENOSPC ? apr_psprintf(p, "the answer is larger than %d bytes",
+                                              PROV_IDP_HTTP_MAX)
+                               : apr_psprintf(p, "curl error %d (%s)", (int)cc,
+                                              curl_easy_strerror(cc));
+    }
+    free(sink.buf);
+    return rv;
+}

@@ -1,0 +1,34 @@
+/* prov_idp_http.h: identity's own small HTTP client (libcurl), for the
+ * few calls a sign-in makes to an identity provider: the discovery
+ * document, the JWKS, the token endpoint and the userinfo endpoint. One
+ * easy handle per call (sign-ins are rare: no connection is kept), http
+ * and https only, no redirect followed, connect and total timeouts, an
+ * answer of at most PROV_IDP_HTTP_MAX bytes. Nothing it logs or returns
+ * holds a request's secrets (the form, the Authorization header). */
+#ifndef PROV_IDP_HTTP_H
+#define PROV_IDP_HTTP_H
+
+#include "prov_common.h"
+
+#define PROV_IDP_HTTP_MAX (1024 * 1024)
+
+typedef struct prov_idp_http_resp_t {
+    int status;
+    const char *body;            /* NUL-terminated, in p */
+    apr_size_t len;
+} prov_idp_http_resp_t;
+
+/* GET url, or POST form (application/x-www-form-urlencoded) when form is
+ * not NULL; authorization is the whole Authorization header value or NULL.
+ * Asks for JSON. APR_SUCCESS with whatever status was answered; APR_TIMEUP,
+ * APR_ECONNREFUSED (no connection), APR_ENOSPC (answer too large) or
+ * APR_EGENERAL (another transport failure: *why, for a log line, names
+ * libcurl's error only, never the URL's query or the form). */
+apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
+                           const char *form, const char *authorization, apr_pool_t *p);
+
+/* Process-wide timeouts in milliseconds (defaults 5000 and 10000); tests
+ * shorten them. */
+void prov_idp_http_timeouts(long connect_ms, long total_ms);
+
+#endif

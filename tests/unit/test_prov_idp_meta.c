@@ -1,0 +1,236 @@
+/* test_prov_idp_meta.c: unit tests of what core/identity fetches from an
+ * OpenID Connect provider (prov_idp_meta.c over prov_idp_http.c), against
+ * the local test server: the discovery document fetched once and cached,
+ * its issuer compared exactly, endpoints that are not https:// (or loopback
+ * http://) refused, the retry pause after a failure, the refetch after an
+ * hour with the old copy kept when that fails, the refetch after a failed
+ * call (stale), the JWKS and its forced refresh (at most one per
+ * PROV_IDP_JWKS_FORCE_MIN seconds), a plain OAuth 2.0 provider's endpoints
+ * taken from its configuration, and the HTTP client's failures: timeout,
+ * refused connection, an answer too large. */
+#include <string.h>
+#include "unit_tests.h"
+#include "idp_test_server.h"
+#include "prov_idp_meta.h"
+#include "prov_idp_http.h"
+
+#define T0 APR_INT64_C(1800000000)
+
+typedef struct fx_t {
+    apr_pool_t *p;
+    idp_ts_t ts;
+    prov_idp_t idp;
+    const char *base;
+} fx_t;
+
+/* A provider whose issuer is the test server, which serves a valid
+ * discovery document and a JWKS. */
+static void fx_begin(fx_t *f)
+{
+    apr_pool_create(&f->p, prov_test_pool());
+    idp_ts_start(&f->ts);
+    f->base = idp_ts_url(&f->ts, f->p);
+    memset(&f->idp, 0, sizeof(f->idp));
+    f->idp.name = "t";
+    f->idp.oidc = 1;
+    f->idp.issuer = f->base;
+    CU_ASSERT_EQUAL_FATAL(prov_idp_meta_create(&f->idp.cache, f->p), APR_SUCCESS);
+    idp_ts_route(&f->ts, "/.well-known/openid-configuration", 200, 0,
+                 "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth\","
+                 "\"token_endpoint\":\"%s/token\",\"userinfo_endpoint\":\"%s/me\","
+                 "\"jwks_uri\":\"%s/jwks\"}", f->base, f->base, f->base, f->base, f->base);
+    idp_ts_route(&f->ts, "/jwks", 200, 0, "{\"keys\":[]}");
+}
+
+static void fx_end(fx_t *f)
+{
+    idp_ts_stop(&f->ts);
+    apr_pool_destroy(f->p);
+}
+
+static int disco_hits(fx_t *f)
+{
+    return idp_ts_hits(&f->ts, "/.well-known/openid-configuration");
+}
+
+static void test_discovery_cached(void)
+{
+    fx_t f;
+    prov_idp_endpoints_t *ep = NULL;
+    fx_begin(&f);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, f.p), APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
+    CU_ASSERT_STRING_EQUAL(ep->authorization, apr_pstrcat(f.p, f.base, "/auth", NULL));
+    CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token", NULL));
+    CU_ASSERT_STRING_EQUAL(ep->userinfo, apr_pstrcat(f.p, f.base, "/me", NULL));
+    CU_ASSERT_STRING_EQUAL(ep->jwks_uri, apr_pstrcat(f.p, f.base, "/jwks", NULL));
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + 100, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(disco_hits(&f), 1);
+    /* an hour later it is fetched again; when that fails the copy stays */
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 500, 0, "{}");
+    ep = NULL;
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(disco_hits(&f), 2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
+    CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token", NULL));
+    /* a call to the provider failed: the next use fetches again (after the pause) */
+    prov_idp_meta_stale(&f.idp);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(disco_hits(&f), 2);
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0,
+                 "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth2\","
+                 "\"token_endpoint\":\"%s/token2\",\"jwks_uri\":\"%s/jwks\"}",
+                 f.base, f.base, f.base, f.base);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 10, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(disco_hits(&f), 3);
+    CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token2", NULL));
+    CU_ASSERT_PTR_NULL(ep->userinfo);
+    fx_end(&f);
+}
+
+/* Each bad document is refused and nothing is cached; a retry waits. */
+static void test_discovery_refused(void)
+{
+    fx_t f;
+    prov_idp_endpoints_t *ep = NULL;
+    apr_int64_t now = T0;
+    const char *bad[] = {
+        "{\"issuer\":\"%s/\",\"authorization_endpoint\":\"%s/a\",\"token_endpoint\":\"%s/t\","
+        "\"jwks_uri\":\"%s/j\"}",
+        "{\"issuer\":\"%s\",\"authorization_endpoint\":\"http://example.com%s/a\","
+        "\"token_endpoint\":\"%s/t\",\"jwks_uri\":\"%s/j\"}",
+        "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/a\",\"token_endpoint\":\"%s/t\","
+        "\"jwks_uri\":\"http://127.0.0.1/j\",\"userinfo_endpoint\":\"ftp:%s\"}",
+        "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/a\",\"token_endpoint\":\"%s/t\","
+        "\"jwks_uri\":\"%s/j\",}",
+        "[\"%s\",\"%s\",\"%s\",\"%s\"]",
+    };
+    size_t i;
+    fx_begin(&f);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int before = disco_hits(&f);
+        idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0, bad[i], f.base,
+                     f.base, f.base, f.base);
+        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, f.p), APR_EGENERAL);
+        CU_ASSERT_EQUAL(disco_hits(&f), before + 1);
+        /* within the pause no new request is made */
+        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now + PROV_IDP_META_RETRY - 1, f.p),
+                        APR_EGENERAL);
+        CU_ASSERT_EQUAL(disco_hits(&f), before + 1);
+        now += PROV_IDP_META_RETRY;
+    }
+    /* an answer other than 200 */
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 404, 0, "{}");
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, f.p), APR_EGENERAL);
+    fx_end(&f);
+}
+
+static void test_jwks_refresh(void)
+{
+    fx_t f;
+    const char *jwks = NULL;
+    int refreshed = -1;
+    fx_begin(&f);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 1);
+    CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[]}");
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 0);
+    CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 1);
+    /* an unknown key id: fetched again, but not twice within the minimum */
+    idp_ts_route(&f.ts, "/jwks", 200, 0, "{\"keys\":[{\"kty\":\"oct\"}]}");
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 1);
+    CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[{\"kty\":\"oct\"}]}");
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1,
+                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN - 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 0);
+    CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 2);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1,
+                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 1);
+    CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 3);
+    /* a JWKS that is not one is not taken; the old copy stays */
+    idp_ts_route(&f.ts, "/jwks", 200, 0, "{\"kys\":[]}");
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 100, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refreshed, 0);
+    CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[{\"kty\":\"oct\"}]}");
+    CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/.well-known/openid-configuration"), 1);
+    fx_end(&f);
+}
+
+static void test_plain_endpoints(void)
+{
+    apr_pool_t *p;
+    prov_idp_t idp;
+    prov_idp_endpoints_t *ep = NULL;
+    const char *jwks = NULL;
+    apr_pool_create(&p, prov_test_pool());
+    memset(&idp, 0, sizeof(idp));
+    idp.name = "plain";
+    idp.authorization_endpoint = "https://code.example/authorize";
+    idp.token_endpoint = "https://code.example/token";
+    idp.userinfo_endpoint = "https://api.code.example/user";
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &idp, T0, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(ep->authorization, "https://code.example/authorize");
+    CU_ASSERT_STRING_EQUAL(ep->token, "https://code.example/token");
+    CU_ASSERT_STRING_EQUAL(ep->userinfo, "https://api.code.example/user");
+    CU_ASSERT_PTR_NULL(ep->jwks_uri);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, NULL, &idp, 0, T0, p), APR_ENOTIMPL);
+    apr_pool_destroy(p);
+}
+
+static void test_http_failures(void)
+{
+    fx_t f;
+    prov_idp_http_resp_t *r = NULL;
+    const char *why = NULL;
+    char *big;
+    fx_begin(&f);
+    /* a slow answer */
+    prov_idp_http_timeouts(1000, 300);
+    idp_ts_route(&f.ts, "/slow", 200, 800, "{}");
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/slow", NULL), NULL, NULL,
+                                  f.p), APR_TIMEUP);
+    CU_ASSERT_PTR_NOT_NULL(why);
+    prov_idp_http_timeouts(5000, 10000);
+    /* too large */
+    big = apr_palloc(f.p, PROV_IDP_HTTP_MAX + 2);
+    memset(big, 'a', PROV_IDP_HTTP_MAX + 1);
+    big[PROV_IDP_HTTP_MAX + 1] = '\0';
+    idp_ts_route(&f.ts, "/big", 200, 0, "\"%s\"", big);
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/big", NULL), NULL, NULL,
+                                  f.p), APR_ENOSPC);
+    /* a POST with its form and Authorization; the answer's status as it is */
+    idp_ts_route(&f.ts, "/form", 400, 0, "{\"error\":\"invalid_grant\"}");
+    r = NULL;
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/form", NULL), "a=1&b=2",
+                                  "Basic eDp5", f.p), APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->status, 400);
+    CU_ASSERT_STRING_EQUAL(r->body, "{\"error\":\"invalid_grant\"}");
+    {
+        idp_ts_request_t *q = idp_ts_last(&f.ts, "/form", f.p);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT_STRING_EQUAL(q->method, "POST");
+        CU_ASSERT_STRING_EQUAL(q->body, "a=1&b=2");
+        CU_ASSERT_STRING_EQUAL(q->authorization, "Basic eDp5");
+    }
+    fx_end(&f);
+    /* nothing listens there any more */
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_psprintf(prov_test_pool(), "http://127.0.0.1:%d/",
+                                                         f.ts.port), NULL, NULL,
+                                  prov_test_pool()), APR_ECONNREFUSED);
+}
+
+void prov_test_suite_idp_meta(void)
+{
+    PROV_SUITE("idp_meta",
+               PROV_TEST(test_discovery_cached),
+               PROV_TEST(test_discovery_refused),
+               PROV_TEST(test_jwks_refresh),
+               PROV_TEST(test_plain_endpoints),
+               PROV_TEST(test_http_failures));
+}
