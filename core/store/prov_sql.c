@@ -242,6 +242,18 @@ static const prov_stmt_def_t statements[] = {
       "FROM billing_leases WHERE user_id = %lld AND source = 'balance') FROM ledger "
       "WHERE user_id = %lld AND status = 'reserved' AND source = 'balance'" },
 
+    /* sign-in (core/identity/prov_signin.c): pre-login records, found by the
+     * SHA-256 of their state and taken whole by one statement, so that two
+     * callbacks with one state (two nodes, a replay) cannot both get it */
+    { "signin_state_add",
+      "INSERT INTO signin_states (state_hash, provider, sealed, return_path, link_session, "
+      "created_at, expires_at) VALUES (%s, %s, %s, %s, %lld, %lld, %lld)" },
+    { "signin_state_take",
+      "DELETE FROM signin_states WHERE state_hash = %s "
+      "RETURNING provider, sealed, return_path, link_session, expires_at" },
+    /* arg: now */
+    { "signin_state_purge", "DELETE FROM signin_states WHERE expires_at <= %lld" },
+
     { NULL, NULL, NULL }
 };
 

@@ -1,0 +1,79 @@
+/* prov_signin.h: the authorization-code flow with an identity provider, in
+ * the two halves the glue serves. Begin (GET /v1/auth/NAME/login or /link):
+ * a one-time state, a nonce and a PKCE S256 verifier, 256 random bits each,
+ * kept in a pre-login record in the database (so any node can finish it),
+ * and the provider's authorization URL to send the browser to, together
+ * with a binding value for a short-lived cookie. Finish (GET
+ * /v1/auth/NAME/callback): the record taken once by its state and opened
+ * with the binding cookie (prov_signin_take), then the code exchanged and
+ * the user's identity verified (prov_signin_exchange, prov_signin_token.c).
+ * Every failure comes with a short reason for the cabinet's error page:
+ * never the provider's own text, never a token. */
+#ifndef PROV_SIGNIN_H
+#define PROV_SIGNIN_H
+
+#include "prov_common.h"
+#include "prov_store.h"
+#include "prov_idp.h"
+
+#define PROV_SIGNIN_TTL         600          /* a pre-login record lives 10 minutes */
+#define PROV_SIGNIN_RETURN_MAX  1024
+#define PROV_SIGNIN_DEFAULT_RETURN "/cabinet/"
+
+/* The reasons a sign-in fails, for the page (the glue picks the words'
+ * surroundings and the HTTP status). */
+#define PROV_SIGNIN_R_EXPIRED \
+    "This sign-in has expired or was already used. Please sign in again."
+#define PROV_SIGNIN_R_BROWSER \
+    "This sign-in was started in another browser. Please sign in again."
+#define PROV_SIGNIN_R_UNREACHABLE \
+    "The identity provider could not be reached. Please try again later."
+#define PROV_SIGNIN_R_REFUSED \
+    "The identity provider did not confirm the sign-in. Please sign in again."
+#define PROV_SIGNIN_R_UNVERIFIED \
+    "The identity provider's answer could not be verified. Please sign in again."
+#define PROV_SIGNIN_R_INTERNAL \
+    "The sign-in could not be completed because of a server error. Please try again."
+
+/* What the glue needs to send the browser on its way. */
+typedef struct prov_signin_start_t {
+    const char *url;             /* the provider's authorization URL (a 302 Location) */
+    const char *binding;         /* the value for the pre-login cookie (secret) */
+    apr_int64_t expires;         /* when the record (and so the cookie) expires */
+} prov_signin_start_t;
+
+/* A pre-login record, opened: what the callback continues with. */
+typedef struct prov_prelogin_t {
+    const char *provider;
+    const char *verifier;        /* the PKCE code verifier (secret) */
+    const char *nonce;           /* the id_token's expected nonce */
+    const char *return_path;     /* where the sign-in returns (checked at begin) */
+    apr_int64_t link_session;    /* the session a link started from; 0: a sign-in */
+} prov_prelogin_t;
+
+/* return_path when it is a path on this site (starts with one '/', no
+ * "//" or '\' at its start, printable ASCII, at most PROV_SIGNIN_RETURN_MAX
+ * bytes), else NULL. No open redirect: nothing else is ever stored. */
+const char *prov_signin_return_ok(const char *return_path);
+
+/* Starts a sign-in (link_session 0) or a link from the session whose id is
+ * link_session. return_path NULL means PROV_SIGNIN_DEFAULT_RETURN; one that
+ * prov_signin_return_ok refuses is APR_EINVAL. Expired pre-login records
+ * are purged on the way. Failures: APR_EINVAL, the discovery's (reason
+ * PROV_SIGNIN_R_UNREACHABLE), the database's (PROV_SIGNIN_R_INTERNAL). */
+apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
+                               prov_store_t *s, prov_idp_t *idp, const char *public_url,
+                               const char *return_path, apr_int64_t link_session,
+                               apr_int64_t now, apr_pool_t *p);
+
+/* Takes the pre-login record of state at the callback of provider: it is
+ * deleted whatever comes next, so a state serves once. APR_NOTFOUND (reason
+ * PROV_SIGNIN_R_EXPIRED) when unknown, used or expired; APR_EACCES (reason
+ * PROV_SIGNIN_R_BROWSER) when it belongs to another provider or binding is
+ * not the cookie it was started with; the database's failure
+ * (PROV_SIGNIN_R_INTERNAL). */
+apr_status_t prov_signin_take(prov_prelogin_t **pl, const char **reason, prov_store_t *s,
+                              const char *provider, const char *state, const char *binding,
+                              apr_int64_t now, apr_pool_t *p);
+
+#endif
