@@ -51,6 +51,15 @@ typedef struct prov_prelogin_t {
     apr_int64_t link_session;    /* the session a link started from; 0: a sign-in */
 } prov_prelogin_t;
 
+/* Who the provider says signed in. The subject is stored, never shown
+ * nor logged. */
+typedef struct prov_claims_t {
+    const char *subject;         /* OIDC sub, or the plain provider's subject_field */
+    const char *email;           /* NULL when the provider gave none */
+    int email_verified;          /* 1, 0 (the provider says not), -1 (not said) */
+    const char *name;            /* name, preferred_username or login; may be NULL */
+} prov_claims_t;
+
 /* return_path when it is a path on this site (starts with one '/', no
  * "//" or '\' at its start, printable ASCII, at most PROV_SIGNIN_RETURN_MAX
  * bytes), else NULL. No open redirect: nothing else is ever stored. */
@@ -75,5 +84,15 @@ apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
 apr_status_t prov_signin_take(prov_prelogin_t **pl, const char **reason, prov_store_t *s,
                               const char *provider, const char *state, const char *binding,
                               apr_int64_t now, apr_pool_t *p);
+
+/* Exchanges code at idp's token endpoint for the record pl (taken for
+ * idp) and verifies who signed in: for OpenID Connect the id_token in full
+ * (prov_jwt.h; nonce pl->nonce), for plain OAuth 2.0 the userinfo answer.
+ * Failures: APR_EINVAL (no usable code; reason PROV_SIGNIN_R_REFUSED), the
+ * transport's (PROV_SIGNIN_R_UNREACHABLE), APR_EACCES (the provider said
+ * no: PROV_SIGNIN_R_REFUSED), others (PROV_SIGNIN_R_UNVERIFIED). */
+apr_status_t prov_signin_exchange(prov_claims_t **claims, const char **reason, prov_idp_t *idp,
+                                  const prov_prelogin_t *pl, const char *public_url,
+                                  const char *code, apr_int64_t now, apr_pool_t *p);
 
 #endif

@@ -77,6 +77,8 @@ int main(int argc, char **argv)
     prov_test_suite_idp();
     prov_test_suite_idp_meta();
     prov_test_suite_signin();
+    prov_test_suite_jwt();
+    prov_test_suite_signin_token();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);

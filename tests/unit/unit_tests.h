@@ -43,6 +43,8 @@ void prov_test_suite_fuzz_findings(void);
 void prov_test_suite_idp(void);
 void prov_test_suite_idp_meta(void);
 void prov_test_suite_signin(void);
+void prov_test_suite_jwt(void);
+void prov_test_suite_signin_token(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \
