@@ -12,6 +12,7 @@
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning"
+#define SESSION_COLS "id, user_id, active_expires, refresh_expires, created_at, last_seen_at"
 #define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
 #define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
                    "s.until_at, s.cancelled_at"
@@ -253,6 +254,43 @@ static const prov_stmt_def_t statements[] = {
       "RETURNING provider, sealed, return_path, link_session, expires_at" },
     /* arg: now */
     { "signin_state_purge", "DELETE FROM signin_states WHERE expires_at <= %lld" },
+
+    /* cabinet sessions (core/identity/prov_session.c). Tokens are found by
+     * their SHA-256; a lookup extends the active term (never past the
+     * refresh term) in the statement that checks it, so that a revocation
+     * or a block is seen by the next request on any node. */
+    { "session_add",
+      "INSERT INTO sessions (user_id, active_hash, refresh_hash, active_expires, "
+      "refresh_expires, created_at, last_seen_at) VALUES (%lld, %s, %s, %lld, %lld, %lld, %lld) "
+      "RETURNING id" },
+    /* args: new active expiry x2, now, active hash, now, now */
+    { "session_touch",
+      "UPDATE sessions SET active_expires = CASE WHEN refresh_expires < %lld "
+      "THEN refresh_expires ELSE %lld END, last_seen_at = %lld "
+      "WHERE active_hash = %s AND revoked_at IS NULL AND active_expires > %lld "
+      "AND refresh_expires > %lld AND EXISTS (SELECT 1 FROM users u "
+      "WHERE u.id = sessions.user_id AND u.blocked = 0) "
+      "RETURNING " SESSION_COLS },
+    /* args: new active hash, new active expiry x2, now, refresh hash, now */
+    { "session_renew",
+      "UPDATE sessions SET active_hash = %s, active_expires = CASE WHEN refresh_expires < %lld "
+      "THEN refresh_expires ELSE %lld END, last_seen_at = %lld "
+      "WHERE refresh_hash = %s AND revoked_at IS NULL AND refresh_expires > %lld "
+      "AND EXISTS (SELECT 1 FROM users u WHERE u.id = sessions.user_id AND u.blocked = 0) "
+      "RETURNING " SESSION_COLS },
+    { "session_revoke",
+      "UPDATE sessions SET revoked_at = %lld WHERE id = %lld AND revoked_at IS NULL" },
+    /* args: now, a token's hash twice: the session of either cookie */
+    { "session_revoke_token",
+      "UPDATE sessions SET revoked_at = %lld WHERE (active_hash = %s OR refresh_hash = %s) "
+      "AND revoked_at IS NULL" },
+    { "session_revoke_user",
+      "UPDATE sessions SET revoked_at = %lld WHERE user_id = %lld AND revoked_at IS NULL" },
+    /* args: user, now: the sessions that can still be used or renewed */
+    { "session_list",
+      "SELECT " SESSION_COLS " FROM sessions WHERE user_id = %lld AND revoked_at IS NULL "
+      "AND refresh_expires > %lld ORDER BY id" },
+    { "session_purge", "DELETE FROM sessions WHERE refresh_expires <= %lld" },
 
     { NULL, NULL, NULL }
 };

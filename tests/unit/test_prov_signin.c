@@ -117,25 +117,6 @@ static void test_return_ok(void)
     CU_ASSERT_PTR_NULL(prov_signin_return_ok("/\xc3\xa9"));
 }
 
-/* The row of the only record, every column as text. */
-static const char *row_text(prov_store_t *s, apr_pool_t *p)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    const char *all = "";
-    int i;
-    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(s->driver, p, s->handle, &res,
-                                         "SELECT * FROM signin_states", 1), 0);
-    while (apr_dbd_get_row(s->driver, p, res, &row, -1) == 0) {
-        for (i = 0; i < apr_dbd_num_cols(s->driver, res); i++) {
-            const char *v = apr_dbd_get_entry(s->driver, row, i);
-            all = apr_pstrcat(p, all, v ? v : "NULL", "|", NULL);
-        }
-        all = apr_pstrcat(p, all, "\n", NULL);
-    }
-    return all;
-}
-
 static void test_begin_plain(void)
 {
     apr_pool_t *p;
@@ -146,7 +127,7 @@ static void test_begin_plain(void)
     const char *reason = NULL, *state, *row;
     apr_table_t *q;
     apr_pool_create(&p, prov_test_pool());
-    s = prov_test_store(p);
+    s = prov_test_store_any(p);
     idp = plain_idp(p);
     idp->scope = "read:user user:email";
     CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC "/", "/cabinet/keys", 0,
@@ -168,7 +149,7 @@ static void test_begin_plain(void)
     CU_ASSERT_EQUAL_FATAL(strlen(state), 43);
     CU_ASSERT_EQUAL(strlen(apr_table_get(q, "code_challenge")), 43);
     /* the row: the state's hash, none of the secrets */
-    row = row_text(s, p);
+    row = prov_test_dump(s, "SELECT * FROM signin_states", p);
     CU_ASSERT_PTR_NOT_NULL(strstr(row, prov_key_hash(state, p)));
     CU_ASSERT_PTR_NULL(strstr(row, state));
     CU_ASSERT_PTR_NULL(strstr(row, st->binding));
@@ -216,13 +197,7 @@ static const char *start(prov_signin_start_t **st, prov_store_t *s, prov_idp_t *
 
 static int records(prov_store_t *s, apr_pool_t *p)
 {
-    apr_dbd_row_t *row = NULL;
-    apr_dbd_results_t *res = NULL;
-    int n = -1;
-    if (apr_dbd_select(s->driver, p, s->handle, &res, "SELECT COUNT(*) FROM signin_states", 1)
-        == 0 && apr_dbd_get_row(s->driver, p, res, &row, -1) == 0)
-        n = atoi(apr_dbd_get_entry(s->driver, row, 0));
-    return n;
+    return atoi(prov_test_dump(s, "SELECT COUNT(*) FROM signin_states", p));
 }
 
 static void test_take_refused(void)
@@ -235,7 +210,7 @@ static void test_take_refused(void)
     const char *reason = NULL, *state;
     int n = 0;
     apr_pool_create(&p, prov_test_pool());
-    s = prov_test_store(p);
+    s = prov_test_store_any(p);
     idp = plain_idp(p);
     /* expired */
     state = start(&st, s, idp, T0, p);
@@ -301,7 +276,7 @@ static void test_begin_oidc(void)
     const char *reason = NULL, *base;
     apr_table_t *q;
     apr_pool_create(&p, prov_test_pool());
-    s = prov_test_store(p);
+    s = prov_test_store_any(p);
     idp_ts_start(&ts);
     base = idp_ts_url(&ts, p);
     memset(&idp, 0, sizeof(idp));

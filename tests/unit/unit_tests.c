@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <CUnit/Basic.h>
 #include <apr_general.h>
 #include "unit_tests.h"
@@ -37,6 +38,44 @@ prov_store_t *prov_test_store(apr_pool_t *p)
         abort();
     }
     return s;
+}
+
+prov_store_t *prov_test_store_any(apr_pool_t *p)
+{
+    static int n;
+    prov_store_t *s = NULL;
+    const char *pg = getenv("PROV_UNIT_PGSQL"), *schema;
+    int applied = 0;
+    if (!pg || !*pg)
+        return prov_test_store(p);
+    schema = apr_psprintf(p, "unit_%ld_%d", (long)getpid(), ++n);
+    if (prov_store_open(&s, apr_pstrcat(p, "pgsql:", pg, NULL), 0, p) != APR_SUCCESS
+        || prov_store_raw(s, apr_psprintf(p, "CREATE SCHEMA %s", schema), p) != APR_SUCCESS
+        || prov_store_raw(s, apr_psprintf(p, "SET search_path TO %s", schema), p) != APR_SUCCESS
+        || prov_schema_migrate(&applied, s, p) != APR_SUCCESS
+        || prov_store_prepare_all(s) != APR_SUCCESS) {
+        fprintf(stderr, "unit: cannot make a test schema in PostgreSQL (%s)\n", pg);
+        abort();
+    }
+    return s;
+}
+
+const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *all = "";
+    int i;
+    if (apr_dbd_select(s->driver, p, s->handle, &res, sql, 1) != 0)
+        return NULL;
+    while (apr_dbd_get_row(s->driver, p, res, &row, -1) == 0) {
+        for (i = 0; i < apr_dbd_num_cols(s->driver, res); i++) {
+            const char *v = prov_store_get(s, row, i);
+            all = apr_pstrcat(p, all, v ? v : "NULL", "|", NULL);
+        }
+        all = apr_pstrcat(p, all, "\n", NULL);
+    }
+    return all;
 }
 
 int main(int argc, char **argv)
@@ -79,6 +118,7 @@ int main(int argc, char **argv)
     prov_test_suite_signin();
     prov_test_suite_jwt();
     prov_test_suite_signin_token();
+    prov_test_suite_session();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);

@@ -14,6 +14,14 @@
 apr_pool_t *prov_test_pool(void);
 /* A fresh in-memory SQLite database with every migration applied, prepared. */
 prov_store_t *prov_test_store(apr_pool_t *p);
+/* The same, or, when PROV_UNIT_PGSQL holds a libpq connection string, a
+ * fresh schema of that PostgreSQL database (left for the throwaway cluster
+ * to take away): suites that use it run on both dialects
+ * (tests/integration/identity-pgsql.test.js runs them on PostgreSQL). */
+prov_store_t *prov_test_store_any(apr_pool_t *p);
+/* The rows of a query as text: each column followed by '|', each row by a
+ * newline; SQL NULL as "NULL". */
+const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 void prov_test_suite_money(void);
 void prov_test_suite_keys(void);
@@ -45,6 +53,7 @@ void prov_test_suite_idp_meta(void);
 void prov_test_suite_signin(void);
 void prov_test_suite_jwt(void);
 void prov_test_suite_signin_token(void);
+void prov_test_suite_session(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \

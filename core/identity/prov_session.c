@@ -1,0 +1,199 @@
+/* prov_session.c: cabinet sessions (prov_session.h) on the labelled
+ * statements of core/store. Each check and its effect is one statement
+ * (the lookup that extends, the renewal that replaces the active token),
+ * so two nodes never act on a session that one of them has just revoked,
+ * and no read-then-write window exists. Tokens are checked for shape before
+ * they are hashed and looked up; none is ever logged. */
+#include <apr_lib.h>
+#include "prov_session.h"
+#include "prov_account.h"
+#include "prov_keys.h"
+#include "prov_log.h"
+
+#define TOKEN_BYTES 32
+#define TOKEN_LEN   43
+
+static int token_ok(const char *t)
+{
+    apr_size_t i;
+    if (!t)
+        return 0;
+    for (i = 0; t[i]; i++) {
+        if (!apr_isalnum(t[i]) && t[i] != '-' && t[i] != '_')
+            return 0;
+    }
+    return i == TOKEN_LEN;
+}
+
+/* SESSION_COLS: id, user_id, active_expires, refresh_expires, created_at,
+ * last_seen_at */
+static prov_session_t *from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+{
+    prov_session_t *x = apr_pcalloc(p, sizeof(*x));
+    x->id = prov_store_get_i64(s, row, 0, 0);
+    x->user_id = prov_store_get_i64(s, row, 1, 0);
+    x->active_expires = prov_store_get_i64(s, row, 2, 0);
+    x->refresh_expires = prov_store_get_i64(s, row, 3, 0);
+    x->created_at = prov_store_get_i64(s, row, 4, 0);
+    x->last_seen_at = prov_store_get_i64(s, row, 5, 0);
+    return x;
+}
+
+apr_status_t prov_session_create(prov_session_t **sess, const char **active,
+                                 const char **refresh, prov_store_t *s, apr_int64_t user_id,
+                                 apr_int64_t now, apr_pool_t *p)
+{
+    prov_user_t *u = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *a, *r;
+    prov_session_t *x;
+    int n = 0;
+    apr_status_t rv = prov_user_find(&u, s, prov_i64(user_id, p), p);
+
+    if (rv != APR_SUCCESS)
+        return rv;
+    if (u->blocked)
+        return APR_EACCES;
+    if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS
+        || (rv = prov_random_token(&r, TOKEN_BYTES, p)) != APR_SUCCESS)
+        return rv;
+    if ((rv = prov_store_exec(s, &n, "session_purge", PROV_ARGS(prov_i64(now, p)), p))
+        != APR_SUCCESS)
+        return rv;
+    x = apr_pcalloc(p, sizeof(*x));
+    x->user_id = user_id;
+    x->active_expires = now + PROV_SESSION_ACTIVE_TTL;
+    x->refresh_expires = now + PROV_SESSION_REFRESH_TTL;
+    x->created_at = x->last_seen_at = now;
+    rv = prov_store_select_one(&row, s, "session_add",
+                               PROV_ARGS(prov_i64(user_id, p), prov_key_hash(a, p),
+                                         prov_key_hash(r, p), prov_i64(x->active_expires, p),
+                                         prov_i64(x->refresh_expires, p), prov_i64(now, p),
+                                         prov_i64(now, p)), p);
+    if (rv == APR_NOTFOUND)
+        rv = APR_EGENERAL;
+    if (rv != APR_SUCCESS)
+        return rv;
+    x->id = prov_store_get_i64(s, row, 0, 0);
+    prov_log(PROV_LOG_INFO, 0, "PROV00530: session %" APR_INT64_T_FMT " of user %"
+             APR_INT64_T_FMT " created", x->id, user_id);
+    *sess = x;
+    *active = a;
+    *refresh = r;
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_session_lookup(prov_session_t **sess, prov_store_t *s, const char *active,
+                                 apr_int64_t now, apr_pool_t *p)
+{
+    apr_dbd_row_t *row = NULL;
+    const char *until = prov_i64(now + PROV_SESSION_ACTIVE_TTL, p), *at = prov_i64(now, p);
+    apr_status_t rv;
+
+    if (!token_ok(active))
+        return APR_NOTFOUND;
+    rv = prov_store_select_one(&row, s, "session_touch",
+                               PROV_ARGS(until, until, at, prov_key_hash(active, p), at, at), p);
+    if (rv == APR_SUCCESS)
+        *sess = from_row(s, row, p);
+    return rv;
+}
+
+apr_status_t prov_session_renew(prov_session_t **sess, const char **active, prov_store_t *s,
+                                const char *refresh, apr_int64_t now, apr_pool_t *p)
+{
+    apr_dbd_row_t *row = NULL;
+    const char *until = prov_i64(now + PROV_SESSION_ACTIVE_TTL, p), *at = prov_i64(now, p);
+    const char *a;
+    apr_status_t rv;
+
+    if (!token_ok(refresh))
+        return APR_NOTFOUND;
+    if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS)
+        return rv;
+    rv = prov_store_select_one(&row, s, "session_renew",
+                               PROV_ARGS(prov_key_hash(a, p), until, until, at,
+                                         prov_key_hash(refresh, p), at), p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    *sess = from_row(s, row, p);
+    *active = a;
+    prov_log(PROV_LOG_DEBUG, 0, "PROV00531: session %" APR_INT64_T_FMT " renewed from its "
+             "refresh token", (*sess)->id);
+    return APR_SUCCESS;
+}
+
+/* Runs a revoking statement; APR_NOTFOUND when it touched no session. */
+static apr_status_t revoke_rows(int *count, prov_store_t *s, const char *label, int nargs,
+                           const char *const *args, apr_pool_t *p)
+{
+    int n = 0;
+    apr_status_t rv = prov_store_exec(s, &n, label, nargs, args, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    if (count)
+        *count = n;
+    return n ? APR_SUCCESS : APR_NOTFOUND;
+}
+
+apr_status_t prov_session_revoke(prov_store_t *s, apr_int64_t session_id, apr_int64_t now,
+                                 apr_pool_t *p)
+{
+    apr_status_t rv = revoke_rows(NULL, s, "session_revoke",
+                             PROV_ARGS(prov_i64(now, p), prov_i64(session_id, p)), p);
+    if (rv == APR_SUCCESS)
+        prov_log(PROV_LOG_INFO, 0, "PROV00532: session %" APR_INT64_T_FMT " revoked",
+                 session_id);
+    return rv;
+}
+
+apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_int64_t now,
+                                       apr_pool_t *p)
+{
+    const char *h;
+    apr_status_t rv;
+    if (!token_ok(token))
+        return APR_NOTFOUND;
+    h = prov_key_hash(token, p);
+    rv = revoke_rows(NULL, s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);
+    if (rv == APR_SUCCESS)
+        prov_log(PROV_LOG_INFO, 0, "PROV00532: a session revoked (logout)");
+    return rv;
+}
+
+apr_status_t prov_session_revoke_user(int *n, prov_store_t *s, apr_int64_t user_id,
+                                      apr_int64_t now, apr_pool_t *p)
+{
+    int count = 0;
+    apr_status_t rv = revoke_rows(&count, s, "session_revoke_user",
+                             PROV_ARGS(prov_i64(now, p), prov_i64(user_id, p)), p);
+    if (rv == APR_NOTFOUND)
+        rv = APR_SUCCESS;
+    if (rv != APR_SUCCESS)
+        return rv;
+    if (n)
+        *n = count;
+    if (count)
+        prov_log(PROV_LOG_INFO, 0, "PROV00533: %d session(s) of user %" APR_INT64_T_FMT
+                 " revoked", count, user_id);
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_session_list(apr_array_header_t **list, prov_store_t *s,
+                               apr_int64_t user_id, apr_int64_t now, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *arr;
+    apr_status_t rv = prov_store_select(s, &res, "session_list",
+                                        PROV_ARGS(prov_i64(user_id, p), prov_i64(now, p)), p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    arr = apr_array_make(p, 4, sizeof(prov_session_t *));
+    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
+        APR_ARRAY_PUSH(arr, prov_session_t *) = from_row(s, row, p);
+    if (rv != APR_EOF)
+        return rv;
+    *list = arr;
+    return APR_SUCCESS;
+}
