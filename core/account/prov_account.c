@@ -25,7 +25,7 @@ static int local_char_ok(char c)
 
 /* something@something.tld: a dot-atom local part, a host of DNS labels with at
  * least one dot and an alphabetic top-level label of two letters or more. */
-static int email_valid(const char *e)
+int prov_user_email_ok(const char *e)
 {
     const char *at, *c, *label;
     apr_size_t len;
@@ -155,7 +155,7 @@ apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
     apr_int64_t now = prov_now();
     apr_status_t rv;
 
-    if (!email_valid(email) || name_check(&nm, name) != APR_SUCCESS)
+    if (!prov_user_email_ok(email) || name_check(&nm, name) != APR_SUCCESS)
         return APR_EINVAL;
     folded = email_fold(email, p);
 

@@ -50,6 +50,9 @@ typedef struct prov_auth_t {
     prov_micro_t balance;
 } prov_auth_t;
 
+/* Non-zero when e is an address prov_user_add takes (a dot-atom local part,
+ * a host with a dot and an alphabetic top-level label, at most 254 bytes). */
+int prov_user_email_ok(const char *e);
 /* Returns APR_EEXIST when the email is taken, APR_EINVAL when it is malformed. */
 apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
                            const char *name, apr_pool_t *p);

@@ -292,6 +292,33 @@ static const prov_stmt_def_t statements[] = {
       "AND refresh_expires > %lld ORDER BY id" },
     { "session_purge", "DELETE FROM sessions WHERE refresh_expires <= %lld" },
 
+    /* linked identities (core/identity/prov_identity.c). The subject is
+     * only ever compared, never selected. */
+    { "identity_user",
+      "SELECT user_id FROM identities WHERE provider = %s AND subject = %s" },
+    /* A conflict (another node made the same identity, or the same email,
+     * at once) inserts nothing instead of failing: the driver's error would
+     * quote the subject or the address in the log. */
+    { "identity_add",
+      "INSERT INTO identities (user_id, provider, subject, created_at) VALUES (%lld, %s, %s, %lld) "
+      "ON CONFLICT (provider, subject) DO NOTHING" },
+    { "identity_user_add",
+      "INSERT INTO users (email, name, created_at) VALUES (%s, %s, %lld) "
+      "ON CONFLICT (email) DO NOTHING RETURNING id" },
+    { "identity_list",
+      "SELECT provider, created_at FROM identities WHERE user_id = %lld ORDER BY created_at, id" },
+    /* args: user, provider: how many identities the user has, and of provider */
+    { "identity_count",
+      "SELECT COUNT(*), COALESCE(SUM(CASE WHEN provider = %s THEN 1 ELSE 0 END), 0) "
+      "FROM identities WHERE user_id = %lld" },
+    { "identity_delete", "DELETE FROM identities WHERE user_id = %lld AND provider = %s" },
+    /* an unlink's check and delete hold the user's row (SQLite's BEGIN
+     * IMMEDIATE holds the whole database), so that two unlinks cannot
+     * together remove the last identity */
+    { "identity_lock_user",
+      "SELECT id FROM users WHERE id = %lld",
+      "SELECT id FROM users WHERE id = %lld FOR UPDATE" },
+
     { NULL, NULL, NULL }
 };
 

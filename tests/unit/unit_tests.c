@@ -40,24 +40,71 @@ prov_store_t *prov_test_store(apr_pool_t *p)
     return s;
 }
 
-prov_store_t *prov_test_store_any(apr_pool_t *p)
+/* A connection to PostgreSQL using schema (made first when create). */
+static prov_store_t *pg_store(const char *pg, const char *schema, int create, apr_pool_t *p)
 {
-    static int n;
     prov_store_t *s = NULL;
-    const char *pg = getenv("PROV_UNIT_PGSQL"), *schema;
     int applied = 0;
-    if (!pg || !*pg)
-        return prov_test_store(p);
-    schema = apr_psprintf(p, "unit_%ld_%d", (long)getpid(), ++n);
     if (prov_store_open(&s, apr_pstrcat(p, "pgsql:", pg, NULL), 0, p) != APR_SUCCESS
-        || prov_store_raw(s, apr_psprintf(p, "CREATE SCHEMA %s", schema), p) != APR_SUCCESS
+        || (create && prov_store_raw(s, apr_psprintf(p, "CREATE SCHEMA %s", schema), p)
+                      != APR_SUCCESS)
         || prov_store_raw(s, apr_psprintf(p, "SET search_path TO %s", schema), p) != APR_SUCCESS
-        || prov_schema_migrate(&applied, s, p) != APR_SUCCESS
+        || (create && prov_schema_migrate(&applied, s, p) != APR_SUCCESS)
         || prov_store_prepare_all(s) != APR_SUCCESS) {
-        fprintf(stderr, "unit: cannot make a test schema in PostgreSQL (%s)\n", pg);
+        fprintf(stderr, "unit: cannot use a test schema in PostgreSQL (%s)\n", pg);
         abort();
     }
     return s;
+}
+
+static const char *pg_schema(apr_pool_t *p)
+{
+    static int n;
+    return apr_psprintf(p, "unit_%ld_%d", (long)getpid(), ++n);
+}
+
+prov_store_t *prov_test_store_any(apr_pool_t *p)
+{
+    const char *pg = getenv("PROV_UNIT_PGSQL");
+    if (!pg || !*pg)
+        return prov_test_store(p);
+    return pg_store(pg, pg_schema(p), 1, p);
+}
+
+static apr_status_t unlink_db(void *data)
+{
+    const char *f = data;
+    char side[512];
+    unlink(f);
+    snprintf(side, sizeof(side), "%s-wal", f);
+    unlink(side);
+    snprintf(side, sizeof(side), "%s-shm", f);
+    unlink(side);
+    return APR_SUCCESS;
+}
+
+void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p)
+{
+    static int k;
+    const char *pg = getenv("PROV_UNIT_PGSQL"), *schema, *file;
+    int i, applied = 0;
+    if (pg && *pg) {
+        schema = pg_schema(p);
+        for (i = 0; i < n; i++)
+            stores[i] = pg_store(pg, schema, i == 0, p);
+        return;
+    }
+    file = apr_psprintf(p, "/tmp/prov-unit-shared-%ld-%d.db", (long)getpid(), ++k);
+    apr_pool_cleanup_register(p, file, unlink_db, apr_pool_cleanup_null);
+    for (i = 0; i < n; i++) {
+        if (prov_store_open(&stores[i], apr_pstrcat(p, "sqlite3:", file, NULL), 0, p)
+            != APR_SUCCESS
+            || (i == 0 && prov_schema_migrate(&applied, stores[i], p) != APR_SUCCESS)
+            || prov_store_prepare_all(stores[i]) != APR_SUCCESS) {
+            fprintf(stderr, "unit: cannot make the shared test database %s\n", file);
+            abort();
+        }
+    }
 }
 
 const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p)
@@ -119,6 +166,7 @@ int main(int argc, char **argv)
     prov_test_suite_jwt();
     prov_test_suite_signin_token();
     prov_test_suite_session();
+    prov_test_suite_identity();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);

@@ -19,6 +19,10 @@ prov_store_t *prov_test_store(apr_pool_t *p);
  * to take away): suites that use it run on both dialects
  * (tests/integration/identity-pgsql.test.js runs them on PostgreSQL). */
 prov_store_t *prov_test_store_any(apr_pool_t *p);
+/* n connections to one fresh database, as several processes or nodes
+ * have: an SQLite file (removed when p is cleared) or, with
+ * PROV_UNIT_PGSQL, a fresh PostgreSQL schema. */
+void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p);
 /* The rows of a query as text: each column followed by '|', each row by a
  * newline; SQL NULL as "NULL". */
 const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p);
@@ -54,6 +58,7 @@ void prov_test_suite_signin(void);
 void prov_test_suite_jwt(void);
 void prov_test_suite_signin_token(void);
 void prov_test_suite_session(void);
+void prov_test_suite_identity(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \
