@@ -325,6 +325,63 @@ done:
     return APR_SUCCESS;
 }
 
+/* The next word of *line, its quotes taken off: a quoted run (" or ')
+ * may start anywhere in a word (display="Shown name"), and a backslash
+ * in it escapes that quote or a backslash. NULL at the end of the line;
+ * *bad when a quote is not closed. */
+static char *next_word(const char **line, int *bad, apr_pool_t *p)
+{
+    const char *c = *line;
+    char *out, *o;
+    while (apr_isspace(*c))
+        c++;
+    if (!*c) {
+        *line = c;
+        return NULL;
+    }
+    out = o = apr_palloc(p, strlen(c) + 1);
+    while (*c && !apr_isspace(*c)) {
+        char q = *c;
+        if (q != '"' && q != '\'') {
+            *o++ = *c++;
+            continue;
+        }
+        for (c++; *c && *c != q; c++) {
+            if (*c == '\\' && (c[1] == q || c[1] == '\\'))
+                c++;
+            *o++ = *c;
+        }
+        if (*c != q) {
+            *bad = 1;
+            return NULL;
+        }
+        c++;
+    }
+    *o = '\0';
+    *line = c;
+    return out;
+}
+
+apr_status_t prov_idp_parse_line(prov_idp_t **idp, const char **err, const char *line,
+                                 const char *root, apr_pool_t *p)
+{
+    apr_array_header_t *words = apr_array_make(p, 12, sizeof(const char *));
+    const char *name, *c = line ? line : "";
+    int bad = 0;
+    char *w;
+
+    while ((w = next_word(&c, &bad, p)) != NULL)
+        APR_ARRAY_PUSH(words, const char *) = w;
+    if (bad) {
+        *err = "ProviderIdentityProvider: a quote is not closed";
+        return APR_EINVAL;
+    }
+    name = words->nelts ? APR_ARRAY_IDX(words, 0, const char *) : "";
+    return prov_idp_parse(idp, err, name, words->nelts ? words->nelts - 1 : 0,
+                          words->nelts > 1 ? &APR_ARRAY_IDX(words, 1, const char *) : NULL,
+                          root, p);
+}
+
 apr_status_t prov_idp_add(apr_array_header_t *list, prov_idp_t *idp, const char **err,
                           apr_pool_t *p)
 {

@@ -49,6 +49,14 @@ typedef struct prov_idp_t {
 apr_status_t prov_idp_parse(prov_idp_t **idp, const char **err, const char *name, int argc,
                             const char *const *argv, const char *root, apr_pool_t *p);
 
+/* The same from the directive's whole argument line ("NAME key=value
+ * ..."), for a RAW_ARGS directive: httpd's own word splitting takes quotes
+ * only at a word's start, so display="Shown name" would come apart. A
+ * quoted run may start anywhere in a word; a backslash in it escapes the
+ * quote or a backslash. An unclosed quote is APR_EINVAL. */
+apr_status_t prov_idp_parse_line(prov_idp_t **idp, const char **err, const char *line,
+                                 const char *root, apr_pool_t *p);
+
 /* Appends idp to list (an array of prov_idp_t *): APR_EEXIST with *err when
  * the name is taken, APR_ENOSPC when the list holds PROV_IDP_MAX already. */
 apr_status_t prov_idp_add(apr_array_header_t *list, prov_idp_t *idp, const char **err,

@@ -6,8 +6,8 @@
  * client_id, no secret file, unreadable or empty secret, issuer together
  * with or without the plain endpoints, a plain provider short of one, a bad
  * name, auth or scope, URLs that are neither https:// nor http:// to a
- * loopback host), the list of at most four with unique names, and the
- * redirect URI. */
+ * loopback host), the list of at most four with unique names, the raw
+ * argument line with quotes inside words, and the redirect URI. */
 #include <string.h>
 #include <unistd.h>
 #include "unit_tests.h"
@@ -255,6 +255,37 @@ static void test_list(void)
     apr_pool_destroy(p);
 }
 
+/* The directive's raw line: quotes anywhere in a word, escapes in them. */
+static void test_line(void)
+{
+    apr_pool_t *p;
+    prov_idp_t *idp = NULL;
+    const char *err = NULL;
+    secret_t sec;
+    apr_pool_create(&p, prov_test_pool());
+    secret_make(&sec, "x");
+    CU_ASSERT_EQUAL(prov_idp_parse_line(&idp, &err, apr_psprintf(p, "  corp\tissuer=https://i.example"
+                                        " client_id='a b' display=\"Example \\\"Corp\\\" \\\\ One\""
+                                        " \"client_secret_file=%s\" scope=\"openid email\"  ",
+                                        sec.path), NULL, p), APR_SUCCESS);
+    if (err)
+        fprintf(stderr, "\n  %s\n", err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(idp);
+    CU_ASSERT_STRING_EQUAL(idp->name, "corp");
+    CU_ASSERT_STRING_EQUAL(idp->client_id, "a b");
+    CU_ASSERT_STRING_EQUAL(idp->display, "Example \"Corp\" \\ One");
+    CU_ASSERT_STRING_EQUAL(idp->scope, "openid email");
+    CU_ASSERT_STRING_EQUAL(idp->client_secret, "x");
+    CU_ASSERT_EQUAL(prov_idp_parse_line(&idp, &err, "corp display=\"open", NULL, p), APR_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "quote is not closed"));
+    CU_ASSERT_EQUAL(prov_idp_parse_line(&idp, &err, "", NULL, p), APR_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "letters, digits"));
+    CU_ASSERT_EQUAL(prov_idp_parse_line(&idp, &err, "corp", NULL, p), APR_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs issuer="));
+    secret_drop(&sec);
+    apr_pool_destroy(p);
+}
+
 static void test_redirect_uri(void)
 {
     apr_pool_t *p = prov_test_pool();
@@ -275,5 +306,6 @@ void prov_test_suite_idp(void)
                PROV_TEST(test_refusals),
                PROV_TEST(test_url_ok),
                PROV_TEST(test_list),
+               PROV_TEST(test_line),
                PROV_TEST(test_redirect_uri));
 }
