@@ -4,26 +4,13 @@
  * so two nodes never act on a session that one of them has just revoked,
  * and no read-then-write window exists. Tokens are checked for shape before
  * they are hashed and looked up; none is ever logged. */
-#include <apr_lib.h>
 #include "prov_session.h"
 #include "prov_account.h"
 #include "prov_keys.h"
+#include "prov_signin_int.h"
 #include "prov_log.h"
 
 #define TOKEN_BYTES 32
-#define TOKEN_LEN   43
-
-static int token_ok(const char *t)
-{
-    apr_size_t i;
-    if (!t)
-        return 0;
-    for (i = 0; t[i]; i++) {
-        if (!apr_isalnum(t[i]) && t[i] != '-' && t[i] != '_')
-            return 0;
-    }
-    return i == TOKEN_LEN;
-}
 
 /* SESSION_COLS: id, user_id, active_expires, refresh_expires, created_at,
  * last_seen_at */
@@ -90,7 +77,7 @@ apr_status_t prov_session_lookup(prov_session_t **sess, prov_store_t *s, const c
     const char *until = prov_i64(now + PROV_SESSION_ACTIVE_TTL, p), *at = prov_i64(now, p);
     apr_status_t rv;
 
-    if (!token_ok(active))
+    if (!prov_signin_token_ok(active))
         return APR_NOTFOUND;
     rv = prov_store_select_one(&row, s, "session_touch",
                                PROV_ARGS(until, until, at, prov_key_hash(active, p), at, at), p);
@@ -107,7 +94,7 @@ apr_status_t prov_session_renew(prov_session_t **sess, const char **active, prov
     const char *a;
     apr_status_t rv;
 
-    if (!token_ok(refresh))
+    if (!prov_signin_token_ok(refresh))
         return APR_NOTFOUND;
     if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS)
         return rv;
@@ -152,7 +139,7 @@ apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_i
 {
     const char *h;
     apr_status_t rv;
-    if (!token_ok(token))
+    if (!prov_signin_token_ok(token))
         return APR_NOTFOUND;
     h = prov_key_hash(token, p);
     rv = revoke_rows(NULL, s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);

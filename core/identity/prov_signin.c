@@ -6,7 +6,6 @@
  * The record's provider, return path and link session are authenticated
  * with the seal, so a changed row does not open. No secret reaches a log. */
 #include <string.h>
-#include <apr_lib.h>
 #include "prov_signin.h"
 #include "prov_signin_int.h"
 #include "prov_idp_meta.h"
@@ -14,7 +13,6 @@
 #include "prov_log.h"
 
 #define SECRET_BYTES 32          /* 256 bits: state, nonce, verifier, binding */
-#define TOKEN_LEN    43          /* their base64url length */
 
 const char *prov_signin_return_ok(const char *r)
 {
@@ -116,18 +114,6 @@ apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
     return APR_SUCCESS;
 }
 
-static int token_shaped(const char *t)
-{
-    apr_size_t i;
-    if (!t)
-        return 0;
-    for (i = 0; t[i]; i++) {
-        if (!apr_isalnum(t[i]) && t[i] != '-' && t[i] != '_')
-            return 0;
-    }
-    return i == TOKEN_LEN;
-}
-
 /* Opens a taken record's row; APR_EACCES when it does not open. */
 static apr_status_t open_row(prov_prelogin_t *pl, const char *state, const char *binding,
                              const char *sealed, apr_pool_t *p)
@@ -154,7 +140,7 @@ apr_status_t prov_signin_take(prov_prelogin_t **out, const char **reason, prov_s
     apr_status_t rv;
 
     *reason = PROV_SIGNIN_R_EXPIRED;
-    if (!token_shaped(state))
+    if (!prov_signin_token_ok(state))
         return APR_NOTFOUND;
     rv = prov_store_select_one(&row, s, "signin_state_take", PROV_ARGS(prov_key_hash(state, p)),
                                p);
@@ -179,7 +165,7 @@ apr_status_t prov_signin_take(prov_prelogin_t **out, const char **reason, prov_s
                  "expired state", provider);
         return APR_NOTFOUND;
     }
-    if (strcmp(pl->provider, provider) || !token_shaped(binding)
+    if (strcmp(pl->provider, provider) || !prov_signin_token_ok(binding)
         || open_row(pl, state, binding, sealed, p) != APR_SUCCESS) {
         *reason = PROV_SIGNIN_R_BROWSER;
         prov_log(PROV_LOG_WARN, 0, "PROV00513: identity provider %s: a callback whose state "

@@ -1,6 +1,6 @@
-/* prov_signin_int.h: what the files of a sign-in share inside
- * core/identity and nobody else uses: base64url, form encoding, the
- * PKCE S256 challenge, and the seal that keeps a pre-login record's
+/* prov_signin_int.h: what the files of core/identity share and nobody
+ * else uses: the shape of their random tokens, base64url, form encoding,
+ * the PKCE S256 challenge, and the seal that keeps a pre-login record's
  * secrets (PKCE verifier, nonce) unreadable to anyone who lacks both the
  * state (in the callback URL) and the browser's binding cookie. */
 #ifndef PROV_SIGNIN_INT_H
@@ -8,6 +8,9 @@
 
 #include "prov_common.h"
 
+/* Non-zero when t has the shape of a 256-bit token of ours (43 base64url
+ * characters): anything else is refused before it is hashed and looked up. */
+int prov_signin_token_ok(const char *t);
 /* base64url without padding. */
 const char *prov_signin_b64url(const unsigned char *buf, apr_size_t n, apr_pool_t *p);
 /* application/x-www-form-urlencoded (RFC 3986 unreserved kept, the rest %XX). */

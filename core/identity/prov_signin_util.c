@@ -15,6 +15,18 @@
 
 static const char b64u[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+int prov_signin_token_ok(const char *t)
+{
+    apr_size_t i;
+    if (!t)
+        return 0;
+    for (i = 0; t[i]; i++) {
+        if (!strchr(b64u, t[i]))
+            return 0;
+    }
+    return i == 43;
+}
+
 const char *prov_signin_b64url(const unsigned char *in, apr_size_t n, apr_pool_t *p)
 {
     char *out = apr_palloc(p, (n + 2) / 3 * 4 + 1), *o = out;
