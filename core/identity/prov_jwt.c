@@ -45,15 +45,23 @@ static const alg_t *alg_find(const char *name)
     return NULL;
 }
 
-/* Three base64url segments, the signature's not empty. */
+/* Three base64url segments (no padding), the signature's not empty, none
+ * of a length base64 cannot have (4k+1): cjose's decoder asserts on a
+ * '=' that leaves one character over, which would abort the process, and
+ * older releases on such a length too. */
 static int compact_ok(const char *t, const char **sig)
 {
     int dots = 0;
-    const char *c;
+    const char *c, *seg = t;
     if (!t || strlen(t) > PROV_JWT_MAX)
         return 0;
-    for (c = t; *c; c++) {
-        if (*c == '.') {
+    for (c = t;; c++) {
+        if (*c == '.' || *c == '\0') {
+            if ((c - seg) % 4 == 1)
+                return 0;
+            if (!*c)
+                break;
+            seg = c + 1;
             if (++dots == 2)
                 *sig = c + 1;
         }
@@ -62,6 +70,40 @@ static int compact_ok(const char *t, const char **sig)
         }
     }
     return dots == 2 && t[0] != '.' && **sig != '\0';
+}
+
+/* A key member cjose will decode: base64url without padding, of a length
+ * base64 can have (see compact_ok). */
+static int b64url_ok(json_object *v)
+{
+    const char *s, *c;
+    if (!json_object_is_type(v, json_type_string))
+        return 0;
+    s = json_object_get_string(v);
+    for (c = s; *c; c++) {
+        if (!apr_isalnum(*c) && *c != '-' && *c != '_')
+            return 0;
+    }
+    return (c - s) % 4 != 1;
+}
+
+/* A public key whose encoded members cjose can read safely; a JWKS member
+ * with private parts is not one to trust either. */
+static int key_sane(json_object *key)
+{
+    static const char *const public_parts[] = { "n", "e", "x", "y", NULL };
+    static const char *const private_parts[] = { "d", "p", "q", "dp", "dq", "qi", "k", NULL };
+    json_object *v = NULL;
+    int i;
+    for (i = 0; private_parts[i]; i++) {
+        if (json_object_object_get_ex(key, private_parts[i], NULL))
+            return 0;
+    }
+    for (i = 0; public_parts[i]; i++) {
+        if (json_object_object_get_ex(key, public_parts[i], &v) && !b64url_ok(v))
+            return 0;
+    }
+    return 1;
 }
 
 /* The header as JSON (json-c), before cjose parses it. */
@@ -103,7 +145,7 @@ static apr_status_t try_keys(cjose_jws_t *jws, const alg_t *a, const char *kid,
         if (kid && (!kkid || strcmp(kkid, kid)))
             continue;
         named = 1;
-        if (!key_fits(k, a))
+        if (!key_fits(k, a) || !key_sane(k))
             continue;
         js = prov_json_dump(k, p);
         if (!(jwk = cjose_jwk_import(js, strlen(js), &cerr)))

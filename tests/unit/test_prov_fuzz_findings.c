@@ -6,8 +6,9 @@
  * object, more than four tool calls in one stream, the gateway answer
  * parser and the SSE parser deciding differently depending on how the bytes
  * arrived or letting an event pass its bound, a json-c tokener reused
- * with state left over from a failed parse, and a tab copied into a log
- * line by the secret masking. */
+ * with state left over from a failed parse, a tab copied into a log
+ * line by the secret masking, and a JWKS key whose base64 cjose's
+ * decoder would abort on. */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_gateway_http.h"
@@ -16,6 +17,7 @@
 #include "prov_messages.h"
 #include "prov_responses.h"
 #include "prov_sse.h"
+#include "prov_jwt.h"
 
 typedef struct out_t {
     char buf[16384];
@@ -238,6 +240,36 @@ static void test_redact_no_control_characters(void)
                            "Bearer [redacted]");
 }
 
+/* fuzz_id_token, finding-jwks_padding: a '=' in base64 that leaves one
+ * character over ("A=") makes cjose's decoder fail an assertion and abort
+ * the process; a JWKS key's n held one. Token segments never reach cjose
+ * with a '=' or a length of 4k+1, and no key with such a member is used. */
+static void test_id_token_base64_padding(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    static const char head[] = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsifQ";   /* RS256, kid "k" */
+    const char *why = NULL, *body = "eyJzdWIiOiJ4In0", *tok;
+    json_object *claims = NULL;
+    const char *jwks = "{\"keys\":[]}";
+    int i;
+    for (i = 0; i < 3; i++) {
+        const char *seg[3] = { head, body, "c2lnbmF0dXJl" };
+        seg[i] = apr_pstrcat(p, "A=", seg[i], NULL);
+        tok = apr_pstrcat(p, seg[0], ".", seg[1], ".", seg[2], NULL);
+        CU_ASSERT_EQUAL(prov_jwt_verify(&claims, &why, tok, jwks, p), APR_EINVAL);
+        seg[i] = apr_pstrcat(p, seg[i] + 2, "A", NULL);
+        while (strlen(seg[i]) % 4 != 1)
+            seg[i] = apr_pstrcat(p, seg[i], "A", NULL);
+        tok = apr_pstrcat(p, seg[0], ".", seg[1], ".", seg[2], NULL);
+        CU_ASSERT_EQUAL(prov_jwt_verify(&claims, &why, tok, jwks, p), APR_EINVAL);
+    }
+    /* the key the token names, its n padded in the middle */
+    tok = apr_pstrcat(p, head, ".", body, ".c2lnbmF0dXJl", NULL);
+    jwks = "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"k\",\"e\":\"AQAB\",\"n\":\"AAAAA=AA\"}]}";
+    CU_ASSERT_EQUAL(prov_jwt_verify(&claims, &why, tok, jwks, p), APR_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "does not fit"));
+}
+
 void prov_test_suite_fuzz_findings(void)
 {
     PROV_SUITE("fuzz_findings",
@@ -248,5 +280,6 @@ void prov_test_suite_fuzz_findings(void)
                PROV_TEST(test_http_answer_whatever_the_reads),
                PROV_TEST(test_sse_bound),
                PROV_TEST(test_tokener_state_not_shared),
-               PROV_TEST(test_redact_no_control_characters));
+               PROV_TEST(test_redact_no_control_characters),
+               PROV_TEST(test_id_token_base64_padding));
 }

@@ -5,8 +5,9 @@
  * public key, HS256 with a symmetric key in the JWKS, a signature by
  * another key, a payload changed after signing, an unknown kid (APR_ENOENT,
  * for the caller's one refresh), a key of the wrong type or curve or marked
- * for another use or alg, a crit header, an EC signature of the wrong
- * length, malformed tokens and JWKS. Then every claim rule: iss exactly,
+ * for another use or alg or holding private parts, a crit header, an EC
+ * signature of the wrong length, malformed tokens and JWKS (base64
+ * segments of impossible lengths: test_prov_fuzz_findings.c). Then every claim rule: iss exactly,
  * aud and azp, exp and iat and nbf with the leeway, the nonce, the sub. */
 #include <string.h>
 #include "unit_tests.h"
@@ -146,6 +147,10 @@ static void test_key_rules(void)
     ec = jt_sign(k->ec1, "ES256", "ec-384", NULL, PAYLOAD, p);
     refused_because(apr_pstrcat(p, jt_b64("{\"alg\":\"ES384\",\"kid\":\"ec-384\"}", p),
                                 strchr(ec, '.'), NULL), jwks, "wrong length", p);
+    /* a key with private parts is not one to trust */
+    refused_because(tok, apr_psprintf(p, "{\"keys\":[%s]}",
+                                      jt_public(k->rsa1, "\"d\":\"AAAA\"", p)),
+                    "does not fit", p);
     /* crit: no extension is understood */
     refused_because(jt_sign(k->rsa1, "RS256", "rsa-1", "[\"exp\"]", PAYLOAD, p), jwks,
                     "crit", p);
@@ -173,6 +178,7 @@ static void test_malformed(void)
     memset(big, 'a', PROV_JWT_MAX + 1);
     big[PROV_JWT_MAX + 1] = '\0';
     refused_because(apr_pstrcat(p, tok, big, NULL), jwks, "compact", p);
+    refused_because(apr_pstrcat(p, tok, "AAAA", NULL), jwks, "does not verify", p);
     refused_because(tok, "{\"keys\":{}}", "JWKS", p);
     refused_because(tok, "not json", "JWKS", p);
     /* a payload that is not an object, properly signed */
