@@ -255,26 +255,3 @@ fail:
         prov_store_rollback(s, p);
     return rv;
 }
-
-apr_status_t prov_identity_list(apr_array_header_t **list, prov_store_t *s,
-                                apr_int64_t user_id, apr_pool_t *p)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, "identity_list",
-                                        PROV_ARGS(prov_i64(user_id, p)), p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    arr = apr_array_make(p, 4, sizeof(prov_identity_t *));
-    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
-        prov_identity_t *i = apr_pcalloc(p, sizeof(*i));
-        i->provider = apr_pstrdup(p, prov_store_get(s, row, 0));
-        i->created_at = prov_store_get_i64(s, row, 1, 0);
-        APR_ARRAY_PUSH(arr, prov_identity_t *) = i;
-    }
-    if (rv != APR_EOF)
-        return rv;
-    *list = arr;
-    return APR_SUCCESS;
-}

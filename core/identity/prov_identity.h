@@ -5,7 +5,8 @@
  * belongs to another user is refused (409 IDENTITY_ALREADY_LINKED), one
  * that is already this user's is a no-op; nothing is ever merged. The last
  * identity of a user cannot be unlinked. What is shown of an identity is
- * its provider and when it was linked: never the subject.
+ * its provider and when it was linked (prov_user_identities): never the
+ * subject.
  *
  * A user needs an email (users.email is NOT NULL UNIQUE since 001). A user
  * created by a sign-in gets the provider's email when the provider gave a
@@ -24,12 +25,6 @@
 
 #define PROV_IDENTITY_NOMAIL_DOMAIN "no-email.invalid"
 #define PROV_IDENTITY_NAME_MAX      200
-
-/* What is shown of an identity. */
-typedef struct prov_identity_t {
-    const char *provider;
-    apr_int64_t created_at;
-} prov_identity_t;
 
 /* The user of (provider, subject); APR_NOTFOUND when it is nobody's. */
 apr_status_t prov_identity_user(apr_int64_t *user_id, prov_store_t *s, const char *provider,
@@ -55,9 +50,8 @@ apr_status_t prov_identity_link(int *added, prov_store_t *s, apr_int64_t user_id
 apr_status_t prov_identity_unlink(prov_store_t *s, apr_int64_t user_id, const char *provider,
                                   apr_pool_t *p);
 
-/* The user's identities (prov_identity_t *, oldest first). */
-apr_status_t prov_identity_list(apr_array_header_t **list, prov_store_t *s,
-                                apr_int64_t user_id, apr_pool_t *p);
+/* Listing a user's identities (provider and time only) is core/account's
+ * prov_user_identities (prov_user_access.h). */
 
 /* Non-zero when email is a placeholder made by a sign-in (no real address). */
 int prov_identity_email_is_placeholder(const char *email);

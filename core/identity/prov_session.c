@@ -12,8 +12,7 @@
 
 #define TOKEN_BYTES 32
 
-/* SESSION_COLS: id, user_id, active_expires, refresh_expires, created_at,
- * last_seen_at */
+/* SESSION_COLS: id, user_id, active_expires, refresh_expires, created_at */
 static prov_session_t *from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_session_t *x = apr_pcalloc(p, sizeof(*x));
@@ -22,7 +21,6 @@ static prov_session_t *from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     x->active_expires = prov_store_get_i64(s, row, 2, 0);
     x->refresh_expires = prov_store_get_i64(s, row, 3, 0);
     x->created_at = prov_store_get_i64(s, row, 4, 0);
-    x->last_seen_at = prov_store_get_i64(s, row, 5, 0);
     return x;
 }
 
@@ -51,12 +49,11 @@ apr_status_t prov_session_create(prov_session_t **sess, const char **active,
     x->user_id = user_id;
     x->active_expires = now + PROV_SESSION_ACTIVE_TTL;
     x->refresh_expires = now + PROV_SESSION_REFRESH_TTL;
-    x->created_at = x->last_seen_at = now;
+    x->created_at = now;
     rv = prov_store_select_one(&row, s, "session_add",
                                PROV_ARGS(prov_i64(user_id, p), prov_key_hash(a, p),
                                          prov_key_hash(r, p), prov_i64(x->active_expires, p),
-                                         prov_i64(x->refresh_expires, p), prov_i64(now, p),
-                                         prov_i64(now, p)), p);
+                                         prov_i64(x->refresh_expires, p), prov_i64(now, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
     if (rv != APR_SUCCESS)
@@ -80,7 +77,7 @@ apr_status_t prov_session_lookup(prov_session_t **sess, prov_store_t *s, const c
     if (!prov_signin_token_ok(active))
         return APR_NOTFOUND;
     rv = prov_store_select_one(&row, s, "session_touch",
-                               PROV_ARGS(until, until, at, prov_key_hash(active, p), at, at), p);
+                               PROV_ARGS(until, until, prov_key_hash(active, p), at, at), p);
     if (rv == APR_SUCCESS)
         *sess = from_row(s, row, p);
     return rv;
@@ -99,7 +96,7 @@ apr_status_t prov_session_renew(prov_session_t **sess, const char **active, prov
     if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS)
         return rv;
     rv = prov_store_select_one(&row, s, "session_renew",
-                               PROV_ARGS(prov_key_hash(a, p), until, until, at,
+                               PROV_ARGS(prov_key_hash(a, p), until, until,
                                          prov_key_hash(refresh, p), at), p);
     if (rv != APR_SUCCESS)
         return rv;
@@ -111,22 +108,20 @@ apr_status_t prov_session_renew(prov_session_t **sess, const char **active, prov
 }
 
 /* Runs a revoking statement; APR_NOTFOUND when it touched no session. */
-static apr_status_t revoke_rows(int *count, prov_store_t *s, const char *label, int nargs,
-                           const char *const *args, apr_pool_t *p)
+static apr_status_t revoke_rows(prov_store_t *s, const char *label, int nargs,
+                                const char *const *args, apr_pool_t *p)
 {
     int n = 0;
     apr_status_t rv = prov_store_exec(s, &n, label, nargs, args, p);
     if (rv != APR_SUCCESS)
         return rv;
-    if (count)
-        *count = n;
     return n ? APR_SUCCESS : APR_NOTFOUND;
 }
 
 apr_status_t prov_session_revoke(prov_store_t *s, apr_int64_t session_id, apr_int64_t now,
                                  apr_pool_t *p)
 {
-    apr_status_t rv = revoke_rows(NULL, s, "session_revoke",
+    apr_status_t rv = revoke_rows(s, "session_revoke",
                              PROV_ARGS(prov_i64(now, p), prov_i64(session_id, p)), p);
     if (rv == APR_SUCCESS)
         prov_log(PROV_LOG_INFO, 0, "PROV00532: session %" APR_INT64_T_FMT " revoked",
@@ -142,45 +137,8 @@ apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_i
     if (!prov_signin_token_ok(token))
         return APR_NOTFOUND;
     h = prov_key_hash(token, p);
-    rv = revoke_rows(NULL, s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);
+    rv = revoke_rows(s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);
     if (rv == APR_SUCCESS)
         prov_log(PROV_LOG_INFO, 0, "PROV00532: a session revoked (logout)");
     return rv;
-}
-
-apr_status_t prov_session_revoke_user(int *n, prov_store_t *s, apr_int64_t user_id,
-                                      apr_int64_t now, apr_pool_t *p)
-{
-    int count = 0;
-    apr_status_t rv = revoke_rows(&count, s, "session_revoke_user",
-                             PROV_ARGS(prov_i64(now, p), prov_i64(user_id, p)), p);
-    if (rv == APR_NOTFOUND)
-        rv = APR_SUCCESS;
-    if (rv != APR_SUCCESS)
-        return rv;
-    if (n)
-        *n = count;
-    if (count)
-        prov_log(PROV_LOG_INFO, 0, "PROV00533: %d session(s) of user %" APR_INT64_T_FMT
-                 " revoked", count, user_id);
-    return APR_SUCCESS;
-}
-
-apr_status_t prov_session_list(apr_array_header_t **list, prov_store_t *s,
-                               apr_int64_t user_id, apr_int64_t now, apr_pool_t *p)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, "session_list",
-                                        PROV_ARGS(prov_i64(user_id, p), prov_i64(now, p)), p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    arr = apr_array_make(p, 4, sizeof(prov_session_t *));
-    while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
-        APR_ARRAY_PUSH(arr, prov_session_t *) = from_row(s, row, p);
-    if (rv != APR_EOF)
-        return rv;
-    *list = arr;
-    return APR_SUCCESS;
 }

@@ -4,8 +4,8 @@
  * and the refresh one (30 days from the sign-in, never extended). When the
  * active one has expired, the refresh one gets a new active token without
  * the identity provider. Logout revokes one device's pair, blocking a user
- * revokes all of theirs, and a blocked user's sessions are refused even
- * before that. Only the tokens' SHA-256 is stored. Times are the caller's
+ * revokes all of theirs (core/account), and a blocked user's sessions are
+ * refused even before that. Only the tokens' SHA-256 is stored. Times are the caller's
  * "now", so tests use a clock. */
 #ifndef PROV_SESSION_H
 #define PROV_SESSION_H
@@ -22,7 +22,6 @@ typedef struct prov_session_t {
     apr_int64_t active_expires;  /* never later than refresh_expires */
     apr_int64_t refresh_expires;
     apr_int64_t created_at;      /* the sign-in */
-    apr_int64_t last_seen_at;
 } prov_session_t;
 
 /* A new session of user_id (a sign-in): *active and *refresh are the only
@@ -52,14 +51,9 @@ apr_status_t prov_session_revoke(prov_store_t *s, apr_int64_t session_id, apr_in
 apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_int64_t now,
                                        apr_pool_t *p);
 
-/* Revokes every session of the user (a block; `providerctl user sessions
- * revoke`); *n (may be NULL) counts them. */
-apr_status_t prov_session_revoke_user(int *n, prov_store_t *s, apr_int64_t user_id,
-                                      apr_int64_t now, apr_pool_t *p);
-
-/* The user's sessions that are not revoked and within their refresh term
- * (prov_session_t * elements, oldest first). */
-apr_status_t prov_session_list(apr_array_header_t **list, prov_store_t *s,
-                               apr_int64_t user_id, apr_int64_t now, apr_pool_t *p);
+/* Listing a user's live sessions and revoking all of them (a block,
+ * `providerctl user sessions revoke`) are core/account's
+ * (prov_user_access.h: prov_user_sessions, prov_user_sessions_revoke;
+ * prov_user_set_blocked revokes in the block's transaction). */
 
 #endif

@@ -12,7 +12,7 @@
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning"
-#define SESSION_COLS "id, user_id, active_expires, refresh_expires, created_at, last_seen_at"
+#define SESSION_COLS "id, user_id, active_expires, refresh_expires, created_at"
 #define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
 #define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
                    "s.until_at, s.cancelled_at"
@@ -261,20 +261,19 @@ static const prov_stmt_def_t statements[] = {
      * or a block is seen by the next request on any node. */
     { "session_add",
       "INSERT INTO sessions (user_id, active_hash, refresh_hash, active_expires, "
-      "refresh_expires, created_at, last_seen_at) VALUES (%lld, %s, %s, %lld, %lld, %lld, %lld) "
-      "RETURNING id" },
-    /* args: new active expiry x2, now, active hash, now, now */
+      "refresh_expires, created_at) VALUES (%lld, %s, %s, %lld, %lld, %lld) RETURNING id" },
+    /* args: new active expiry x2, active hash, now, now */
     { "session_touch",
       "UPDATE sessions SET active_expires = CASE WHEN refresh_expires < %lld "
-      "THEN refresh_expires ELSE %lld END, last_seen_at = %lld "
+      "THEN refresh_expires ELSE %lld END "
       "WHERE active_hash = %s AND revoked_at IS NULL AND active_expires > %lld "
       "AND refresh_expires > %lld AND EXISTS (SELECT 1 FROM users u "
       "WHERE u.id = sessions.user_id AND u.blocked = 0) "
       "RETURNING " SESSION_COLS },
-    /* args: new active hash, new active expiry x2, now, refresh hash, now */
+    /* args: new active hash, new active expiry x2, refresh hash, now */
     { "session_renew",
       "UPDATE sessions SET active_hash = %s, active_expires = CASE WHEN refresh_expires < %lld "
-      "THEN refresh_expires ELSE %lld END, last_seen_at = %lld "
+      "THEN refresh_expires ELSE %lld END "
       "WHERE refresh_hash = %s AND revoked_at IS NULL AND refresh_expires > %lld "
       "AND EXISTS (SELECT 1 FROM users u WHERE u.id = sessions.user_id AND u.blocked = 0) "
       "RETURNING " SESSION_COLS },
@@ -284,12 +283,6 @@ static const prov_stmt_def_t statements[] = {
     { "session_revoke_token",
       "UPDATE sessions SET revoked_at = %lld WHERE (active_hash = %s OR refresh_hash = %s) "
       "AND revoked_at IS NULL" },
-    { "session_revoke_user",
-      "UPDATE sessions SET revoked_at = %lld WHERE user_id = %lld AND revoked_at IS NULL" },
-    /* args: user, now: the sessions that can still be used or renewed */
-    { "session_list",
-      "SELECT " SESSION_COLS " FROM sessions WHERE user_id = %lld AND revoked_at IS NULL "
-      "AND refresh_expires > %lld ORDER BY id" },
     { "session_purge", "DELETE FROM sessions WHERE refresh_expires <= %lld" },
 
     /* linked identities (core/identity/prov_identity.c). The subject is
@@ -305,9 +298,7 @@ static const prov_stmt_def_t statements[] = {
     { "identity_user_add",
       "INSERT INTO users (email, name, created_at) VALUES (%s, %s, %lld) "
       "ON CONFLICT (email) DO NOTHING RETURNING id" },
-    { "identity_list",
-      "SELECT provider, created_at FROM identities WHERE user_id = %lld ORDER BY created_at, id" },
-    /* args: user, provider: how many identities the user has, and of provider */
+    /* args: provider, user: how many identities the user has, and of provider */
     { "identity_count",
       "SELECT COUNT(*), COALESCE(SUM(CASE WHEN provider = %s THEN 1 ELSE 0 END), 0) "
       "FROM identities WHERE user_id = %lld" },

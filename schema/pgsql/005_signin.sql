@@ -5,9 +5,8 @@
 -- taken (deleted) by the callback that uses it, so it serves once; its PKCE
 -- verifier and nonce are sealed under a key derived from the state and the
 -- browser's binding cookie, neither of which is stored. link_session is the
--- session a link was started from (NULL for a sign-in). A session records
--- when it was last used (providerctl shows it); sessions past their refresh
--- term are purged by expiry.
+-- session a link was started from (NULL for a sign-in). Sessions past their
+-- refresh term are purged by it (and providerctl lists the live ones by it).
 CREATE TABLE signin_states (
   state_hash    TEXT PRIMARY KEY,
   provider      TEXT NOT NULL,
@@ -18,5 +17,4 @@ CREATE TABLE signin_states (
   expires_at    BIGINT NOT NULL
 );
 CREATE INDEX signin_states_expires ON signin_states(expires_at);
-ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT;
 CREATE INDEX sessions_refresh_expires ON sessions(refresh_expires);

@@ -6,13 +6,14 @@
  * or another user's, whose account stays untouched); the name made fit;
  * a blocked user refused; linking (added, a no-op the second time, 409's
  * APR_EEXIST for another user's identity); unlinking (not the last one);
- * the list with provider and time only. Then races between connections to
+ * the list (core/account's) with provider and time only. Then races between connections to
  * one database (nodes): the same first sign-in, the same link, two unlinks
  * of a user's only two identities. */
 #include <pthread.h>
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_identity.h"
+#include "prov_user_access.h"
 
 #define T0 APR_INT64_C(1800000000)
 
@@ -42,7 +43,7 @@ static void test_first_signin(void)
     prov_store_t *s;
     prov_user_t *u, *v, *w;
     apr_array_header_t *list = NULL;
-    prov_identity_t *id;
+    prov_user_identity_t *id;
     apr_int64_t found = 0;
     int created = -1;
     apr_pool_create(&p, prov_test_pool());
@@ -64,9 +65,9 @@ static void test_first_signin(void)
     w = signin(s, "other", claims("sub-1", NULL, -1, NULL), &created, T0, p);
     CU_ASSERT_EQUAL(created, 1);
     CU_ASSERT_NOT_EQUAL(w->id, u->id);
-    CU_ASSERT_EQUAL(prov_identity_list(&list, s, u->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_identities(&list, s, u->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(list->nelts, 1);
-    id = APR_ARRAY_IDX(list, 0, prov_identity_t *);
+    id = APR_ARRAY_IDX(list, 0, prov_user_identity_t *);
     CU_ASSERT_STRING_EQUAL(id->provider, "corp");
     CU_ASSERT_EQUAL(id->created_at, T0);
     /* the user's row holds no subject */
@@ -106,7 +107,7 @@ static void test_email_rules(void)
     CU_ASSERT_EQUAL(created, 1);
     CU_ASSERT_NOT_EQUAL(u->id, admin->id);
     CU_ASSERT_TRUE(prov_identity_email_is_placeholder(u->email));
-    CU_ASSERT_EQUAL(prov_identity_list(&list, s, admin->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_identities(&list, s, admin->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(list->nelts, 0);
     /* not said either way: taken (plain OAuth 2.0 providers say nothing) */
     u = signin(s, "code-host", claims("42", "dev@example.net", -1, NULL), &created, T0, p);
@@ -140,7 +141,7 @@ static void test_name_and_block(void)
     u = signin(s, "corp", claims("n3", NULL, -1, "\n\n"), &created, T0, p);
     CU_ASSERT_PTR_NULL(u->name);
     /* a blocked user cannot sign in */
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, u->id, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, u->id, 1, p), APR_SUCCESS);
     c = claims("n3", NULL, -1, NULL);
     u = NULL;
     CU_ASSERT_EQUAL(prov_identity_signin(&u, &created, s, "corp", &c, T0, p), APR_EACCES);
@@ -180,18 +181,18 @@ static void test_link_unlink(void)
     CU_ASSERT_EQUAL(signin(s, "code-host", claims("1001", NULL, -1, NULL), &created, T0 + 8,
                            p)->id, ann->id);
     CU_ASSERT_EQUAL(created, 0);
-    CU_ASSERT_EQUAL(prov_identity_list(&list, s, ann->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_identities(&list, s, ann->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(list->nelts, 2);
-    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 0, prov_identity_t *)->provider, "corp");
-    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 1, prov_identity_t *)->provider, "code-host");
-    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 1, prov_identity_t *)->created_at, T0 + 5);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 0, prov_user_identity_t *)->provider, "corp");
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 1, prov_user_identity_t *)->provider, "code-host");
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 1, prov_user_identity_t *)->created_at, T0 + 5);
     /* unlinking: one of two, then not the last; an unknown provider */
     CU_ASSERT_EQUAL(prov_identity_unlink(s, ann->id, "nowhere", p), APR_NOTFOUND);
     CU_ASSERT_EQUAL(prov_identity_unlink(s, ann->id, "corp", p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_identity_unlink(s, ann->id, "code-host", p), APR_EBUSY);
-    CU_ASSERT_EQUAL(prov_identity_list(&list, s, ann->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_identities(&list, s, ann->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(list->nelts, 1);
-    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 0, prov_identity_t *)->provider, "code-host");
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(list, 0, prov_user_identity_t *)->provider, "code-host");
     /* the identity unlinked is free again: a sign-in with it makes a new user */
     CU_ASSERT_NOT_EQUAL(signin(s, "corp", claims("ann-corp", NULL, -1, NULL), &created, T0 + 9,
                                p)->id, ann->id);
@@ -322,7 +323,7 @@ static void test_races(void)
         busy = (r[0].rv == APR_EBUSY) + (r[1].rv == APR_EBUSY);
         CU_ASSERT_EQUAL(ok, 1);
         CU_ASSERT_EQUAL(busy, 1);
-        CU_ASSERT_EQUAL(prov_identity_list(&list, s[0], w, p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_user_identities(&list, s[0], w, p), APR_SUCCESS);
         CU_ASSERT_EQUAL(list->nelts, 1);
     }
     n = atoi(prov_test_dump(s[0], "SELECT COUNT(*) FROM users", p));

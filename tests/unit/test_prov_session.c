@@ -4,14 +4,15 @@
  * each lookup, never past the refresh term; an expired active token
  * renewed from the refresh token (a new active token, the old one dead, the
  * refresh term unchanged); the 30-day absolute end; logout by either token
- * or by id; a block that refuses the user's sessions at once and the
- * revocation of all of them; the list providerctl shows; the purge of
- * sessions past their term; malformed tokens. The same tests run on
+ * or by id; a blocked user's sessions refused by the lookup itself, and
+ * the block (core/account) revoking all of them; the list providerctl
+ * shows of them; the purge of sessions past their term; malformed tokens. The same tests run on
  * PostgreSQL (prov_test_store_any). */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_session.h"
 #include "prov_account.h"
+#include "prov_user_access.h"
 #include "prov_keys.h"
 
 #define T0 APR_INT64_C(1800000000)
@@ -58,7 +59,6 @@ static void test_create_lookup(void)
     CU_ASSERT_EQUAL(y->id, x->id);
     CU_ASSERT_EQUAL(y->user_id, uid);
     CU_ASSERT_EQUAL(y->active_expires, T0 + 599);
-    CU_ASSERT_EQUAL(y->last_seen_at, T0 + 299);
     CU_ASSERT_EQUAL(y->refresh_expires, T0 + 30 * DAY);
     CU_ASSERT_EQUAL(y->created_at, T0);
     CU_ASSERT_TRUE(live(s, a, T0 + 598, p));
@@ -72,7 +72,7 @@ static void test_create_lookup(void)
     CU_ASSERT_FALSE(live(s, "x' OR '1'='1", T0, p));
     /* no such user, a blocked one */
     CU_ASSERT_EQUAL(prov_session_create(&x, &a, &r, s, uid + 100, T0, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, uid, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(NULL, s, uid, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_session_create(&x, &a, &r, s, uid, T0, p), APR_EACCES);
     prov_store_close(s);
     apr_pool_destroy(p);
@@ -123,7 +123,7 @@ static void test_revoke(void)
     const char *a[4], *r[4], *na = NULL;
     apr_array_header_t *list = NULL;
     apr_int64_t ann, bob;
-    int i, n = -1;
+    int i;
     apr_pool_create(&p, prov_test_pool());
     s = prov_test_store_any(p);
     ann = user(s, "ann@example.com", p);
@@ -131,10 +131,13 @@ static void test_revoke(void)
     for (i = 0; i < 4; i++)
         CU_ASSERT_EQUAL_FATAL(prov_session_create(&x[i], &a[i], &r[i], s, i < 3 ? ann : bob,
                                                   T0 + i, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_session_list(&list, s, ann, T0 + 10, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(list->nelts, 3);
-    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 0, prov_session_t *)->id, x[0]->id);
-    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 2, prov_session_t *)->created_at, T0 + 2);
+    /* what providerctl lists (core/account, on the clock) */
+    prov_clock_set(T0 + 10);
+    CU_ASSERT_EQUAL(prov_user_sessions(&list, s, ann, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(list->nelts, 3);
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 0, prov_user_session_t *)->id, x[0]->id);
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 2, prov_user_session_t *)->created_at, T0 + 2);
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(list, 2, prov_user_session_t *)->active_expires, T0 + 302);
     /* logout with the refresh cookie: both tokens of that device die */
     CU_ASSERT_EQUAL(prov_session_revoke_token(s, r[0], T0 + 10, p), APR_SUCCESS);
     CU_ASSERT_FALSE(live(s, a[0], T0 + 11, p));
@@ -147,13 +150,14 @@ static void test_revoke(void)
     CU_ASSERT_EQUAL(prov_session_revoke(s, x[2]->id, T0 + 12, p), APR_SUCCESS);
     CU_ASSERT_FALSE(live(s, a[2], T0 + 13, p));
     CU_ASSERT_EQUAL(prov_session_revoke(s, x[2]->id, T0 + 12, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_session_list(&list, s, ann, T0 + 13, p), APR_SUCCESS);
+    prov_clock_set(T0 + 13);
+    CU_ASSERT_EQUAL(prov_user_sessions(&list, s, ann, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(list->nelts, 0);
+    prov_clock_set(0);
     CU_ASSERT_TRUE(live(s, a[3], T0 + 13, p));
     CU_ASSERT_EQUAL(prov_session_revoke_token(s, "not-a-token", T0, p), APR_NOTFOUND);
     prov_store_close(s);
     apr_pool_destroy(p);
-    (void)n;
 }
 
 static void test_block(void)
@@ -171,17 +175,24 @@ static void test_block(void)
     for (i = 0; i < 3; i++)
         CU_ASSERT_EQUAL_FATAL(prov_session_create(&x, &a[i], &r[i], s, i < 2 ? ann : bob, T0,
                                                   p), APR_SUCCESS);
-    /* blocked: refused at once, before any revocation */
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, ann, 1, p), APR_SUCCESS);
+    /* a blocked user's sessions are refused by the lookup itself, even
+     * were they not revoked */
+    CU_ASSERT_EQUAL(prov_store_raw(s, apr_psprintf(p, "UPDATE users SET blocked = 1 WHERE id = %"
+                                                   APR_INT64_T_FMT, ann), p), APR_SUCCESS);
     CU_ASSERT_FALSE(live(s, a[0], T0 + 1, p));
     CU_ASSERT_EQUAL(prov_session_renew(&y, &na, s, r[1], T0 + 1, p), APR_NOTFOUND);
     CU_ASSERT_TRUE(live(s, a[2], T0 + 1, p));
-    /* the block revokes them all, so unblocking does not bring them back */
-    CU_ASSERT_EQUAL(prov_session_revoke_user(&n, s, ann, T0 + 2, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_raw(s, apr_psprintf(p, "UPDATE users SET blocked = 0 WHERE id = %"
+                                                   APR_INT64_T_FMT, ann), p), APR_SUCCESS);
+    CU_ASSERT_TRUE(live(s, a[0], T0 + 2, p));
+    /* the block (core/account) revokes them all in its transaction, so
+     * unblocking does not bring them back */
+    prov_clock_set(T0 + 2);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(&n, s, ann, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 2);
-    CU_ASSERT_EQUAL(prov_session_revoke_user(&n, s, ann, T0 + 2, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(n, 0);
-    CU_ASSERT_EQUAL(prov_user_set_blocked(s, ann, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_user_set_blocked(&n, s, ann, 0, p), APR_SUCCESS);
+    prov_clock_set(0);
+    CU_ASSERT_FALSE(live(s, a[0], T0 + 3, p));
     CU_ASSERT_FALSE(live(s, a[1], T0 + 3, p));
     CU_ASSERT_EQUAL(prov_session_renew(&y, &na, s, r[0], T0 + 3, p), APR_NOTFOUND);
     CU_ASSERT_TRUE(live(s, a[2], T0 + 3, p));
