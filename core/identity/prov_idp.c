@@ -12,7 +12,7 @@
 #include "prov_idp_meta.h"
 
 #define DISPLAY_MAX  100
-#define VALUE_MAX    2048
+#define VALUE_MAX    PROV_IDP_VALUE_MAX
 #define SECRET_MAX   4096
 
 typedef struct parse_t {
@@ -46,18 +46,6 @@ static int name_ok(const char *n)
     return 1;
 }
 
-/* Printable ASCII or UTF-8 bytes; no control character. */
-static int text_ok(const char *v, apr_size_t max)
-{
-    const unsigned char *c;
-    if (strlen(v) > max)
-        return 0;
-    for (c = (const unsigned char *)v; *c; c++) {
-        if (*c < 0x20 || *c == 0x7f)
-            return 0;
-    }
-    return 1;
-}
 
 /* RFC 6749 3.3: scope tokens of NQCHAR separated by single spaces. */
 static int scope_ok(const char *v)
@@ -84,54 +72,7 @@ static int scope_has(const char *scope, const char *token)
     return 0;
 }
 
-static int loopback_host(const char *h, apr_size_t n)
-{
-    if ((n == 9 && !strncasecmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)))
-        return 1;
-    if (n >= 9 && !strncmp(h, "127.", 4)) {
-        apr_size_t i;
-        for (i = 4; i < n; i++) {
-            if (!apr_isdigit(h[i]) && h[i] != '.')
-                return 0;
-        }
-        return 1;
-    }
-    return 0;
-}
 
-int prov_idp_url_ok(const char *url)
-{
-    const char *host, *end;
-    apr_size_t hlen;
-    int tls;
-
-    if (!url || !text_ok(url, VALUE_MAX) || strchr(url, ' ') || strchr(url, '#'))
-        return 0;
-    if (!strncasecmp(url, "https://", 8))
-        tls = 1;
-    else if (!strncasecmp(url, "http://", 7))
-        tls = 0;
-    else
-        return 0;
-    host = url + (tls ? 8 : 7);
-    end = host + strcspn(host, "/?");
-    if (memchr(host, '@', (apr_size_t)(end - host)))
-        return 0;
-    /* the host without its port: [v6]:port or name:port */
-    if (*host == '[') {
-        const char *rb = memchr(host, ']', (apr_size_t)(end - host));
-        if (!rb)
-            return 0;
-        hlen = (apr_size_t)(rb + 1 - host);
-    }
-    else {
-        const char *colon = memchr(host, ':', (apr_size_t)(end - host));
-        hlen = (apr_size_t)((colon ? colon : end) - host);
-    }
-    if (hlen == 0)
-        return 0;
-    return tls || loopback_host(host, hlen);
-}
 
 /* The client secret: the file's first 4 KiB with trailing white space cut,
  * as the gateway token is read. */
@@ -167,7 +108,7 @@ static apr_status_t read_secret(parse_t *ps, const char *path, const char *root)
         return fail(ps, "client_secret_file %s is empty", full);
     ps->idp->client_secret = apr_pstrndup(ps->p, buf, n);
     memset(buf, 0, sizeof(buf));
-    if (strchr(ps->idp->client_secret, '\n') || !text_ok(ps->idp->client_secret, SECRET_MAX))
+    if (strchr(ps->idp->client_secret, '\n') || !prov_idp_text_ok(ps->idp->client_secret, SECRET_MAX))
         return fail(ps, "client_secret_file %s holds more than one line", full);
     return APR_SUCCESS;
 }
@@ -288,7 +229,7 @@ apr_status_t prov_idp_parse(prov_idp_t **out, const char **err, const char *name
             goto done;
         }
         apr_hash_set(seen, key, APR_HASH_KEY_STRING, key);
-        if (!*v || !text_ok(v, VALUE_MAX)) {
+        if (!*v || !prov_idp_text_ok(v, VALUE_MAX)) {
             rv = fail(&ps, "%s= needs a value (at most %d characters, no control "
                       "characters)", key, VALUE_MAX);
             goto done;
@@ -308,7 +249,7 @@ apr_status_t prov_idp_parse(prov_idp_t **out, const char **err, const char *name
     }
     if (!ps.idp->display)
         ps.idp->display = ps.idp->name;
-    else if (!text_ok(ps.idp->display, DISPLAY_MAX)) {
+    else if (!prov_idp_text_ok(ps.idp->display, DISPLAY_MAX)) {
         rv = fail(&ps, "display= is longer than %d characters", DISPLAY_MAX);
         goto done;
     }

@@ -10,6 +10,7 @@
 #define PROV_IDP_H
 
 #include "prov_common.h"
+#include "prov_idp_http.h"   /* prov_idp_url_ok */
 
 #define PROV_IDP_MAX       4     /* providers per server (the specification's four) */
 #define PROV_IDP_NAME_MAX  32
@@ -63,11 +64,6 @@ apr_status_t prov_idp_add(apr_array_header_t *list, prov_idp_t *idp, const char 
                           apr_pool_t *p);
 /* The provider of that name in list, or NULL. */
 prov_idp_t *prov_idp_find(const apr_array_header_t *list, const char *name);
-
-/* Non-zero when url is one the service will call or send a browser to:
- * https://, or http:// to a loopback host (localhost, 127.0.0.0/8, [::1]),
- * with a host, no user:password@ and no fragment. */
-int prov_idp_url_ok(const char *url);
 
 /* The redirect URI registered at the provider:
  * {public_url}/v1/auth/{name}/callback (public_url's trailing '/' dropped). */

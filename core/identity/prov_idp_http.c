@@ -3,9 +3,13 @@
  * connections per thread and streams; a sign-in makes a handful of short
  * calls to other hosts, where a fresh handle per call is simplest and
  * carries nothing from one provider to another. libcurl's codes are
- * translated here, once. */
+ * translated here, once. Here too: which URLs identity may call or send a
+ * browser to (prov_idp_url_ok), checked by the configuration and by the
+ * discovery document's reader alike. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <apr_lib.h>
 #include <curl/curl.h>
 #include "prov_idp_http.h"
 
@@ -126,4 +130,66 @@ apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const 
     }
     free(sink.buf);
     return rv;
+}
+
+/* Printable ASCII or UTF-8 bytes; no control character. */
+int prov_idp_text_ok(const char *v, apr_size_t max)
+{
+    const unsigned char *c;
+    if (strlen(v) > max)
+        return 0;
+    for (c = (const unsigned char *)v; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+static int loopback_host(const char *h, apr_size_t n)
+{
+    if ((n == 9 && !strncasecmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)))
+        return 1;
+    if (n >= 9 && !strncmp(h, "127.", 4)) {
+        apr_size_t i;
+        for (i = 4; i < n; i++) {
+            if (!apr_isdigit(h[i]) && h[i] != '.')
+                return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int prov_idp_url_ok(const char *url)
+{
+    const char *host, *end;
+    apr_size_t hlen;
+    int tls;
+
+    if (!url || !prov_idp_text_ok(url, PROV_IDP_VALUE_MAX) || strchr(url, ' ') || strchr(url, '#'))
+        return 0;
+    if (!strncasecmp(url, "https://", 8))
+        tls = 1;
+    else if (!strncasecmp(url, "http://", 7))
+        tls = 0;
+    else
+        return 0;
+    host = url + (tls ? 8 : 7);
+    end = host + strcspn(host, "/?");
+    if (memchr(host, '@', (apr_size_t)(end - host)))
+        return 0;
+    /* the host without its port: [v6]:port or name:port */
+    if (*host == '[') {
+        const char *rb = memchr(host, ']', (apr_size_t)(end - host));
+        if (!rb)
+            return 0;
+        hlen = (apr_size_t)(rb + 1 - host);
+    }
+    else {
+        const char *colon = memchr(host, ':', (apr_size_t)(end - host));
+        hlen = (apr_size_t)((colon ? colon : end) - host);
+    }
+    if (hlen == 0)
+        return 0;
+    return tls || loopback_host(host, hlen);
 }

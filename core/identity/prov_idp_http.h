@@ -11,6 +11,15 @@
 #include "prov_common.h"
 
 #define PROV_IDP_HTTP_MAX (1024 * 1024)
+/* The longest URL or configuration value identity accepts. */
+#define PROV_IDP_VALUE_MAX 2048
+
+/* Whether v is at most max bytes of text (no control character). */
+int prov_idp_text_ok(const char *v, apr_size_t max);
+/* Non-zero when url is one the service will call or send a browser to:
+ * https://, or http:// to a loopback host (localhost, 127.0.0.0/8, [::1]),
+ * with a host, no user:password@ and no fragment. */
+int prov_idp_url_ok(const char *url);
 
 typedef struct prov_idp_http_resp_t {
     int status;
