@@ -10,7 +10,7 @@
 #include "apr_file_io.h"
 #include "ap_mpm.h"
 #include "unixd.h"
-#include "mod_provider.h"
+#include "mod_provider_auth.h"
 #include "prov_log.h"
 
 static server_rec *log_server;
@@ -80,6 +80,13 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
         if (c->engine != 1)
             continue;
         provider_config_defaults(c);
+        {
+            const char *why = provider_config_signin_check(c, ptemp);
+            if (why) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00575: %s", why);
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
         if (!provider_db_available()) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00006: ProviderEngine needs "
                          "mod_dbd: load it (a2enmod dbd) and set DBDriver / DBDParams");
@@ -181,6 +188,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_COUNT_TOKENS;
     if (!strcmp(uri, "/v1/responses"))
         return PROVIDER_EP_RESPONSES;
+    if (!strncmp(uri, "/v1/auth/", 9))
+        return PROVIDER_EP_AUTH;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -229,6 +238,8 @@ static int handler(request_rec *r)
         return provider_count_tokens_handler(r);
     case PROVIDER_EP_RESPONSES:
         return provider_responses_handler(r);
+    case PROVIDER_EP_AUTH:
+        return provider_auth_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

@@ -30,6 +30,7 @@
 #include "prov_gwerror.h"
 #include "prov_redact.h"
 #include "prov_json.h"
+#include "prov_idp.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -43,6 +44,7 @@ typedef enum {
     PROVIDER_EP_MESSAGES,
     PROVIDER_EP_COUNT_TOKENS,
     PROVIDER_EP_RESPONSES,
+    PROVIDER_EP_AUTH,          /* /v1/auth/...: sign-in (mod_provider_auth.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 
@@ -67,6 +69,10 @@ typedef struct provider_srv_conf {
     const char *clock_file;         /* tests only */
     apr_int64_t ping_interval;      /* seconds between keep-alive events of a silent stream */
     const char *journal_dir;        /* the billing journal's directory, or "none" */
+    /* Sign-in (mod_provider_auth.c, mod_provider_session.c). */
+    const char *public_url;         /* ProviderPublicURL, an origin without a trailing '/' */
+    apr_array_header_t *idps;       /* prov_idp_t *: ProviderIdentityProvider, up to four */
+    int cookie_secure;              /* ProviderCookieSecure: PROVIDER_UNSET, 0, 1 */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
@@ -82,6 +88,9 @@ void *provider_config_create(apr_pool_t *p, server_rec *s);
 void *provider_config_merge(apr_pool_t *p, void *basev, void *addv);
 /* Fills in the defaults of what c leaves unset (post_config). */
 void provider_config_defaults(provider_srv_conf *c);
+/* What is wrong with c's sign-in directives taken together (a message naming
+ * the directive), or NULL (post_config). */
+const char *provider_config_signin_check(const provider_srv_conf *c, apr_pool_t *p);
 /* The effective configuration of r's server. A virtual host without
  * directives of this module shares its main server's structure. */
 provider_srv_conf *provider_conf(request_rec *r);

@@ -4,6 +4,8 @@
  * lookup cache (built by mod_provider.c at child_init). As mod_md keeps
  * mod_md_config.c, so that the hooks file reads as the module's life cycle. */
 #include <string.h>
+#include "apr_uri.h"
+#include "http_main.h"
 #include "mod_provider.h"
 
 #define DEFAULT_GATEWAY_TIMEOUT 300
@@ -51,6 +53,7 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
     c->ping_interval = PROVIDER_UNSET;
     c->hold_timeout = PROVIDER_UNSET;
     c->lookup_ttl = PROVIDER_UNSET;
+    c->cookie_secure = PROVIDER_UNSET;
     return c;
 }
 
@@ -75,6 +78,9 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(lookup_ttl);
     MERGE_PTR(clock_file);
     MERGE_PTR(journal_dir);
+    MERGE_PTR(public_url);
+    MERGE_PTR(idps);
+    MERGE_NUM(cookie_secure);
     return c;
 }
 
@@ -89,6 +95,31 @@ void provider_config_defaults(provider_srv_conf *c)
     if (c->hold_timeout == PROVIDER_UNSET) c->hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
     if (c->lookup_ttl == PROVIDER_UNSET) c->lookup_ttl = DEFAULT_LOOKUP_TTL;
     if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
+    if (c->cookie_secure == PROVIDER_UNSET) c->cookie_secure = 1;
+}
+
+/* Non-zero when url's host is a loopback name or address (127.0.0.1,
+ * localhost, [::1]). */
+static int loopback_host(const char *url, apr_pool_t *p)
+{
+    apr_uri_t u;
+    if (apr_uri_parse(p, url, &u) != APR_SUCCESS || !u.hostname)
+        return 0;
+    return !strcasecmp(u.hostname, "localhost") || !strcmp(u.hostname, "127.0.0.1")
+           || !strcmp(u.hostname, "::1");
+}
+
+const char *provider_config_signin_check(const provider_srv_conf *c, apr_pool_t *p)
+{
+    if (c->idps && c->idps->nelts > 0 && !c->public_url)
+        return "ProviderIdentityProvider needs ProviderPublicURL (the base of the redirect "
+               "URIs registered at the providers)";
+    if (c->cookie_secure == 0
+        && (!c->public_url || strncasecmp(c->public_url, "http://", 7)
+            || !loopback_host(c->public_url, p)))
+        return "ProviderCookieSecure Off is allowed only when ProviderPublicURL is "
+               "http:// on a loopback host (127.0.0.1, localhost): development only";
+    return NULL;
 }
 
 /* ---- directive handlers --------------------------------------------------- */
@@ -166,6 +197,44 @@ static const char *set_journal_dir(cmd_parms *cmd, void *dc, const char *v)
     return cmd_conf(cmd)->journal_dir ? NULL : "ProviderJournalDir: not a usable path";
 }
 
+/* ProviderPublicURL: an origin (scheme://host[:port], a trailing '/' allowed),
+ * https:// or http:// on a loopback host. */
+static const char *set_public_url(cmd_parms *cmd, void *dc, const char *v)
+{
+    apr_uri_t u;
+    apr_size_t n = strlen(v);
+    while (n > 0 && v[n - 1] == '/')
+        n--;
+    if (!prov_idp_url_ok(v) || apr_uri_parse(cmd->pool, v, &u) != APR_SUCCESS
+        || (u.path && strcmp(u.path, "/")) || u.query || u.fragment)
+        return apr_psprintf(cmd->pool, "ProviderPublicURL: '%s' is not an https:// origin "
+                            "(or http:// on a loopback host) without a path", v);
+    cmd_conf(cmd)->public_url = apr_pstrndup(cmd->pool, v, n);
+    return NULL;
+}
+
+/* ProviderIdentityProvider NAME key=value...: parsed (its secret file read,
+ * as root) by core/identity; a fifth provider or a name twice is refused. */
+static const char *set_identity_provider(cmd_parms *cmd, void *dc, const char *args)
+{
+    provider_srv_conf *c = cmd_conf(cmd);
+    prov_idp_t *idp = NULL;
+    const char *err = NULL;
+    if (prov_idp_parse_line(&idp, &err, args, ap_server_root, cmd->pool) != APR_SUCCESS)
+        return err ? err : "ProviderIdentityProvider: not usable";
+    if (!c->idps)
+        c->idps = apr_array_make(cmd->pool, PROV_IDP_MAX, sizeof(prov_idp_t *));
+    if (prov_idp_add(c->idps, idp, &err, cmd->pool) != APR_SUCCESS)
+        return err ? err : "ProviderIdentityProvider: not usable";
+    return NULL;
+}
+
+static const char *set_cookie_secure(cmd_parms *cmd, void *dc, int on)
+{
+    cmd_conf(cmd)->cookie_secure = on;
+    return NULL;
+}
+
 #define OFF(f) ((void *)APR_OFFSETOF(provider_srv_conf, f))
 
 const command_rec provider_config_cmds[] = {
@@ -201,6 +270,16 @@ const command_rec provider_config_cmds[] = {
                   "Directory of the billing journals that keep a killed child's answered "
                   "requests charged (default DefaultRuntimeDir/" PROVIDER_JOURNAL_DIR_DEFAULT
                   "; none: no journal)"),
+    AP_INIT_TAKE1("ProviderPublicURL", set_public_url, NULL, RSRC_CONF,
+                  "The service's external base URL (an origin): redirect URIs of sign-in"),
+    AP_INIT_RAW_ARGS("ProviderIdentityProvider", set_identity_provider, NULL, RSRC_CONF,
+                     "NAME issuer=URL client_id=ID client_secret_file=PATH [display= scope= "
+                     "auth=], or NAME authorization_endpoint= token_endpoint= "
+                     "userinfo_endpoint= subject_field= client_id= client_secret_file=: "
+                     "an identity provider to sign in with (up to four)"),
+    AP_INIT_FLAG("ProviderCookieSecure", set_cookie_secure, NULL, RSRC_CONF,
+                 "Off: cabinet cookies without Secure and __Host- names (only with an "
+                 "http:// loopback ProviderPublicURL, for development); default On"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

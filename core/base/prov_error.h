@@ -19,6 +19,8 @@ typedef enum {
     PROV_E_KEY_BUDGET_EXCEEDED,   /* 429 API_KEY_CREDIT_BUDGET_EXCEEDED */
     PROV_E_QUOTA_EXCEEDED,        /* 429 SUBSCRIPTION_QUOTA_EXCEEDED */
     PROV_E_IDENTITY_ALREADY_LINKED, /* 409 */
+    PROV_E_NOT_SIGNED_IN,         /* 401, a cabinet request without a live session */
+    PROV_E_CROSS_SITE,            /* 403, a state-changing cabinet request from another site */
     PROV_E_INTERNAL,              /* 500 */
     PROV_E_GATEWAY_ERROR,         /* 502 */
     PROV_E_SERVICE_UNAVAILABLE,   /* 503 (database, schema, configuration) */
