@@ -190,6 +190,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_RESPONSES;
     if (!strncmp(uri, "/v1/auth/", 9))
         return PROVIDER_EP_AUTH;
+    if (!strcmp(uri, "/cabinet/") || !strcmp(uri, "/cabinet"))
+        return PROVIDER_EP_CABINET;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -240,6 +242,8 @@ static int handler(request_rec *r)
         return provider_responses_handler(r);
     case PROVIDER_EP_AUTH:
         return provider_auth_handler(r);
+    case PROVIDER_EP_CABINET:
+        return provider_cabinet_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

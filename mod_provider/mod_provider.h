@@ -45,6 +45,7 @@ typedef enum {
     PROVIDER_EP_COUNT_TOKENS,
     PROVIDER_EP_RESPONSES,
     PROVIDER_EP_AUTH,          /* /v1/auth/...: sign-in (mod_provider_auth.c) */
+    PROVIDER_EP_CABINET,       /* /cabinet and /cabinet/ (mod_provider_cabinet.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 

@@ -42,5 +42,7 @@ int provider_same_site(request_rec *r);
 
 /* GET /v1/auth/... and POST /v1/auth/logout. */
 int provider_auth_handler(request_rec *r);
+/* GET /cabinet/ (mod_provider_cabinet.c). */
+int provider_cabinet_handler(request_rec *r);
 
 #endif
