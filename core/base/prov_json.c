@@ -251,3 +251,16 @@ json_object *prov_json_credits(prov_micro_t v)
     json_object_set_serializer(o, credits_serializer, (void *)(intptr_t)v, NULL);
     return o;
 }
+
+const char *prov_json_answer_render(json_object *answer, const char *public_id,
+                                    prov_micro_t charge, apr_pool_t *p)
+{
+    json_object *usage = prov_json_get(answer, "usage", json_type_object);
+    json_object_object_add(answer, "model", json_object_new_string(public_id));
+    if (!usage) {
+        usage = json_object_new_object();
+        json_object_object_add(answer, "usage", usage);
+    }
+    json_object_object_add(usage, "credits", prov_json_credits(charge));
+    return prov_json_dump(answer, p);
+}

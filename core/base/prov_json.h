@@ -42,5 +42,10 @@ apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_obj
 /* A credit amount (micro-credits) as a JSON number with exactly the decimals
  * it needs (12.5, 0.000125): never a binary-float rendering. */
 json_object *prov_json_credits(prov_micro_t v);
+/* A gateway answer made ours: "model" set to public_id and the charge added
+ * to its "usage" object (made when missing) as "credits"; then printed.
+ * Chat Completions and Messages answers share this shape. */
+const char *prov_json_answer_render(json_object *answer, const char *public_id,
+                                    prov_micro_t charge, apr_pool_t *p);
 
 #endif

@@ -214,12 +214,5 @@ apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const
 const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
                              apr_pool_t *p)
 {
-    json_object *usage = prov_json_get(answer, "usage", json_type_object);
-    json_object_object_add(answer, "model", json_object_new_string(public_id));
-    if (!usage) {
-        usage = json_object_new_object();
-        json_object_object_add(answer, "usage", usage);
-    }
-    json_object_object_add(usage, "credits", prov_json_credits(charge));
-    return prov_json_dump(answer, p);
+    return prov_json_answer_render(answer, public_id, charge, p);
 }

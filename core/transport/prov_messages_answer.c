@@ -60,14 +60,7 @@ apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
 const char *prov_messages_render(json_object *answer, const char *public_id,
                                  prov_micro_t charge, apr_pool_t *p)
 {
-    json_object *usage = prov_json_get(answer, "usage", json_type_object);
-    json_object_object_add(answer, "model", json_object_new_string(public_id));
-    if (!usage) {
-        usage = json_object_new_object();
-        json_object_object_add(answer, "usage", usage);
-    }
-    json_object_object_add(usage, "credits", prov_json_credits(charge));
-    return prov_json_dump(answer, p);
+    return prov_json_answer_render(answer, public_id, charge, p);
 }
 
 /* ---- streaming relay ------------------------------------------------------- */
