@@ -1,7 +1,8 @@
 /* providerctl_user.c: the `user` group: adding a user by email, listing and
  * showing users (with their balance in credits, their number of live keys,
  * their sign-in identities and live cabinet sessions), revoking every
- * session of one, and blocking (which revokes their sessions too) or
+ * session of one, unlinking one of their identities (never the last), and
+ * blocking (which revokes their sessions too) or
  * unblocking one. USER on the command line is an id or an email
  * (ctl_find_user, in providerctl_common_store.c, finds it). No subject and
  * no session token or hash is ever printed: the core does not read them. */
@@ -9,6 +10,7 @@
 #include <string.h>
 #include "providerctl.h"
 #include "prov_user_access.h"
+#include "prov_identity.h"
 
 static json_object *user_json(const void *rec)
 {
@@ -234,6 +236,39 @@ static int user_sessions(ctl_t *ctl)
     return CTL_OK;
 }
 
+/* `user unlink USER PROVIDER`: the user's identity at PROVIDER removed
+ * (core refuses the last one, which would leave no way to sign in). */
+static int user_unlink(ctl_t *ctl)
+{
+    prov_user_t *u = NULL;
+    const char *provider = ctl->argv[1];
+    apr_status_t rv;
+    int rc = ctl_find_user(ctl, &u, ctl->argv[0]);
+
+    if (rc != CTL_OK)
+        return rc;
+    rv = prov_identity_unlink(ctl->store, u->id, provider, ctl->pool);
+    if (APR_STATUS_IS_NOTFOUND(rv))
+        return ctl_fail(ctl, "user %" APR_INT64_T_FMT " (%s) has no identity at '%s'", u->id,
+                        u->email, provider);
+    if (APR_STATUS_IS_EBUSY(rv))
+        return ctl_fail(ctl, "the identity at '%s' is the last way user %" APR_INT64_T_FMT
+                        " (%s) can sign in: it is kept", provider, u->id, u->email);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "unlink the identity");
+    if (ctl->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "user_id", json_object_new_int64(u->id));
+        json_object_object_add(o, "email", json_object_new_string(u->email));
+        json_object_object_add(o, "unlinked", json_object_new_string(provider));
+        ctl_json_print(o);
+    }
+    else
+        printf("user %" APR_INT64_T_FMT " (%s): the identity at %s unlinked\n", u->id,
+               u->email, provider);
+    return CTL_OK;
+}
+
 static int user_block(ctl_t *ctl)
 {
     return set_blocked(ctl, 1);
@@ -262,6 +297,10 @@ const ctl_cmd_t ctl_user_cmds[] = {
       "revoke every cabinet session of a user",
       "Every live session of the user ends at once, on every server sharing the\n"
       "database: the cabinet asks them to sign in again. Keys are not affected." },
+    { "unlink", "USER PROVIDER", 2, 2, NULL, CTL_DB_READY, user_unlink,
+      "unlink a user's sign-in identity at PROVIDER",
+      "PROVIDER is the identity provider's name (as `user show` lists it). The\n"
+      "user's last identity is kept: they could not sign in again without it." },
     { "block", "USER", 1, 1, NULL, CTL_DB_READY, user_block,
       "block a user: keys refused, sessions revoked, no sign-in",
       "Every key of the user is refused, every cabinet session of theirs is\n"

@@ -2,7 +2,8 @@
  * identity provider, with the binding cookie), callback (the code
  * exchanged and checked by core/identity, the user found or made, a new
  * session's cookies, 302 back to the return path), session (who is signed
- * in) and logout (that device's pair revoked; same-site requests only).
+ * in), logout (that device's pair revoked; same-site requests only),
+ * the identities of the session's owner and unlinking one (same-site).
  * A browser's failures land on a small HTML page with one of core's fixed
  * reasons (PROV_SIGNIN_R_*), never a provider's text; an API caller's get
  * the JSON error shape. The flow is docs/internals/identity.md's. */
@@ -249,6 +250,44 @@ static int auth_identities(request_rec *r)
     return provider_send_json(r, HTTP_OK, prov_json_dump(o, r->pool));
 }
 
+/* DELETE /v1/auth/identities/NAME: the session owner's identity at NAME
+ * unlinked (204). Same-site requests only, like logout; 404 when the user
+ * has none there; core refuses the last one (409 LAST_IDENTITY). A
+ * provider no longer configured can still be unlinked. */
+static int auth_unlink(request_rec *r, const char *provider)
+{
+    prov_error_t *err = NULL;
+    prov_store_t *store;
+    prov_session_t *sess = NULL;
+    apr_status_t rv;
+    if (!provider_same_site(r))
+        return json_fail(r, PROV_E_CROSS_SITE, "This request must come from this site.");
+    if (!(store = provider_db_open(r, &err)))
+        return provider_send_error(r, PROVIDER_FAMILY_OPENAI, err);
+    rv = provider_session_check(&sess, r, store);
+    if (rv == APR_SUCCESS) {
+        rv = prov_identity_unlink(store, sess->user_id, provider, r->pool);
+        if (APR_STATUS_IS_NOTFOUND(rv)) {
+            provider_db_close(r, store);
+            return json_fail(r, PROV_E_NOT_FOUND, "You have no sign-in method of that name.");
+        }
+    }
+    provider_db_close(r, store);
+    if (APR_STATUS_IS_NOTFOUND(rv))
+        return json_fail(r, PROV_E_NOT_SIGNED_IN, "Not signed in.");
+    if (APR_STATUS_IS_EBUSY(rv))
+        return json_fail(r, PROV_E_LAST_IDENTITY,
+                         "This is your last sign-in method: link another one first.");
+    if (rv != APR_SUCCESS)
+        return json_fail(r, PROV_E_SERVICE_UNAVAILABLE, "The sign-in method could not be "
+                         "unlinked.");
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00576: user %" APR_INT64_T_FMT
+                  " unlinked their identity at %s", sess->user_id, provider);
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
+    r->status = HTTP_NO_CONTENT;
+    return OK;
+}
+
 /* GET /v1/auth/NAME/callback?code=...&state=... (or ?error=...&state=...). */
 static int auth_callback(request_rec *r, prov_idp_t *idp)
 {
@@ -368,6 +407,13 @@ int provider_auth_handler(request_rec *r)
     if (!strcmp(rest, "identities"))
         return method_only(r, M_GET) ? auth_identities(r)
                : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use GET.");
+    if (!strncmp(rest, "identities/", 11)) {
+        const char *name = rest + 11;
+        if (!*name || strchr(name, '/') || strlen(name) > PROV_IDP_NAME_MAX)
+            return json_fail(r, PROV_E_NOT_FOUND, "No such endpoint.");
+        return method_only(r, M_DELETE) ? auth_unlink(r, name)
+               : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use DELETE.");
+    }
     if (!strcmp(rest, "logout"))
         return method_only(r, M_POST) ? auth_logout(r)
                : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use POST.");

@@ -4,9 +4,10 @@
 # (provider, when linked; never the subject) and the live sessions (when
 # made, active or idle, when the refresh term ends; never a token hash), in
 # plain and --json output; `user sessions revoke USER` ends every live
-# session of the user and no one else's; `user block` revokes them too, at
-# once. Sign-in does not exist yet, so the identities and sessions rows are
-# written with the sqlite3 CLI as sign-in would leave them, on a fixed clock
+# session of the user and no one else's; `user unlink USER PROVIDER` removes
+# one identity, never the last; `user block` revokes them too, at once. The
+# identities and sessions rows are written with the sqlite3 CLI as sign-in
+# would leave them, on a fixed clock
 # (PROVIDERCTL_CLOCK_FILE). Runs the built cli/providerctl (from
 # $PROV_BUILDDIR, wrapped in $PROV_WRAP for the valgrind phase); with
 # PROV_TEST_PGSQL_PARAMS set to the connection string of an empty PostgreSQL
@@ -104,6 +105,34 @@ says "user show lists none" "sessions:        none"
 run user sessions revoke 1 --json
 exits "user sessions revoke again --json" 0
 json "--json: nothing left to revoke" "j.user_id === 1 && j.email === 'alice@example.com' && j.sessions_revoked === 0" '"sessions_revoked": 0'
+
+# ---- user unlink ---------------------------------------------------------------------
+run user unlink --help
+exits "user unlink --help" 0
+says "the help shows the synopsis" "usage: providerctl user unlink USER PROVIDER"
+run user unlink alice@example.com
+exits "user unlink without PROVIDER" 2
+run user unlink alice@example.com idp9
+exits "an identity the user does not have" 1
+complains "it says which" "has no identity at 'idp9'"
+run user unlink alice@example.com idp2
+exits "user unlink" 0
+says "it says what went" "user 1 (alice@example.com): the identity at idp2 unlinked"
+[ "$(sql "SELECT COUNT(*) FROM identities WHERE user_id = 1")" = 1 ] \
+    && pass "alice has one identity left" || fail "alice has one identity left"
+run user unlink 1 idp1 --json
+exits "the last identity" 1
+complains "the last one is kept" "is the last way user 1 (alice@example.com) can sign in"
+[ "$(sql "SELECT provider FROM identities WHERE user_id = 1")" = idp1 ] \
+    && pass "the last identity stays" || fail "the last identity stays"
+[ "$(sql "SELECT COUNT(*) FROM identities WHERE user_id = 2")" = 1 ] \
+    && pass "bob's identity is untouched" || fail "bob's identity is untouched"
+sql "INSERT INTO identities (user_id, provider, subject, created_at) VALUES
+     (1, 'idp3', 'subject-alice-three', $T)" >/dev/null
+run user unlink alice@example.com idp3 --json
+exits "user unlink --json" 0
+json "--json: the user and the provider" "j.user_id === 1 && j.email === 'alice@example.com' && j.unlinked === 'idp3'" '"unlinked": "idp3"'
+lacks "never a subject" "subject-"
 
 # ---- user block revokes ------------------------------------------------------------
 run user block --help

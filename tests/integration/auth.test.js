@@ -10,8 +10,10 @@
 // active session renewed from the refresh cookie without the provider
 // (its request log) and extended by activity; the 30-day end; a replayed
 // state, another browser, a cancel and every bad id_token end on a page
-// with a short reason; linking (409 for another user's identity); and no
-// secret, token, cookie value or subject in the error log.
+// with a short reason; linking (409 for another user's identity);
+// unlinking (same site only, 404 for an identity the user lacks, 409
+// LAST_IDENTITY for the last); and no secret, token, cookie value or
+// subject in the error log.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -425,6 +427,49 @@ describe('sign-in through httpd', () => {
     assert.equal(r.status, 401);
     assert.match(await r.text(), /Please sign in first/);
     assert.equal((await ids(new CookieJar())).status, 401);
+  });
+
+  it('unlinks an identity from this site only, never the last one', async () => {
+    for (const n of ['idp1', 'idp2']) kit.byName(n).users.add({ login: 'dave', email: `dave@${n}.example` });
+    const a = await signIn(stack, 'idp1', { login: 'dave' });
+    remember(a.jar);
+    const me = (await session(stack, a.jar)).body.userId;
+    const flow = await toCallback(stack, 'idp2', { jar: a.jar, login: 'dave', how: 'link' });
+    let r = await a.jar.fetch(flow.callback);
+    await r.arrayBuffer();
+    assert.equal(r.status, 302);
+    const providers = async () => (await (await a.jar.fetch(`${stack.baseURL}/v1/auth/identities`)).json())
+      .identities.map((i) => i.provider);
+    assert.deepEqual(await providers(), ['idp1', 'idp2']);
+    const unlink = (name, headers = { origin: stack.baseURL }, jar = a.jar) => jar.fetch(
+      `${stack.baseURL}/v1/auth/identities/${name}`, { method: 'DELETE', headers },
+    );
+    const error = async (res, status, code) => {
+      assert.equal(res.status, status);
+      const body = await res.json();
+      assert.equal(body.error.code, code);
+      return body;
+    };
+    await error(await unlink('idp2', {}), 403, 'CROSS_SITE_REQUEST');
+    await error(await unlink('idp2', { origin: 'http://localhost:1' }), 403, 'CROSS_SITE_REQUEST');
+    await error(await unlink('idp2', { referer: 'http://evil.example/cabinet/' }), 403, 'CROSS_SITE_REQUEST');
+    await error(await unlink('idp2', { origin: stack.baseURL }, new CookieJar()), 401, 'NOT_SIGNED_IN');
+    assert.deepEqual(await providers(), ['idp1', 'idp2'], 'a refused unlink removes nothing');
+    await error(await unlink('idp3'), 404, 'NOT_FOUND');
+    await error(await unlink('nope'), 404, 'NOT_FOUND');
+    r = await a.jar.fetch(`${stack.baseURL}/v1/auth/identities/idp2`);
+    await error(r, 405, 'METHOD_NOT_ALLOWED');
+    r = await unlink('idp2', { referer: `${stack.baseURL}/cabinet/` });
+    assert.equal(r.status, 204);
+    assert.equal(await r.text(), '');
+    assert.deepEqual(await providers(), ['idp1']);
+    const body = await error(await unlink('idp1'), 409, 'LAST_IDENTITY');
+    assert.match(body.error.message, /last sign-in method/);
+    assert.deepEqual(await providers(), ['idp1'], 'the last identity stays');
+    assert.equal((await session(stack, a.jar)).body.userId, me, 'the session goes on');
+    const again = await signIn(stack, 'idp2', { login: 'dave' });
+    remember(again.jar);
+    assert.notEqual((await session(stack, again.jar)).body.userId, me, 'the unlinked identity is no longer the user\'s');
   });
 
   it('answers an unknown provider or path with 404', async () => {

@@ -13,6 +13,8 @@ static void test_table(void)
                            "API_KEY_CREDIT_BUDGET_EXCEEDED");
     CU_ASSERT_EQUAL(prov_error_info(PROV_E_INSUFFICIENT_CREDITS)->status, 402);
     CU_ASSERT_EQUAL(prov_error_info(PROV_E_IDENTITY_ALREADY_LINKED)->status, 409);
+    CU_ASSERT_STRING_EQUAL(prov_error_info(PROV_E_LAST_IDENTITY)->code, "LAST_IDENTITY");
+    CU_ASSERT_EQUAL(prov_error_info(PROV_E_LAST_IDENTITY)->status, 409);
     CU_ASSERT_EQUAL(prov_error_by_name("GATEWAY_TIMEOUT")->status, 504);
     CU_ASSERT_PTR_NULL(prov_error_by_name("NO_SUCH_CODE"));
     for (i = 0; i < PROV_E__COUNT; i++) {
