@@ -12,6 +12,8 @@
 #include "util_script.h"
 #include "prov_user_access.h"
 
+APLOG_USE_MODULE(provider);
+
 #define PAGE_BLOCKED "This account is blocked. Please contact support."
 #define PAGE_NO_PROVIDER "There is no such sign-in method."
 #define PAGE_NOT_SERVED "Sign-in is not available on this server."
@@ -51,14 +53,24 @@ static int page(request_rec *r, int status, const char *title, const char *reaso
     return OK;
 }
 
+/* Non-zero when a sign-in step failed because the provider was out of reach. */
+static int unreachable(apr_status_t rv, const char *reason)
+{
+    return APR_STATUS_IS_TIMEUP(rv) || APR_STATUS_IS_ECONNREFUSED(rv)
+        || (reason && !strcmp(reason, PROV_SIGNIN_R_UNREACHABLE));
+}
+
 /* The status of a sign-in step's failure: the user's problem (an expired
  * or replayed state, another browser, a refusal, an answer that did not
- * verify) is 400, the provider out of reach 502, anything else 500. */
+ * verify) is 400, our own (the database) 500. A provider out of reach is
+ * not our failure and the page is the answer: 200, because a front (a
+ * load balancer's or a reverse proxy's error pages, httpd's
+ * ProxyErrorOverride) puts its own page in place of a 5xx one and the
+ * user would not read the reason; the warning line tells the operator. */
 static int failed_status(apr_status_t rv, const char *reason)
 {
-    if (APR_STATUS_IS_TIMEUP(rv) || APR_STATUS_IS_ECONNREFUSED(rv)
-        || (reason && !strcmp(reason, PROV_SIGNIN_R_UNREACHABLE)))
-        return HTTP_BAD_GATEWAY;
+    if (unreachable(rv, reason))
+        return HTTP_OK;
     if (reason && !strcmp(reason, PROV_SIGNIN_R_INTERNAL))
         return HTTP_INTERNAL_SERVER_ERROR;
     return HTTP_BAD_REQUEST;
@@ -68,8 +80,12 @@ static int signin_failed(request_rec *r, const prov_idp_t *idp, const char *step
                          apr_status_t rv, const char *reason)
 {
     int status = failed_status(rv, reason);
-    ap_log_rerror(APLOG_MARK, status >= 500 ? APLOG_WARNING : APLOG_INFO, rv, r,
-                  "PROV00570: sign-in through %s failed at %s (%d)", idp->name, step, status);
+    ap_log_rerror(APLOG_MARK, status >= 500 || unreachable(rv, reason) ? APLOG_WARNING
+                  : APLOG_INFO, rv, r, "PROV00570: sign-in through %s failed at %s (%d%s)",
+                  idp->name, step, status, unreachable(rv, reason) ? ": the provider is "
+                  "out of reach" : "");
+    if (unreachable(rv, reason))
+        reason = PROV_SIGNIN_R_UNREACHABLE;
     return page(r, status, "Sign-in failed", reason ? reason : PROV_SIGNIN_R_INTERNAL);
 }
 

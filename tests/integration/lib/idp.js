@@ -9,7 +9,8 @@
 // gives, the code flow with PKCE S256 required, a login form of its own
 // (lib/idp-client.js fills it in with fetch; a browser fills it in by hand),
 // a log of every request it served, and switches that make it hand out bad
-// id_tokens (lib/idp-tokens.js) or sign with a test clock.
+// id_tokens (lib/idp-tokens.js) or sign with a test clock, and pause() and
+// resume() to take an OpenID Provider out of reach and back on its port.
 //
 //   const kit = await startIdentityProviders({ redirectBase: 'http://127.0.0.1:PORT' });
 //   kit.ops[1].issuer, kit.ops[1].defect = 'nonce', kit.ops[1].log.since(mark)
@@ -77,14 +78,14 @@ export class RequestLog {
 /* ------------------------------------------------------------------------ */
 /* HTTP plumbing shared by both kinds                                        */
 
-/** Listens on 127.0.0.1 and, when the host has it, [::1] on the same port. */
-async function listenLoopback(handler) {
+/** Listens on 127.0.0.1 (on port, or a free one) and, when the host has it, [::1] on the same port. */
+async function listenLoopback(handler, wanted = 0) {
   const listen = (srv, port, host) => new Promise((resolve, reject) => {
     srv.once('error', reject);
     srv.listen(port, host, () => { srv.removeListener('error', reject); resolve(); });
   });
   const v4 = http.createServer(handler);
-  await listen(v4, 0, '127.0.0.1');
+  await listen(v4, wanted, '127.0.0.1');
   const { port } = v4.address();
   const servers = [v4];
   const v6 = http.createServer(handler);
@@ -502,6 +503,17 @@ export class OpenIdProvider {
       `client_secret_file=${directiveValue(this.secretFile)}`, `display=${directiveValue(this.display)}`];
     if (this.auth !== 'client_secret_basic') parts.push(`auth=${this.auth}`);
     return parts.join(' ');
+  }
+
+  /** Out of reach: nothing listens on its port until resume(). */
+  async pause() {
+    await closeServers(this.servers);
+    this.servers = [];
+  }
+
+  /** Listens again on the same port, its clients, keys and users unchanged. */
+  async resume() {
+    this.servers = (await listenLoopback((req, res) => this.handler(req, res), this.port)).servers;
   }
 
   async stop() { await closeServers(this.servers); }
