@@ -1,7 +1,8 @@
 /* providerctl_user.c: the `user` group: adding a user by email, listing and
  * showing users (with their balance in credits, their number of live keys,
  * their sign-in identities and live cabinet sessions), revoking every
- * session of one, unlinking one of their identities (never the last), and
+ * session of one, linking an identity the operator names to one and
+ * unlinking one of their identities (never the last), and
  * blocking (which revokes their sessions too) or
  * unblocking one. USER on the command line is an id or an email
  * (ctl_find_user, in providerctl_common_store.c, finds it). No subject and
@@ -236,6 +237,40 @@ static int user_sessions(ctl_t *ctl)
     return CTL_OK;
 }
 
+/* `user link USER PROVIDER SUBJECT`: an identity given by the operator
+ * (a user made before sign-in existed, the demo's user) joins USER; one
+ * that is another user's is refused, as the cabinet's link refuses it. */
+static int user_link(ctl_t *ctl)
+{
+    prov_user_t *u = NULL;
+    const char *provider = ctl->argv[1];
+    apr_status_t rv;
+    int added = 0, rc = ctl_find_user(ctl, &u, ctl->argv[0]);
+
+    if (rc != CTL_OK)
+        return rc;
+    if (!*provider || strlen(provider) > PROV_IDP_NAME_MAX || !*ctl->argv[2])
+        return ctl_usage(ctl, "PROVIDER and SUBJECT must not be empty");
+    rv = prov_identity_link(&added, ctl->store, u->id, provider, ctl->argv[2], prov_now(),
+                            ctl->pool);
+    if (APR_STATUS_IS_EEXIST(rv))
+        return ctl_fail(ctl, "that identity at '%s' belongs to another user", provider);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "link the identity");
+    if (ctl->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "user_id", json_object_new_int64(u->id));
+        json_object_object_add(o, "email", json_object_new_string(u->email));
+        json_object_object_add(o, "linked", json_object_new_string(provider));
+        json_object_object_add(o, "added", json_object_new_boolean(added));
+        ctl_json_print(o);
+    }
+    else
+        printf("user %" APR_INT64_T_FMT " (%s): %s identity at %s\n", u->id, u->email,
+               added ? "linked an" : "already had this", provider);
+    return CTL_OK;
+}
+
 /* `user unlink USER PROVIDER`: the user's identity at PROVIDER removed
  * (core refuses the last one, which would leave no way to sign in). */
 static int user_unlink(ctl_t *ctl)
@@ -297,6 +332,10 @@ const ctl_cmd_t ctl_user_cmds[] = {
       "revoke every cabinet session of a user",
       "Every live session of the user ends at once, on every server sharing the\n"
       "database: the cabinet asks them to sign in again. Keys are not affected." },
+    { "link", "USER PROVIDER SUBJECT", 3, 3, NULL, CTL_DB_READY, user_link,
+      "link a sign-in identity (PROVIDER's user id SUBJECT) to a user",
+      "The next sign-in through PROVIDER with that identity signs in as USER.\n"
+      "An identity that is another user's is refused; nothing is merged." },
     { "unlink", "USER PROVIDER", 2, 2, NULL, CTL_DB_READY, user_unlink,
       "unlink a user's sign-in identity at PROVIDER",
       "PROVIDER is the identity provider's name (as `user show` lists it). The\n"

@@ -4,12 +4,12 @@
 # (provider, when linked; never the subject) and the live sessions (when
 # made, active or idle, when the refresh term ends; never a token hash), in
 # plain and --json output; `user sessions revoke USER` ends every live
-# session of the user and no one else's; `user unlink USER PROVIDER` removes
-# one identity, never the last; `user block` revokes them too, at once. The
+# session of the user and no one else's; `user link USER PROVIDER SUBJECT`
+# adds an identity (never another user's), `user unlink USER PROVIDER`
+# removes one, never the last; `user block` revokes them too, at once. The
 # identities and sessions rows are written with the sqlite3 CLI as sign-in
-# would leave them, on a fixed clock
-# (PROVIDERCTL_CLOCK_FILE). Runs the built cli/providerctl (from
-# $PROV_BUILDDIR, wrapped in $PROV_WRAP for the valgrind phase); with
+# would leave them, on a fixed clock (PROVIDERCTL_CLOCK_FILE). Runs the
+# built cli/providerctl (from $PROV_BUILDDIR, wrapped in $PROV_WRAP for the valgrind phase); with
 # PROV_TEST_PGSQL_PARAMS set to the connection string of an empty PostgreSQL
 # database, the same checks run there, with psql in place of sqlite3.
 # Prints one "ok"/"not ok" line per check; exits 1 if any check failed.
@@ -127,8 +127,22 @@ complains "the last one is kept" "is the last way user 1 (alice@example.com) can
     && pass "the last identity stays" || fail "the last identity stays"
 [ "$(sql "SELECT COUNT(*) FROM identities WHERE user_id = 2")" = 1 ] \
     && pass "bob's identity is untouched" || fail "bob's identity is untouched"
-sql "INSERT INTO identities (user_id, provider, subject, created_at) VALUES
-     (1, 'idp3', 'subject-alice-three', $T)" >/dev/null
+run user link --help
+says "user link --help shows the synopsis" "usage: providerctl user link USER PROVIDER SUBJECT"
+run user link alice@example.com idp3
+exits "user link without SUBJECT" 2
+run user link alice@example.com idp1 subject-bob-one
+exits "another user's identity" 1
+complains "it is refused" "belongs to another user"
+run user link alice@example.com idp3 subject-alice-three
+exits "user link" 0
+says "it says what it did" "user 1 (alice@example.com): linked an identity at idp3"
+lacks "the subject is not printed" "subject-"
+run user link 1 idp3 subject-alice-three --json
+exits "user link again" 0
+json "--json: linking again is a no-op" "j.user_id === 1 && j.linked === 'idp3' && j.added === false" '"added": false'
+[ "$(sql "SELECT created_at FROM identities WHERE subject = 'subject-alice-three'")" = "$T" ] \
+    && pass "linked now, once" || fail "linked now, once"
 run user unlink alice@example.com idp3 --json
 exits "user unlink --json" 0
 json "--json: the user and the provider" "j.user_id === 1 && j.email === 'alice@example.com' && j.unlinked === 'idp3'" '"unlinked": "idp3"'
