@@ -5,17 +5,22 @@
 # loopback port with a generated service token, a fresh SQLite database with
 # demo data (a user with a balance, one API key, three priced models), and
 # Debian's apache2 running the freshly built mod_provider (no `make install`)
-# as www-data on http://127.0.0.1:8080. It prints the key once and curl lines
-# to try. Everything lives in one state directory; nothing under /etc changes.
+# as www-data on http://127.0.0.1:8080, and a demo OpenID Provider
+# (scripts/demo-idp.mjs: the test kit's oidc-provider, npm packages from
+# tests/package-lock.json) on another loopback port, through which the demo
+# user signs in to the cabinet at /cabinet/ (plain http on loopback:
+# ProviderCookieSecure Off). It prints the key once, curl lines to try and
+# the demo user's sign-in name and password (new at each start). Everything
+# lives in one state directory; nothing under /etc changes.
 #
 #   sh scripts/demo.sh [start]   install, build, start (refuses if running)
 #   sh scripts/demo.sh restart   stop, then start afresh (new database and key)
-#   sh scripts/demo.sh stop      stop apache2 and the mock gateway
+#   sh scripts/demo.sh stop      stop apache2, the mock gateway and the demo provider
 #   sh scripts/demo.sh status    say whether it runs
 #
 # Environment: PROVIDER_DEMO_DIR (state, default /var/lib/mod_provider-demo),
 # PROVIDER_DEMO_PORT (default 8080), PROVIDER_DEMO_SKIP_BUILD=1 (use the tree
-# as built, skip apt and make).
+# as built: skip apt, make and npm ci).
 set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +37,9 @@ DB=$STATE/db/provider.db
 CONF=$STATE/httpd.conf
 HTTPD_PIDFILE=$STATE/run/httpd.pid
 MOCKGW_PIDFILE=$STATE/run/mockgw.pid
+IDP=$SRC/scripts/demo-idp.mjs
+IDP_PIDFILE=$STATE/run/idp.pid
+IDP_NAME=demo
 
 say() { printf '%s\n' "demo: $*"; }
 die() { printf '%s\n' "demo: error: $*" >&2; exit 1; }
@@ -73,12 +81,17 @@ do_stop() {
         stop_pid "$mp" mockgw
         stopped=1
     fi
-    rm -f "$HTTPD_PIDFILE" "$MOCKGW_PIDFILE"
+    if ip=$(pid_of "$IDP_PIDFILE" demo-idp.mjs); then
+        stop_pid "$ip" demo-idp
+        stopped=1
+    fi
+    rm -f "$HTTPD_PIDFILE" "$MOCKGW_PIDFILE" "$IDP_PIDFILE"
     if [ "$stopped" = 1 ]; then say "stopped"; else say "not running"; fi
 }
 
 is_running() {
-    pid_of "$HTTPD_PIDFILE" "$CONF" >/dev/null || pid_of "$MOCKGW_PIDFILE" mockgw >/dev/null
+    pid_of "$HTTPD_PIDFILE" "$CONF" >/dev/null || pid_of "$MOCKGW_PIDFILE" mockgw >/dev/null \
+        || pid_of "$IDP_PIDFILE" demo-idp.mjs >/dev/null
 }
 
 do_status() {
@@ -91,6 +104,27 @@ do_status() {
         say "mockgw running (pid $mp) on $(cat "$STATE/gateway" 2>/dev/null || echo "?")"
     else
         say "mockgw not running"
+    fi
+    if ip=$(pid_of "$IDP_PIDFILE" demo-idp.mjs); then
+        say "demo identity provider running (pid $ip) on $(cat "$STATE/idp/issuer" 2>/dev/null || echo "?")"
+    else
+        say "demo identity provider not running"
+    fi
+}
+
+# The npm packages of tests/package-lock.json (the demo provider's
+# oidc-provider), with npm ci when the installed tree does not match the
+# lock file (the same check as tests/integration/run.sh).
+npm_deps() {
+    command -v node >/dev/null 2>&1 || die "node is not installed (sh scripts/install-deps.sh)"
+    t=$SRC/tests
+    if [ ! -f "$t/node_modules/.package-lock.json" ] \
+       || ! cmp -s "$t/node_modules/.prov-lock" "$t/package-lock.json"; then
+        say "installing the npm packages (npm ci in tests/)"
+        # (npm's cache in the state directory: nothing outside it and the tree changes)
+        npm_config_cache="$STATE/npm-cache" npm ci --prefix "$t" --no-audit --no-fund \
+            --loglevel=error || die "npm ci failed"
+        cp "$t/package-lock.json" "$t/node_modules/.prov-lock"
     fi
 }
 
@@ -112,12 +146,32 @@ build() {
         make clean >/dev/null
     fi
     make -j2
+    npm_deps
 }
 
 free_port_check() {
     if ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; then
         die "port $1 is already in use on this machine (set PROVIDER_DEMO_PORT)"
     fi
+}
+
+# listening LOG PREFIX PIDFILE WHAT: waits (up to 20 s) for the line
+# "PREFIX<address>" in LOG and prints the address; stops the demo when the
+# process dies first.
+listening() {
+    _addr=""
+    _i=0
+    while [ -z "$_addr" ]; do
+        _addr=$(sed -n "s/^$2//p" "$1" 2>/dev/null || true)
+        _i=$((_i + 1))
+        if [ -z "$_addr" ]; then
+            if [ "$_i" -ge 200 ] || ! kill -0 "$(cat "$3")" 2>/dev/null; then
+                cat "$1" >&2; do_stop >&2; die "$4 did not start"
+            fi
+            sleep 0.1
+        fi
+    done
+    printf '%s\n' "$_addr"
 }
 
 # ctl ARGS...: providerctl on the demo database.
@@ -136,6 +190,8 @@ do_start() {
     for f in "$MODULE" "$CTL" "$MOCKGW" "$HTTPD"; do
         [ -x "$f" ] || [ -f "$f" ] || die "$f is missing (did the build succeed?)"
     done
+    [ -f "$SRC/tests/node_modules/oidc-provider/package.json" ] ||
+        die "the npm packages are missing (npm ci --prefix tests)"
     id "$RUNUSER" >/dev/null 2>&1 || die "user $RUNUSER does not exist (is apache2 installed?)"
     free_port_check "$PORT"
 
@@ -157,25 +213,31 @@ do_start() {
     nohup "$MOCKGW" --listen 127.0.0.1:0 --token-file "$STATE/gateway.token" \
         >>"$STATE/logs/mockgw.log" 2>&1 </dev/null &
     echo $! >"$MOCKGW_PIDFILE"
-    gw=""
-    i=0
-    while [ -z "$gw" ]; do
-        gw=$(sed -n 's/^mockgw listening on //p' "$STATE/logs/mockgw.log" 2>/dev/null || true)
-        i=$((i + 1))
-        if [ -z "$gw" ]; then
-            if [ "$i" -ge 100 ] || ! kill -0 "$(cat "$MOCKGW_PIDFILE")" 2>/dev/null; then
-                cat "$STATE/logs/mockgw.log" >&2; do_stop; die "mockgw did not start"
-            fi
-            sleep 0.1
-        fi
-    done
+    gw=$(listening "$STATE/logs/mockgw.log" "mockgw listening on " "$MOCKGW_PIDFILE" mockgw)
     echo "http://$gw" >"$STATE/gateway"
     say "mock gateway on http://$gw"
+
+    # The demo OpenID Provider, on a port the kernel picks, addressed as
+    # localhost (another site than the service on 127.0.0.1, as a real
+    # provider is). Its user's password is new at each start; it reaches the
+    # provider through the environment, never a command line.
+    base=http://127.0.0.1:$PORT
+    idp_password=$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
+    rm -rf "$STATE/idp"
+    : >"$STATE/logs/idp.log"
+    DEMO_IDP_PASSWORD=$idp_password nohup node "$IDP" "$STATE/idp" "$base" "$IDP_NAME" demo \
+        demo@example.com demo-user >>"$STATE/logs/idp.log" 2>&1 </dev/null &
+    echo $! >"$IDP_PIDFILE"
+    issuer=$(listening "$STATE/logs/idp.log" "demo-idp listening on " "$IDP_PIDFILE" "the demo identity provider")
+    echo "$issuer" >"$STATE/idp/issuer"
+    say "demo identity provider on $issuer"
 
     # The database and the demo data, made by root, then handed to www-data
     # (SQLite in WAL mode needs the directory writable as well).
     ctl db migrate >/dev/null
     ctl user add demo@example.com --name "Demo User" >/dev/null
+    # the demo provider's user is this user (its subject linked ahead)
+    ctl user link demo@example.com "$IDP_NAME" demo-user >/dev/null
     ctl balance add demo@example.com 100 --reason "demo credit" >/dev/null
     ctl model add gpt-4o-mini --upstream gpt-4o-mini --name "GPT-4o mini" >/dev/null
     ctl model price gpt-4o-mini --input 0.15 --output 0.6 --cache 0.075 >/dev/null
@@ -230,6 +292,13 @@ ProviderGatewayConnectTimeout 5
 DBDriver sqlite3
 DBDParams "$DB"
 # nothing else: the module sets WAL, synchronous and busy handling itself
+
+# Sign-in to the cabinet through the demo OpenID Provider. Plain http on
+# loopback only: cookies without Secure (a real site uses https:// and the
+# default ProviderCookieSecure On).
+ProviderPublicURL $base
+ProviderCookieSecure Off
+$(cat "$STATE/idp/directive.conf")
 EOF
 
     "$HTTPD" -t -f "$CONF" >"$STATE/logs/configtest.log" 2>&1 ||
@@ -237,7 +306,6 @@ EOF
     "$HTTPD" -f "$CONF" -k start ||
         { tail -n 20 "$STATE/logs/error.log" >&2 2>/dev/null; do_stop; die "apache2 did not start"; }
 
-    base=http://127.0.0.1:$PORT
     code=000
     i=0
     while [ "$code" != 200 ]; do
@@ -257,6 +325,7 @@ EOF
 mod_provider demo running at $base
   apache2 pid $(cat "$HTTPD_PIDFILE"), config $CONF, logs $STATE/logs/
   mock gateway http://$gw (pid $(cat "$MOCKGW_PIDFILE"))
+  demo identity provider $issuer (pid $(cat "$IDP_PIDFILE"))
   database $DB
   user demo@example.com with 100 credits; models gpt-4o-mini, gpt-4o, claude-sonnet-4
 
@@ -280,6 +349,12 @@ Try it:
   curl -s $base/v1/responses \\
     -H "Authorization: Bearer $key" \\
     -d '{"model":"gpt-4o-mini","input":"Hello!"}'
+
+Sign in to the cabinet: open $base/cabinet/ in a browser on this machine,
+press "Sign in with Demo Identity Provider" and sign in there as
+
+  username: demo
+  password: $idp_password
 
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
 The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
