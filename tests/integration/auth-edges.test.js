@@ -23,12 +23,12 @@ const RETRY = 5;   // PROV_IDP_META_RETRY: the pause after a failed discovery fe
 const REACH = /PROV00501|PROV00520|PROV00570/;
 
 describe('sign-in edges: plain-http cookies, a provider out of reach', () => {
-  let stack;
-  let kit;
-  let now;
-  let base;
-  const cookieValues = new Set();
+  const cookieValues = new Set();   // none may reach the log
   const remember = (jar) => { for (const c of jar.cookies) if (c.value) cookieValues.add(c.value); };
+  let stack = null;
+  let kit = null;
+  let base = null;
+  let now = 0;
 
   before(async () => {
     const port = await freePort();
