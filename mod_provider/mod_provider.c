@@ -10,7 +10,7 @@
 #include "apr_file_io.h"
 #include "ap_mpm.h"
 #include "unixd.h"
-#include "mod_provider_auth.h"
+#include "mod_provider_api.h"
 #include "prov_log.h"
 
 static server_rec *log_server;
@@ -192,6 +192,14 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_AUTH;
     if (!strcmp(uri, "/cabinet/") || !strcmp(uri, "/cabinet"))
         return PROVIDER_EP_CABINET;
+    if (!strcmp(uri, "/v1/account"))
+        return PROVIDER_EP_ACCOUNT;
+    if (!strcmp(uri, "/v1/usage"))
+        return PROVIDER_EP_USAGE;
+    if (!strcmp(uri, "/v1/keys") || !strncmp(uri, "/v1/keys/", 9))
+        return PROVIDER_EP_KEYS;
+    if (!strncmp(uri, "/v1/models/", 11))
+        return PROVIDER_EP_FAVORITES;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -244,6 +252,14 @@ static int handler(request_rec *r)
         return provider_auth_handler(r);
     case PROVIDER_EP_CABINET:
         return provider_cabinet_handler(r);
+    case PROVIDER_EP_ACCOUNT:
+        return provider_account_handler(r);
+    case PROVIDER_EP_USAGE:
+        return provider_usage_handler(r);
+    case PROVIDER_EP_KEYS:
+        return provider_keys_handler(r);
+    case PROVIDER_EP_FAVORITES:
+        return provider_favorites_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

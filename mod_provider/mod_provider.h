@@ -46,6 +46,10 @@ typedef enum {
     PROVIDER_EP_RESPONSES,
     PROVIDER_EP_AUTH,          /* /v1/auth/...: sign-in (mod_provider_auth.c) */
     PROVIDER_EP_CABINET,       /* /cabinet and /cabinet/ (mod_provider_cabinet.c) */
+    PROVIDER_EP_ACCOUNT,       /* /v1/account (mod_provider_account.c) */
+    PROVIDER_EP_USAGE,         /* /v1/usage (mod_provider_account.c) */
+    PROVIDER_EP_KEYS,          /* /v1/keys... (mod_provider_keys.c) */
+    PROVIDER_EP_FAVORITES,     /* /v1/models/... (mod_provider_favorites.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 
@@ -340,6 +344,10 @@ int provider_drive_prepare(provider_infer_t **in, request_rec *r,
 /* Serves r by t: prepare, hold, the gateway call, the settlement and the
  * answer (plain or streamed). Returns what the handler returns. */
 int provider_drive(request_rec *r, const provider_transport_t *t);
+
+/* Answers the catalog entries of models (prov_model_t*) that the gateway
+ * offers now, as GET /v1/models does (502 when its list is unknown). */
+int provider_catalog_send(request_rec *r, const apr_array_header_t *models);
 
 /* Handlers */
 int provider_models_handler(request_rec *r);

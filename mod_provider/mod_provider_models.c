@@ -1,5 +1,6 @@
 /* mod_provider_models.c: GET /v1/models, the public catalog: the enabled
- * catalog models that the gateway lists right now, with their rate card. */
+ * catalog models that the gateway lists right now, with their rate card;
+ * and that rendering for a list of models (a user's favorites too). */
 #include "mod_provider.h"
 
 APLOG_USE_MODULE(provider);
@@ -7,12 +8,9 @@ APLOG_USE_MODULE(provider);
 
 int provider_models_handler(request_rec *r)
 {
-    provider_srv_conf *c = provider_conf(r);
     prov_error_t *err = NULL;
     apr_array_header_t *models = NULL;
-    apr_hash_t *available = NULL;
     prov_store_t *store;
-    int stale = 0;
     apr_status_t rv;
 
     if (r->method_number != M_GET) {
@@ -28,8 +26,17 @@ int provider_models_handler(request_rec *r)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,
                              "The model catalog is unavailable right now; try again later.");
 
-    rv = c->catalog ? prov_catalog_available(&available, &stale, c->catalog, c->gateway, r->pool)
-                    : APR_EGENERAL;
+    return provider_catalog_send(r, models);
+}
+
+int provider_catalog_send(request_rec *r, const apr_array_header_t *models)
+{
+    provider_srv_conf *c = provider_conf(r);
+    apr_hash_t *available = NULL;
+    int stale = 0;
+    apr_status_t rv = c->catalog
+        ? prov_catalog_available(&available, &stale, c->catalog, c->gateway, r->pool)
+        : APR_EGENERAL;
     if (rv != APR_SUCCESS)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_GATEWAY_ERROR, NULL,
                              "The list of available models cannot be fetched right now; "

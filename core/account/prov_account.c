@@ -14,7 +14,9 @@
 #include "prov_user_access.h"
 
 #define EMAIL_MAX   254
-#define LABEL_MAX   200
+/* Bytes: room for the cabinet's 100 characters of any script (providerctl
+ * keeps its own 200-byte limit). */
+#define LABEL_MAX   400
 
 /* ---- validation ---------------------------------------------------------- */
 

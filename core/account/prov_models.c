@@ -4,7 +4,9 @@
  * (four nullable micro-credit rates per 1M tokens). Reads and writes go through
  * the labelled statements of prov_sql.c; adding a model checks for a duplicate
  * inside one write transaction, and a price change reads the current card and
- * writes the merged one in the same transaction. */
+ * writes the merged one in the same transaction. Users' favorites are rows
+ * of (user, model): adding one twice or removing an absent one changes
+ * nothing, so both are idempotent without a read first. */
 #include <string.h>
 #include <apr_lib.h>
 #include "prov_models.h"
@@ -209,16 +211,13 @@ fail:
     return rv;
 }
 
-apr_status_t prov_model_list(apr_array_header_t **models, prov_store_t *s, int enabled_only,
-                             apr_pool_t *p)
+/* The models a select of MODEL_COLS rows returns, in its order. */
+static apr_status_t models_read(apr_array_header_t **models, prov_store_t *s,
+                                apr_dbd_results_t *res, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *arr;
-    apr_status_t rv = prov_store_select(s, &res, "model_list",
-                                        PROV_ARGS(enabled_only ? "1" : "0"), p);
-    if (rv != APR_SUCCESS)
-        return rv;
+    apr_status_t rv;
     arr = apr_array_make(p, 16, sizeof(prov_model_t *));
     while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
         APR_ARRAY_PUSH(arr, prov_model_t *) = model_from_row(s, row, p);
@@ -226,6 +225,61 @@ apr_status_t prov_model_list(apr_array_header_t **models, prov_store_t *s, int e
         return rv;
     *models = arr;
     return APR_SUCCESS;
+}
+
+apr_status_t prov_model_list(apr_array_header_t **models, prov_store_t *s, int enabled_only,
+                             apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_status_t rv = prov_store_select(s, &res, "model_list",
+                                        PROV_ARGS(enabled_only ? "1" : "0"), p);
+    return rv == APR_SUCCESS ? models_read(models, s, res, p) : rv;
+}
+
+/* ---- favorites ------------------------------------------------------------ */
+
+/* The model a favorite change names: any known one for a removal, an
+ * enabled one for an addition (what the catalog could show). */
+static apr_status_t favorite_model(prov_model_t **m, prov_store_t *s, const char *public_id,
+                                   int enabled_only, apr_pool_t *p)
+{
+    apr_status_t rv = prov_model_find(m, s, public_id, p);
+    if (rv == APR_SUCCESS && enabled_only && !(*m)->enabled)
+        rv = APR_NOTFOUND;
+    return rv;
+}
+
+apr_status_t prov_favorite_add(prov_store_t *s, apr_int64_t user_id, const char *public_id,
+                               apr_pool_t *p)
+{
+    prov_model_t *m = NULL;
+    apr_status_t rv = favorite_model(&m, s, public_id, 1, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    return prov_store_exec(s, NULL, "favorite_add",
+                           PROV_ARGS(prov_i64(user_id, p), prov_i64(m->id, p),
+                                     prov_i64(prov_now(), p)), p);
+}
+
+apr_status_t prov_favorite_remove(prov_store_t *s, apr_int64_t user_id, const char *public_id,
+                                  apr_pool_t *p)
+{
+    prov_model_t *m = NULL;
+    apr_status_t rv = favorite_model(&m, s, public_id, 0, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    return prov_store_exec(s, NULL, "favorite_remove",
+                           PROV_ARGS(prov_i64(user_id, p), prov_i64(m->id, p)), p);
+}
+
+apr_status_t prov_favorite_list(apr_array_header_t **models, prov_store_t *s,
+                                apr_int64_t user_id, int enabled_only, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_status_t rv = prov_store_select(s, &res, "favorite_list",
+                                        PROV_ARGS(prov_i64(user_id, p),
+                                                  enabled_only ? "1" : "0"), p);
+    return rv == APR_SUCCESS ? models_read(models, s, res, p) : rv;
 }
 
 apr_status_t prov_model_set(prov_store_t *s, const char *public_id,

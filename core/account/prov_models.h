@@ -1,6 +1,7 @@
 /* prov_models.h: the model catalog and its rate card: public ids, display
  * names, the gateway's upstream ids, the family (which decides the messages
- * transport), the enabled flags and the four nullable rates. */
+ * transport), the enabled flags and the four nullable rates; and each
+ * user's favorites among the catalog's models. */
 #ifndef PROV_MODELS_H
 #define PROV_MODELS_H
 
@@ -49,6 +50,17 @@ apr_status_t prov_model_find(prov_model_t **m, prov_store_t *s, const char *publ
 /* All models (prov_model_t*) by public id; only enabled ones when enabled_only. */
 apr_status_t prov_model_list(apr_array_header_t **models, prov_store_t *s, int enabled_only,
                              apr_pool_t *p);
+/* A user's favorites: adding one that is already there, or removing one
+ * that is not, changes nothing and succeeds. APR_NOTFOUND for a model that
+ * is not in the catalog (for an addition: not enabled either). */
+apr_status_t prov_favorite_add(prov_store_t *s, apr_int64_t user_id, const char *public_id,
+                               apr_pool_t *p);
+apr_status_t prov_favorite_remove(prov_store_t *s, apr_int64_t user_id, const char *public_id,
+                                  apr_pool_t *p);
+/* The user's favorite models (prov_model_t*) by public id; only enabled
+ * ones when enabled_only. */
+apr_status_t prov_favorite_list(apr_array_header_t **models, prov_store_t *s,
+                                apr_int64_t user_id, int enabled_only, apr_pool_t *p);
 apr_status_t prov_model_set(prov_store_t *s, const char *public_id,
                             const prov_model_change_t *c, apr_pool_t *p);
 apr_status_t prov_model_price(prov_store_t *s, const char *public_id,

@@ -22,6 +22,7 @@ static const prov_errinfo_t table[PROV_E__COUNT] = {
     [PROV_E_NOT_SIGNED_IN]          = { "NOT_SIGNED_IN", 401, "authentication_error", "authentication_error" },
     [PROV_E_CROSS_SITE]             = { "CROSS_SITE_REQUEST", 403, "permission_error", "permission_error" },
     [PROV_E_LAST_IDENTITY]          = { "LAST_IDENTITY", 409, "invalid_request_error", "invalid_request_error" },
+    [PROV_E_KEY_NOT_FOUND]          = { "KEY_NOT_FOUND", 404, "invalid_request_error", "not_found_error" },
     [PROV_E_INTERNAL]               = { "INTERNAL_ERROR", 500, "server_error", "api_error" },
     [PROV_E_GATEWAY_ERROR]          = { "GATEWAY_ERROR", 502, "server_error", "api_error" },
     [PROV_E_SERVICE_UNAVAILABLE]    = { "SERVICE_UNAVAILABLE", 503, "server_error", "overloaded_error" },

@@ -22,6 +22,7 @@ typedef enum {
     PROV_E_NOT_SIGNED_IN,         /* 401, a cabinet request without a live session */
     PROV_E_CROSS_SITE,            /* 403, a state-changing cabinet request from another site */
     PROV_E_LAST_IDENTITY,         /* 409, unlinking the user's last way to sign in */
+    PROV_E_KEY_NOT_FOUND,         /* 404, a cabinet key id that is not one of the user's keys */
     PROV_E_INTERNAL,              /* 500 */
     PROV_E_GATEWAY_ERROR,         /* 502 */
     PROV_E_SERVICE_UNAVAILABLE,   /* 503 (database, schema, configuration) */

@@ -254,7 +254,15 @@ apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t
     memset(st, 0, sizeof(*st));
     st->balance = balance;
     st->held = held;
-    return prov_billing_plan_windows(&st->windows, &w5, &w7, s, user_id, now, p);
+    rv = prov_billing_plan_windows(&st->windows, &w5, &w7, s, user_id, now, p);
+    if (rv != APR_SUCCESS || !st->windows.has_plan)
+        return rv;
+    if ((rv = prov_window_list(&w5, s, p)) != APR_SUCCESS
+        || (rv = prov_window_list(&w7, s, p)) != APR_SUCCESS)
+        return rv;
+    st->full_5h = prov_window_full(&w5, now);
+    st->full_7d = prov_window_full(&w7, now);
+    return APR_SUCCESS;
 }
 
 apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset, prov_store_t *s,

@@ -197,6 +197,9 @@ typedef struct prov_account_status_t {
     prov_micro_t balance;
     prov_micro_t held;              /* of the balance, by requests in flight */
     prov_plan_windows_t windows;
+    /* With a plan: seconds until each window is back to its whole quota
+     * (the newest usage has left it; 0 when nothing is used). */
+    apr_int64_t full_5h, full_7d;
 } prov_account_status_t;
 
 apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t *s,

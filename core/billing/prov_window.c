@@ -151,6 +151,18 @@ apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now)
     return 0;
 }
 
+apr_int64_t prov_window_full(const prov_window_t *w, apr_int64_t now)
+{
+    int i;
+    for (i = w->n - 1; i >= 0; i--) {
+        if (w->amount[i] > 0) {
+            apr_int64_t t = w->start[i] + w->len + w->span - now;
+            return t > 0 ? t : 1;
+        }
+    }
+    return 0;
+}
+
 /* The plan of user at now and its windows' use; has_plan 0 when none. */
 apr_status_t prov_billing_plan_windows(prov_plan_windows_t *pw, prov_window_t *w5,
                                        prov_window_t *w7, prov_store_t *s, apr_int64_t user_id,

@@ -54,6 +54,9 @@ apr_int64_t prov_window_retry_after(const prov_window_t *w, prov_micro_t need,
                                     prov_micro_t limit, apr_int64_t now);
 /* Seconds until the oldest usage leaves the window (0 when none). */
 apr_int64_t prov_window_reset(const prov_window_t *w, apr_int64_t now);
+/* Seconds until the newest usage leaves the window, when the whole limit is
+ * back (0 when none). w must be listed (prov_window_load or _list). */
+apr_int64_t prov_window_full(const prov_window_t *w, apr_int64_t now);
 
 /* The plan of user at now with both windows loaded (w5, w7); has_plan 0
  * when the account has no active subscription. */

@@ -101,6 +101,16 @@ static const prov_stmt_def_t statements[] = {
       "UPDATE models SET rate_input = %lld, rate_output = %lld, rate_cache = %lld, "
       "rate_reasoning = %lld, updated_at = %lld WHERE public_id = %s" },
 
+    /* favorites (prov_models.c): a user's starred catalog models. args of
+     * favorite_list: user, enabled only (0/1, CAST as in key_list) */
+    { "favorite_add",
+      "INSERT INTO favorites (user_id, model_id, created_at) VALUES (%lld, %lld, %lld) "
+      "ON CONFLICT (user_id, model_id) DO NOTHING" },
+    { "favorite_remove", "DELETE FROM favorites WHERE user_id = %lld AND model_id = %lld" },
+    { "favorite_list",
+      "SELECT " MODEL_COLS " FROM models WHERE id IN (SELECT model_id FROM favorites "
+      "WHERE user_id = %lld) AND (CAST(%d AS INTEGER) = 0 OR enabled = 1) ORDER BY public_id" },
+
     /* plans and subscriptions (prov_plans.c) */
     { "plan_add",
       "INSERT INTO plans (name, quota_5h, quota_7d, created_at) VALUES (%s, %lld, %lld, %lld) "

@@ -1,0 +1,118 @@
+/* mod_provider_keys.c: a signed-in user's API keys: GET /v1/keys, POST
+ * /v1/keys, POST /v1/keys/{id}/reissue, PUT /v1/keys/{id}/budget, DELETE
+ * /v1/keys/{id}. core/cabinet checks the bodies and that a key is the
+ * user's own (another user's id is 404 KEY_NOT_FOUND, as an unknown one);
+ * a new or reissued secret is in that one answer and nowhere else, never
+ * in a log line. */
+#include <string.h>
+#include "mod_provider_api.h"
+
+APLOG_USE_MODULE(provider);
+
+#define KEY_NOT_FOUND "No such key."
+
+/* What a key path names: the collection, a key, or an action on one. */
+typedef enum { KEYS_ALL, KEYS_ONE, KEYS_REISSUE, KEYS_BUDGET, KEYS_NONE } keys_path_e;
+
+/* /v1/keys[/ID[/reissue|/budget]]; *id is the ID segment. */
+static keys_path_e keys_path(const char *uri, const char **id, apr_pool_t *p)
+{
+    const char *rest = uri + strlen("/v1/keys"), *slash;
+    if (!*rest)
+        return KEYS_ALL;
+    if (*rest++ != '/' || !*rest)
+        return KEYS_NONE;
+    slash = strchr(rest, '/');
+    *id = slash ? apr_pstrndup(p, rest, (apr_size_t)(slash - rest)) : rest;
+    if (!slash)
+        return KEYS_ONE;
+    if (!strcmp(slash, "/reissue"))
+        return KEYS_REISSUE;
+    if (!strcmp(slash, "/budget"))
+        return KEYS_BUDGET;
+    return KEYS_NONE;
+}
+
+/* A core call's answer: the key's object (status), or the 404 or 503. */
+static int answer(provider_api_t *api, apr_status_t rv, int status, json_object *o,
+                  const char *what)
+{
+    if (APR_STATUS_IS_NOTFOUND(rv))
+        return provider_api_fail(api, PROV_E_KEY_NOT_FOUND, KEY_NOT_FOUND);
+    if (rv != APR_SUCCESS)
+        return provider_api_failed(api, rv, what);
+    return provider_api_send(api, status, o);
+}
+
+static int keys_all(request_rec *r)
+{
+    provider_api_t api;
+    prov_cabinet_key_req_t req;
+    prov_error_t *err = NULL;
+    const char *body = NULL;
+    apr_size_t len = 0;
+    json_object *o = NULL;
+    apr_status_t rv;
+    int post = r->method_number == M_POST;
+    int st = provider_api_begin(&api, r, post ? M_POST : M_GET, "GET, HEAD, POST");
+    if (st != PROVIDER_GO)
+        return st;
+    if (!post) {
+        rv = prov_cabinet_keys(&o, api.store, api.sess->user_id, prov_now(), r->pool);
+        return answer(&api, rv, HTTP_OK, o, "listing the keys");
+    }
+    if ((st = provider_api_body(&api, &body, &len)) != PROVIDER_GO)
+        return st;
+    if (prov_cabinet_key_parse(&req, &err, body, len, r->pool) != APR_SUCCESS)
+        return provider_api_error(&api, err);
+    rv = prov_cabinet_key_create(&o, api.store, api.sess->user_id, &req, prov_now(), r->pool);
+    if (rv == APR_EINVAL)
+        return provider_api_fail(&api, PROV_E_INVALID_REQUEST, "The key could not be made "
+                                 "with these values.");
+    return answer(&api, rv, HTTP_CREATED, o, "making a key");
+}
+
+static int keys_one(request_rec *r, keys_path_e what, const char *segment)
+{
+    static const int methods[] = { 0, M_DELETE, M_POST, M_PUT };
+    static const char *const allowed[] = { "", "DELETE", "POST", "PUT" };
+    provider_api_t api;
+    prov_cabinet_key_req_t req;
+    prov_error_t *err = NULL;
+    const char *body = NULL;
+    apr_size_t len = 0;
+    apr_int64_t id = 0;
+    json_object *o = NULL;
+    apr_status_t rv;
+    int st = provider_api_begin(&api, r, methods[what], allowed[what]);
+    if (st != PROVIDER_GO)
+        return st;
+    if (prov_cabinet_key_id(&id, segment) != APR_SUCCESS)
+        return provider_api_fail(&api, PROV_E_KEY_NOT_FOUND, KEY_NOT_FOUND);
+    if (what == KEYS_ONE)
+        return answer(&api, prov_cabinet_key_delete(api.store, api.sess->user_id, id, r->pool),
+                      HTTP_NO_CONTENT, NULL, "deleting a key");
+    if (what == KEYS_REISSUE) {
+        rv = prov_cabinet_key_reissue(&o, api.store, api.sess->user_id, id, prov_now(), r->pool);
+        return answer(&api, rv, HTTP_OK, o, "reissuing a key");
+    }
+    if ((st = provider_api_body(&api, &body, &len)) != PROVIDER_GO)
+        return st;
+    if (prov_cabinet_budget_parse(&req, &err, body, len, r->pool) != APR_SUCCESS)
+        return provider_api_error(&api, err);
+    rv = prov_cabinet_key_budget(&o, api.store, api.sess->user_id, id, &req, prov_now(),
+                                 r->pool);
+    return answer(&api, rv, HTTP_OK, o, "setting a key's budget");
+}
+
+int provider_keys_handler(request_rec *r)
+{
+    const char *id = NULL;
+    keys_path_e what = keys_path(r->uri, &id, r->pool);
+    if (what == KEYS_NONE) {
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
+                             "No such endpoint: %s %s", r->method,
+                             ap_escape_html(r->pool, r->uri));
+    }
+    return what == KEYS_ALL ? keys_all(r) : keys_one(r, what, id);
+}
