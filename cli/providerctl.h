@@ -151,6 +151,8 @@ int ctl_list_print(ctl_t *ctl, const apr_array_header_t *recs, ctl_to_json_fn *t
 int ctl_db_open(ctl_t *ctl);
 /* Finds USER (id or email); CTL_OK, or CTL_FAIL after "unknown user 'x'". */
 int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
+/* A catalog model as `model show --json` prints it (providerctl_model.c). */
+json_object *ctl_model_json(const void *rec);
 /* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
 int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id);
 /* requests, input/output/cache/reasoning_tokens, credits (decimal) */

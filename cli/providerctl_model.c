@@ -16,7 +16,7 @@ static json_object *rate_json(prov_micro_t r)
     return r == PROV_RATE_UNSET ? NULL : prov_json_credits(r);
 }
 
-static json_object *model_json(const void *rec)
+json_object *ctl_model_json(const void *rec)
 {
     const prov_model_t *m = rec;
     json_object *o = json_object_new_object(), *pr = json_object_new_object();
@@ -44,7 +44,7 @@ static int model_print(ctl_t *ctl, const prov_model_t *m)
 {
     apr_pool_t *p = ctl->pool;
     if (ctl->json) {
-        ctl_json_print(model_json(m));
+        ctl_json_print(ctl_model_json(m));
         return CTL_OK;
     }
     ctl_kv("public id:", m->public_id);
@@ -137,7 +137,7 @@ static int model_list(ctl_t *ctl)
     rv = prov_model_list(&models, ctl->store, ctl_flag(ctl, "enabled"), ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the models");
-    return ctl_list_print(ctl, models, model_json,
+    return ctl_list_print(ctl, models, ctl_model_json,
                           ctl_table_make(ctl->pool, 10, "PUBLIC ID", "NAME", "UPSTREAM",
                                          "FAMILY", "ENABLED", "MESSAGES", "INPUT", "OUTPUT",
                                          "CACHE", "REASONING"),

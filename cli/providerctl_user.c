@@ -4,7 +4,8 @@
  * session of one, linking an identity the operator names to one and
  * unlinking one of their identities (never the last), and
  * blocking (which revokes their sessions too) or
- * unblocking one. USER on the command line is an id or an email
+ * unblocking one, and their favorite models (listed, added, removed as the
+ * cabinet's star does). USER on the command line is an id or an email
  * (ctl_find_user, in providerctl_common_store.c, finds it). No subject and
  * no session token or hash is ever printed: the core does not read them. */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "providerctl.h"
 #include "prov_user_access.h"
 #include "prov_identity.h"
+#include "prov_models.h"
 
 static json_object *user_json(const void *rec)
 {
@@ -304,6 +306,69 @@ static int user_unlink(ctl_t *ctl)
     return CTL_OK;
 }
 
+/* ---- favorites ------------------------------------------------------------ */
+
+static void favorite_row(ctl_table_t *t, const void *rec, apr_pool_t *p)
+{
+    const prov_model_t *m = rec;
+    (void)p;
+    ctl_table_row(t, m->public_id, m->display_name, m->enabled ? "yes" : "no");
+}
+
+/* `user favorites USER`: every favorite, disabled models too (the cabinet
+ * shows only the enabled ones the gateway offers). */
+static int user_favorites(ctl_t *ctl)
+{
+    prov_user_t *u = NULL;
+    apr_array_header_t *models = NULL;
+    apr_status_t rv;
+    int rc = ctl_find_user(ctl, &u, ctl->argv[0]);
+
+    if (rc != CTL_OK)
+        return rc;
+    rv = prov_favorite_list(&models, ctl->store, u->id, 0, ctl->pool);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "list the user's favorites");
+    return ctl_list_print(ctl, models, ctl_model_json,
+                          ctl_table_make(ctl->pool, 3, "PUBLIC ID", "NAME", "ENABLED"),
+                          favorite_row, "no favorites");
+}
+
+/* `user favorite add|remove USER MODEL`: as the cabinet's star does it
+ * (idempotent; adding needs an enabled model). */
+static int user_favorite(ctl_t *ctl)
+{
+    const char *action = ctl->argv[0], *model = ctl->argv[2];
+    int add = !strcmp(action, "add");
+    prov_user_t *u = NULL;
+    apr_status_t rv;
+    int rc;
+
+    if (!add && strcmp(action, "remove"))
+        return ctl_usage(ctl, "unknown action '%s' (user favorite add|remove USER MODEL)",
+                         action);
+    if ((rc = ctl_find_user(ctl, &u, ctl->argv[1])) != CTL_OK)
+        return rc;
+    rv = add ? prov_favorite_add(ctl->store, u->id, model, ctl->pool)
+             : prov_favorite_remove(ctl->store, u->id, model, ctl->pool);
+    if (rv == APR_NOTFOUND)
+        return ctl_fail(ctl, add ? "unknown or disabled model '%s'" : "unknown model '%s'",
+                        model);
+    if (rv != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, add ? "add the favorite" : "remove the favorite");
+    if (ctl->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "user_id", json_object_new_int64(u->id));
+        json_object_object_add(o, "model", json_object_new_string(model));
+        json_object_object_add(o, "favorite", json_object_new_boolean(add));
+        ctl_json_print(o);
+    }
+    else
+        printf("user %" APR_INT64_T_FMT " (%s): %s %s the favorites\n", u->id, u->email, model,
+               add ? "is among" : "is not among");
+    return CTL_OK;
+}
+
 static int user_block(ctl_t *ctl)
 {
     return set_blocked(ctl, 1);
@@ -345,5 +410,13 @@ const ctl_cmd_t ctl_user_cmds[] = {
       "Every key of the user is refused, every cabinet session of theirs is\n"
       "revoked at once, and a blocked user cannot sign in until unblocked." },
     { "unblock", "USER", 1, 1, NULL, CTL_DB_READY, user_unblock, "unblock a user", NULL },
+    { "favorites", "USER", 1, 1, NULL, CTL_DB_READY, user_favorites,
+      "list a user's favorite models",
+      "Every model the user starred in the cabinet, disabled ones too (the cabinet\n"
+      "shows only the enabled models the gateway offers now)." },
+    { "favorite", "add|remove USER MODEL", 3, 3, NULL, CTL_DB_READY, user_favorite,
+      "star or unstar a model for a user",
+      "Both are idempotent, as in the cabinet: adding a favorite twice or removing\n"
+      "one that is not there changes nothing. Adding needs an enabled model." },
     { NULL }
 };
