@@ -33,6 +33,19 @@ static keys_path_e keys_path(const char *uri, const char **id, apr_pool_t *p)
     return KEYS_NONE;
 }
 
+/* After a reissue or a deletion: this child's lookup cache forgets the key,
+ * so that its old secret is read from the database (and refused) by the
+ * next request here, even one that a lease of the key would have served
+ * from memory. Other children and nodes find out in their reservation's
+ * transaction, or at the latest when their cached entry's
+ * ProviderLookupCacheTTL runs out. */
+static void forget(request_rec *r, apr_int64_t key_id, apr_status_t rv)
+{
+    prov_cache_t *lookups = provider_lookups(r);
+    if (rv == APR_SUCCESS && lookups)
+        prov_cache_forget_key(lookups, key_id);
+}
+
 /* A core call's answer: the key's object (status), or the 404 or 503. */
 static int answer(provider_api_t *api, apr_status_t rv, int status, json_object *o,
                   const char *what)
@@ -89,11 +102,14 @@ static int keys_one(request_rec *r, keys_path_e what, const char *segment)
         return st;
     if (prov_cabinet_key_id(&id, segment) != APR_SUCCESS)
         return provider_api_fail(&api, PROV_E_KEY_NOT_FOUND, KEY_NOT_FOUND);
-    if (what == KEYS_ONE)
-        return answer(&api, prov_cabinet_key_delete(api.store, api.sess->user_id, id, r->pool),
-                      HTTP_NO_CONTENT, NULL, "deleting a key");
+    if (what == KEYS_ONE) {
+        rv = prov_cabinet_key_delete(api.store, api.sess->user_id, id, r->pool);
+        forget(r, id, rv);
+        return answer(&api, rv, HTTP_NO_CONTENT, NULL, "deleting a key");
+    }
     if (what == KEYS_REISSUE) {
         rv = prov_cabinet_key_reissue(&o, api.store, api.sess->user_id, id, prov_now(), r->pool);
+        forget(r, id, rv);
         return answer(&api, rv, HTTP_OK, o, "reissuing a key");
     }
     if ((st = provider_api_body(&api, &body, &len)) != PROVIDER_GO)

@@ -126,6 +126,21 @@ void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now)
     put(c, out[0], e);
 }
 
+void prov_cache_forget_key(prov_cache_t *c, apr_int64_t key_id)
+{
+    apr_hash_index_t *hi;
+    pthread_mutex_lock(&c->mutex);
+    /* Deleting the entry an iteration stands on is what APR allows. */
+    for (hi = apr_hash_first(NULL, c->map); hi; hi = apr_hash_next(hi)) {
+        entry_t *e = apr_hash_this_val(hi);
+        if (!e->is_model && e->u.auth.key_id == key_id) {
+            apr_hash_set(c->map, apr_hash_this_key(hi), APR_HASH_KEY_STRING, NULL);
+            free(e);
+        }
+    }
+    pthread_mutex_unlock(&c->mutex);
+}
+
 prov_model_t *prov_cache_get_model(prov_cache_t *c, const char *public_id, apr_int64_t now,
                                    apr_pool_t *p)
 {

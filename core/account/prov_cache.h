@@ -19,6 +19,10 @@ apr_status_t prov_cache_create(prov_cache_t **c, apr_int64_t ttl, int max_entrie
 prov_auth_t *prov_cache_get_auth(prov_cache_t *c, const char *key_hash, apr_int64_t now,
                                  apr_pool_t *p);
 void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now);
+/* Drops every cached auth of key_id, whatever its secret: after a reissue
+ * or a deletion the old secret goes to the database again on this process's
+ * next request (and is refused there). */
+void prov_cache_forget_key(prov_cache_t *c, apr_int64_t key_id);
 /* A copy in p of the cached model for public_id, or NULL. */
 prov_model_t *prov_cache_get_model(prov_cache_t *c, const char *public_id, apr_int64_t now,
                                    apr_pool_t *p);

@@ -22,11 +22,12 @@ import { startIdentityProviders } from './lib/idp.js';
 import { CookieJar, signInAtProvider } from './lib/idp-client.js';
 import { assertOpenAIError, chatBody, eventually } from './lib/helpers.js';
 import {
-  addBillModel, addPlan, subscribe, fullBody, FULL_CHARGE, BILL_MODEL, microToText,
+  addBillModel, addPlan, subscribe, fullBody, FULL_CHARGE, BILL_RATE, microToText,
 } from './lib/billing.js';
 
 const ACTIVE = '__Host-provider-session';
 const SLASH_MODEL = 'vendor/slash-model';
+const SLOWISH = 'cabinet-slowish';   // answers after 300 ms: concurrent requests overlap, the child leases
 
 describe('the cabinet API', { timeout: 180000 }, () => {
   let stack;
@@ -89,12 +90,13 @@ describe('the cabinet API', { timeout: 180000 }, () => {
         seedCatalog(s);
         addBillModel(s);
         s.addModel(SLASH_MODEL, 'mock-main', { name: 'Slash', rates: { input: '1', output: '1' } });
+        s.addModel(SLOWISH, 'mock-fault-delay-300', { rates: { input: BILL_RATE, output: BILL_RATE } });
       },
     });
     alice = await signIn('alice');
     bob = await signIn('bob');
     assert.notEqual(alice.id, bob.id);
-    stack.ctl('balance', 'add', String(alice.id), '100', '--reason', 'test');
+    stack.ctl('balance', 'add', String(alice.id), '10000', '--reason', 'test');
   });
 
   after(async () => {
@@ -276,6 +278,54 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     assert.equal(fresh.status, 200, fresh.text);
     assertOpenAIError(await stack.chat(k.secret, fullBody()), 401, 'INVALID_API_KEY');
     assert.equal(Number(stack.ctlJSON('key', 'show', k.id).id), Number(k.id));
+  });
+
+  /**
+   * Keeps `lanes` requests with secret in flight (so that the child leases
+   * the key) while change() runs; returns the answers of requests sent after
+   * change() had its answer.
+   */
+  async function underLoad(secret, change, lanes = 12) {
+    const leased = () => Number(stack.sql(`SELECT COUNT(*) AS n FROM billing_leases WHERE user_id = ${alice.id}`)[0].n) > 0;
+    let changed = false;
+    let stop = false;
+    const after = [];
+    const lane = async () => {
+      while (!stop) {
+        const sentAfter = changed;
+        const r = await stack.chat(secret, fullBody({ model: SLOWISH, mock_usage: { prompt: 1, completion: 1 } }));
+        if (sentAfter) after.push(r);
+      }
+    };
+    const running = Array.from({ length: lanes }, lane);
+    await eventually(() => assert.ok(leased(), 'the child leases the key'), 10000, 50);
+    await change();
+    changed = true;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    stop = true;
+    await Promise.all(running);
+    return after;
+  }
+
+  it('a reissue and a delete refuse the old secret at once under concurrent load (leases, lookup cache)', async () => {
+    const k = await makeKey(alice, { name: 'busy' });
+    let fresh;
+    const afterReissue = await underLoad(k.secret, async () => {
+      const res = await api(alice.jar, 'POST', `/v1/keys/${k.id}/reissue`);
+      assert.equal(res.status, 200);
+      fresh = res.json.secret;
+      created.push(fresh);
+      stack.secrets.push(fresh);
+      answers[answers.length - 1].allowed = fresh;
+    });
+    assert.ok(afterReissue.length > 0);
+    assert.deepEqual([...new Set(afterReissue.map((r) => r.status))], [401]);
+    const afterDelete = await underLoad(fresh, async () => {
+      assert.equal((await api(alice.jar, 'DELETE', `/v1/keys/${k.id}`)).status, 204);
+    });
+    assert.ok(afterDelete.length > 0);
+    assert.deepEqual([...new Set(afterDelete.map((r) => r.status))], [401]);
+    await stack.billingSettled();
   });
 
   it('deletes: 204, the secret refused at once, the key gone from the list; again 404', async () => {

@@ -38,6 +38,41 @@ static void test_auth(void)
     apr_pool_destroy(p);
 }
 
+/* A key's entries go, under any secret; other keys' and the models stay. */
+static void test_forget_key(void)
+{
+    apr_pool_t *p = NULL;
+    prov_cache_t *c = NULL;
+    prov_auth_t a = auth_of("old", 3), b = auth_of("new", 3), other = auth_of("h9", 9);
+    prov_model_t m;
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    memset(&m, 0, sizeof(m));
+    m.public_id = "m";
+    m.display_name = m.upstream_id = m.family = "";
+    m.id = 3;
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 60, 64, p), APR_SUCCESS);
+    prov_cache_put_auth(c, &a, 100);
+    prov_cache_put_auth(c, &b, 100);
+    prov_cache_put_auth(c, &other, 100);
+    prov_cache_put_model(c, &m, 100);
+    for (i = 0; i < 20; i++) {
+        prov_auth_t x = auth_of(apr_psprintf(p, "k%d", i), 100 + i);
+        prov_cache_put_auth(c, &x, 100);
+    }
+    prov_cache_forget_key(c, 3);
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "old", 101, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "new", 101, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h9", 101, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_model(c, "m", 101, p));
+    for (i = 0; i < 20; i++)
+        CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, apr_psprintf(p, "k%d", i), 101, p));
+    prov_cache_forget_key(c, 3);
+    prov_cache_put_auth(c, &a, 102);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "old", 103, p));
+    apr_pool_destroy(p);
+}
+
 static void test_model_and_off(void)
 {
     apr_pool_t *p = NULL;
@@ -93,5 +128,6 @@ static void test_full(void)
 
 void prov_test_suite_cache(void)
 {
-    PROV_SUITE("cache", PROV_TEST(test_auth), PROV_TEST(test_model_and_off), PROV_TEST(test_full));
+    PROV_SUITE("cache", PROV_TEST(test_auth), PROV_TEST(test_model_and_off), PROV_TEST(test_full),
+               PROV_TEST(test_forget_key));
 }
