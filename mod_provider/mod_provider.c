@@ -200,6 +200,10 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_KEYS;
     if (!strncmp(uri, "/v1/models/", 11))
         return PROVIDER_EP_FAVORITES;
+    if (!strcmp(uri, "/docs") || !strncmp(uri, "/docs/", 6))
+        return PROVIDER_EP_DOCS;
+    if (!strcmp(uri, "/v1/docs"))
+        return PROVIDER_EP_OPENAPI;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -260,6 +264,10 @@ static int handler(request_rec *r)
         return provider_keys_handler(r);
     case PROVIDER_EP_FAVORITES:
         return provider_favorites_handler(r);
+    case PROVIDER_EP_DOCS:
+        return provider_docs_handler(r);
+    case PROVIDER_EP_OPENAPI:
+        return provider_openapi_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

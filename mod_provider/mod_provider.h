@@ -50,6 +50,8 @@ typedef enum {
     PROVIDER_EP_USAGE,         /* /v1/usage (mod_provider_account.c) */
     PROVIDER_EP_KEYS,          /* /v1/keys... (mod_provider_keys.c) */
     PROVIDER_EP_FAVORITES,     /* /v1/models/... (mod_provider_favorites.c) */
+    PROVIDER_EP_DOCS,          /* /docs and /docs/... (mod_provider_docs.c) */
+    PROVIDER_EP_OPENAPI,       /* /v1/docs, the OpenAPI description (mod_provider_docs.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 
@@ -78,6 +80,7 @@ typedef struct provider_srv_conf {
     const char *public_url;         /* ProviderPublicURL, an origin without a trailing '/' */
     apr_array_header_t *idps;       /* prov_idp_t *: ProviderIdentityProvider, up to four */
     int cookie_secure;              /* ProviderCookieSecure: PROVIDER_UNSET, 0, 1 */
+    const char *docs_root;          /* ProviderDocsRoot: the installed docs/site/ */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
@@ -355,6 +358,11 @@ int provider_chat_handler(request_rec *r);
 int provider_messages_handler(request_rec *r);
 int provider_count_tokens_handler(request_rec *r);
 int provider_responses_handler(request_rec *r);
+
+/* mod_provider_docs.c: GET /docs, /docs/NAME, /docs/style.css and /v1/docs. */
+#define PROVIDER_DOCS_ROOT_DEFAULT PROV_DATADIR "/docs/site"
+int provider_docs_handler(request_rec *r);
+int provider_openapi_handler(request_rec *r);
 
 /* mod_provider_sqlite.c */
 /* Start-up warnings about SQLite settings that cannot work well (post_config). */

@@ -81,6 +81,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(public_url);
     MERGE_PTR(idps);
     MERGE_NUM(cookie_secure);
+    MERGE_PTR(docs_root);
     return c;
 }
 
@@ -229,6 +230,12 @@ static const char *set_identity_provider(cmd_parms *cmd, void *dc, const char *a
     return NULL;
 }
 
+static const char *set_docs_root(cmd_parms *cmd, void *dc, const char *v)
+{
+    cmd_conf(cmd)->docs_root = ap_server_root_relative(cmd->pool, v);
+    return cmd_conf(cmd)->docs_root ? NULL : "ProviderDocsRoot: not a usable path";
+}
+
 static const char *set_cookie_secure(cmd_parms *cmd, void *dc, int on)
 {
     cmd_conf(cmd)->cookie_secure = on;
@@ -280,6 +287,9 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_FLAG("ProviderCookieSecure", set_cookie_secure, NULL, RSRC_CONF,
                  "Off: cabinet cookies without Secure and __Host- names (only with an "
                  "http:// loopback ProviderPublicURL, for development); default On"),
+    AP_INIT_TAKE1("ProviderDocsRoot", set_docs_root, NULL, RSRC_CONF,
+                  "Directory of the installed documentation pages served at /docs and "
+                  "/v1/docs (default " PROVIDER_DOCS_ROOT_DEFAULT ")"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

@@ -358,6 +358,7 @@ export class Stack {
       ProviderGatewayConnectTimeout: '2',
       ProviderMaxBodySize: '65536',
       ProviderModelsCacheTTL: '1',
+      ProviderDocsRoot: path.join(SRCDIR, 'docs', 'site'),
       ...(this.opts.overrides || {}),
     };
     const M = HTTPD_MODULES;
