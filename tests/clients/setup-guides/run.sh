@@ -1,0 +1,32 @@
+#!/bin/sh
+# tests/clients/setup-guides/run.sh: the setup guides' test (guides.test.js),
+# run by tests/clients/run.sh after the messages/ and responses/ suites,
+# whose npm installs bring the real Claude Code and Codex it starts (it
+# installs them itself when they are missing). Inside a loopback-only network
+# namespace (unshare -n; lo up), as those suites run their agents. Exit 0
+# when it passes, 1 otherwise; never 77.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "tests/clients/setup-guides/run.sh: $*" >&2; exit 1; }
+
+command -v node >/dev/null 2>&1 || fail "node is not installed"
+command -v npm >/dev/null 2>&1 || fail "npm is not installed"
+command -v unshare >/dev/null 2>&1 || fail "unshare (util-linux) is not installed"
+command -v zsh >/dev/null 2>&1 || fail "zsh is not installed (sh scripts/install-deps.sh)"
+for sub in messages responses; do
+  d="$here/../$sub"
+  if [ ! -f "$d/node_modules/.package-lock.json" ] \
+     || ! cmp -s "$d/node_modules/.prov-lock" "$d/package-lock.json"; then
+    npm ci --prefix "$d" --no-audit --no-fund --loglevel=error || fail "npm ci in $sub failed"
+    cp "$d/package-lock.json" "$d/node_modules/.prov-lock"
+  fi
+done
+
+flags=""
+if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
+  flags="--test-reporter=spec"
+fi
+unshare -n true 2>/dev/null || fail "cannot create a network namespace (unshare -n needs root)"
+exec unshare -n sh -c 'ip link set lo up || exit 1; exec node --test '"$flags"' "$1"/guides.test.js' \
+  sh "$here"
