@@ -288,6 +288,8 @@ ProviderGatewayURL http://$gw
 ProviderGatewayTokenFile "$STATE/gateway.token"
 ProviderGatewayTimeout 300
 ProviderGatewayConnectTimeout 5
+# the pages of the source tree (make install puts them under datadir)
+ProviderDocsRoot "$SRC/docs/site"
 
 DBDriver sqlite3
 DBDParams "$DB"
@@ -356,6 +358,8 @@ press "Sign in with Demo Identity Provider" and sign in there as
   username: demo
   password: $idp_password
 
+The documentation:   $base/docs (setup guides: $base/docs/claude-code, $base/docs/codex;
+                     the OpenAPI description: $base/v1/docs)
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
 The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
 Stop the demo:       sh $SRC/scripts/demo.sh stop
