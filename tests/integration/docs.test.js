@@ -141,6 +141,16 @@ describe('the documentation pages and the OpenAPI description', () => {
     assert.match(pages.index.html, new RegExp(`<code>${stack.baseURL}</code>`), 'the base URL');
   });
 
+  it('has one navigation on every page, naming every page, and installs every file', () => {
+    const navs = Object.values(pages).map((p) => /<nav[^>]*>([\s\S]*?)<\/nav>/.exec(p.html)[1]);
+    assert.equal(new Set(navs).size, 1, 'the pages\' navigations differ');
+    for (const p of Object.values(pages)) assert.ok(navs[0].includes(`href="${p.url}"`), p.url);
+    const am = fs.readFileSync(path.join(SRCDIR, 'Makefile.am'), 'utf8');
+    const list = /^DOCS_SITE =((?:.*\\\n)*.*)$/m.exec(am)[1].replace(/\\\n/g, ' ').trim().split(/\s+/);
+    assert.deepEqual([...list].sort(), fs.readdirSync(SITE).map((f) => `docs/site/${f}`).sort(),
+      'Makefile.am\'s DOCS_SITE (what make install installs) is docs/site/');
+  });
+
   it('gives every heading a unique, stable id', () => {
     for (const [name, p] of Object.entries(pages)) {
       const hs = headingIds(p.html);
