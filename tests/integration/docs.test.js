@@ -7,13 +7,16 @@
 // document checked by an OpenAPI validator, whose paths are compared with
 // the module's routes (route() in mod_provider/mod_provider.c and the
 // /v1/auth routes of mod_provider_auth.c) both ways, by reading the source
-// and by asking the server.
+// and by asking the server, and whose schemas the server's real answers
+// (each transport's answer and errors, the catalog) are validated against.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { startStack, seedCatalog, SRCDIR, DEFAULT_UPSTREAMS } from './lib/server.js';
 
 const SITE = path.join(SRCDIR, 'docs', 'site');
@@ -96,6 +99,7 @@ async function served(stack, p, method) {
 describe('the documentation pages and the OpenAPI description', () => {
   let stack;
   let catalog;
+  let key;
   const pages = {};
 
   before(async () => {
@@ -106,6 +110,8 @@ describe('the documentation pages and the OpenAPI description', () => {
       s.ctl('model', 'set', 'docs-claude-x', '--messages', 'on');
       s.addModel('docs-disabled', 'mock-main', { rates: { input: '1', output: '2' } });
       s.ctl('model', 'disable', 'docs-disabled');
+      s.addUser('docs@example.test', 100);
+      key = s.createKey('docs@example.test').secret;
     } });
     catalog = (await (await fetch(`${stack.baseURL}/v1/models`)).json()).data.map((m) => m.publicId);
     for (const name of PAGES) {
@@ -322,6 +328,50 @@ describe('the documentation pages and the OpenAPI description', () => {
         }
       }
       for (const p of PENDING_PATHS) assert.ok(documented.includes(p), `${p} pending but not listed`);
+    });
+
+    it('describes what the server answers: each transport\'s answer and errors', async () => {
+      const ajv = new Ajv2020({ strict: false, allErrors: true });
+      addFormats(ajv);
+      ajv.addSchema(doc, 'openapi');
+      const ptr = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+      const check = async (p, init, status, ctype = 'application/json') => {
+        const r = await fetch(`${stack.baseURL}${p}`, init);
+        const body = await r.json();
+        assert.equal(r.status, status, `${p}: ${JSON.stringify(body)}`);
+        const method = (init?.method || 'GET').toLowerCase();
+        let at = `/paths/${ptr(p)}/${method}/responses/${status}`;
+        let resp = doc.paths[p][method].responses[String(status)];
+        assert.ok(resp, `${method} ${p} documents no ${status}`);
+        if (resp.$ref) {
+          at = resp.$ref.slice(1);
+          resp = at.split('/').slice(1).reduce((x, k) => x[k.replace(/~1/g, '/')], doc);
+        }
+        assert.ok(resp.content?.[ctype], `${method} ${p} ${status}: no ${ctype}`);
+        const validate = ajv.getSchema(`openapi#${at}/content/${ptr(ctype)}/schema`);
+        assert.ok(validate(body), `${method} ${p} ${status}: ${JSON.stringify(validate.errors)}\n${JSON.stringify(body)}`);
+        return body;
+      };
+      const post = (body, headers) => ({ method: 'POST', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', ...headers } });
+      const bearer = { authorization: `Bearer ${key}` };
+      const anthropic = { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
+      const user = [{ role: 'user', content: 'hi' }];
+      await check('/v1/models', undefined, 200);
+      await check('/v1/chat/completions', post({ model: 'prov-main', messages: user, max_tokens: 16 }, bearer), 200);
+      await check('/v1/chat/completions', post({ model: 'prov-main', messages: user }, {}), 401);
+      await check('/v1/chat/completions', post({ model: 'no-such', messages: user }, bearer), 404);
+      await check('/v1/chat/completions', post({ model: 'prov-main', messages: user, stream: true }, bearer), 400);
+      await check('/v1/messages', post({ model: 'docs-claude-x', max_tokens: 16, messages: user }, anthropic), 200);
+      await check('/v1/messages', post({ model: 'docs-claude-x', max_tokens: 16, messages: user },
+        { 'anthropic-version': '2023-06-01' }), 401);
+      await check('/v1/messages', post({ model: 'prov-main', max_tokens: 16, messages: user }, anthropic), 404);
+      await check('/v1/messages/count_tokens', post({ model: 'docs-claude-x', messages: user }, anthropic), 200);
+      await check('/v1/responses', post({ model: 'prov-main', input: 'hi' }, bearer), 200);
+      await check('/v1/responses', post({ model: 'prov-main', input: 'hi', previous_response_id: 'r' }, bearer), 400);
+      const e = await check('/v1/auth/session', undefined, 401);
+      assert.equal(e.error.code, 'NOT_SIGNED_IN');
+      await check('/v1/auth/identities', undefined, 401);
     });
 
     it('describes the catalog as GET /v1/models answers it', async () => {
