@@ -1,7 +1,7 @@
 /* mod_provider_docs.c: the public documentation over HTTP: GET /docs (the
- * index page), /docs/NAME (a page: NAME.html under ProviderDocsRoot),
- * /docs/style.css, and GET /v1/docs, the OpenAPI 3.1 description
- * (openapi.json). core/docs reads the files and puts the base URL and the
+ * index page), /docs/NAME (a page: NAME.html under ProviderDocsRoot, served
+ * in _layout.html), /docs/style.css, and GET /v1/docs, the OpenAPI 3.1
+ * description (openapi.json). core/docs reads the files and puts the base URL and the
  * catalog's live model ids in place of their markers; this file picks those
  * values for the request (ProviderPublicURL, else the request's own origin;
  * the enabled models the gateway lists now) and writes the answer with its
@@ -128,8 +128,15 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
     v.base_url = base_url(r);
     if (live)
         live_models(&v, r);
-    return send_page(r, HTTP_OK, type, prov_docs_render(text, &v, r->pool),
-                live ? "no-cache" : "max-age=300");
+    if (json)
+        return send_page(r, HTTP_OK, type, prov_docs_render(text, &v, r->pool), "max-age=300");
+    rv = prov_docs_frame(&text, docs_root(r), text, &v, r->pool);
+    if (rv != APR_SUCCESS) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00652: docs: %s/_layout.html is missing "
+                      "or lacks {{title}} and {{content}} (ProviderDocsRoot)", docs_root(r));
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    return send_page(r, HTTP_OK, type, text, live ? "no-cache" : "max-age=300");
 }
 
 int provider_docs_handler(request_rec *r)

@@ -296,3 +296,28 @@ apr_status_t prov_docs_sections(apr_array_header_t **sections, const char *root,
     *sections = out;
     return APR_SUCCESS;
 }
+
+apr_status_t prov_docs_frame(const char **html, const char *root, const char *page,
+                             const prov_docs_vars_t *v, apr_pool_t *p)
+{
+    const char *layout = NULL, *title = "Documentation", *h1, *t, *c;
+    apr_size_t len = 0;
+    apr_status_t rv = prov_docs_read(&layout, &len, root, "_layout.html", p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    page = prov_docs_render(page, v, p);
+    h1 = strstr(page, "<h1");
+    /* The layout's own markers are replaced before the page goes in, so
+     * that nothing is read for markers twice. */
+    layout = prov_docs_render(layout, v, p);
+    t = strstr(layout, "{{title}}");
+    c = t ? strstr(t, "{{content}}") : NULL;
+    if (!c)
+        return APR_EINVAL;
+    if (h1 && (h1 = strchr(h1, '>')) != NULL && strstr(h1, "</h1>"))
+        title = plain(h1 + 1, (apr_size_t)(strstr(h1, "</h1>") - h1 - 1), p);
+    *html = apr_pstrcat(p, apr_pstrndup(p, layout, (apr_size_t)(t - layout)), escape(title, p),
+                        apr_pstrndup(p, t + 9, (apr_size_t)(c - t - 9)),
+                        page, c + 11, NULL);
+    return APR_SUCCESS;
+}

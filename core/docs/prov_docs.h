@@ -1,6 +1,7 @@
 /* prov_docs.h: the public documentation as the module serves it, without
  * httpd: the pages installed under a root directory (docs/site/, installed
- * to ProviderDocsRoot: NAME.html, style.css, openapi.json), the values put
+ * to ProviderDocsRoot: NAME.html, the _layout.html every page is served
+ * in, style.css, openapi.json), the values put
  * into a page at request time (the service's base URL and the catalog's
  * live model ids, in place of {{markers}}), and the sections of the pages
  * (title, stable anchor link, plain text) for a documentation search (the
@@ -43,6 +44,13 @@ apr_status_t prov_docs_read(const char **text, apr_size_t *len, const char *root
 /* text with its markers replaced from v (values HTML-escaped); an unknown
  * {{word}} stays as it is. */
 const char *prov_docs_render(const char *text, const prov_docs_vars_t *v, apr_pool_t *p);
+/* The page as served: page (a NAME.html's text) with its markers replaced
+ * from v, put in root's _layout.html in place of {{content}}, the plain text
+ * of the page's first <h1> in place of {{title}} (escaped), and the layout's
+ * own markers replaced from v. APR_ENOENT (or the read's error) when the
+ * layout cannot be read, APR_EINVAL when it lacks {{title}} then {{content}}. */
+apr_status_t prov_docs_frame(const char **html, const char *root, const char *page,
+                             const prov_docs_vars_t *v, apr_pool_t *p);
 /* Non-zero when text has a marker that needs the catalog. */
 int prov_docs_needs_models(const char *text);
 /* The sections (prov_docs_section_t *) of every page under root, in page

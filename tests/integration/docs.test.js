@@ -20,7 +20,7 @@ import addFormats from 'ajv-formats';
 import { startStack, seedCatalog, SRCDIR, DEFAULT_UPSTREAMS } from './lib/server.js';
 
 const SITE = path.join(SRCDIR, 'docs', 'site');
-const PAGES = fs.readdirSync(SITE).filter((f) => f.endsWith('.html')).map((f) => f.slice(0, -5));
+const PAGES = fs.readdirSync(SITE).filter((f) => /^[a-z0-9][a-z0-9-]*\.html$/.test(f)).map((f) => f.slice(0, -5));
 
 // Documented ahead of the branches that serve them. The lead empties these
 // as the branches land: a path or code listed here that main serves (or has

@@ -1,7 +1,8 @@
 /* test_prov_docs.c: unit tests of core/docs: page names, the request-time
  * markers (values escaped, unknown ones kept, the defaults of an empty
  * catalog), the sections a search gets (title, link, text without tags or
- * entities) and reading the pages of a directory. */
+ * entities), reading the pages of a directory and framing a page in its
+ * layout. */
 #include <string.h>
 #include <unistd.h>
 #include <apr_file_io.h>
@@ -140,9 +141,26 @@ static void test_directory(void)
                            "/docs/zeta#zeta");
     CU_ASSERT_NOT_EQUAL(prov_docs_pages(&names, apr_pstrcat(p, dir, "/none", NULL), p),
                         APR_SUCCESS);
+    /* The frame: no layout, a layout without its markers, then a good one;
+     * what the page inserts is not read for markers again. */
+    CU_ASSERT_TRUE(APR_STATUS_IS_ENOENT(prov_docs_frame(&text, dir, "<h1 id=\"a\">A</h1>", &v,
+                                                        p)));
+    put(dir, "_layout.html", "<title>{{content}}{{title}}</title>", p);
+    CU_ASSERT_EQUAL(prov_docs_frame(&text, dir, "x", &v, p), APR_EINVAL);
+    put(dir, "_layout.html", "<title>{{title}} {{base_url}}</title><main>{{content}}</main>{{x}}",
+        p);
+    CU_ASSERT_EQUAL_FATAL(prov_docs_frame(&text, dir, "<h1 id=\"a\">A &amp; <code>{{model}}"
+                                          "</code></h1><p>{{title}}</p>", &v, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(text, "<title>A &amp; gpt-x http://127.0.0.1:8080</title><main>"
+                           "<h1 id=\"a\">A &amp; <code>gpt-x</code></h1><p>{{title}}</p></main>"
+                           "{{x}}");
+    CU_ASSERT_EQUAL(prov_docs_frame(&text, dir, "no heading", NULL, p), APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "<title>Documentation https://provider.example</title>"));
+    CU_ASSERT_EQUAL_FATAL(prov_docs_pages(&names, dir, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(names->nelts, 3);
     {
         static const char *const files[] = { "zeta.html", "index.html", "alpha.html",
-                                             "Bad.html", "style.css", NULL };
+                                             "Bad.html", "style.css", "_layout.html", NULL };
         int i;
         for (i = 0; files[i]; i++)
             CU_ASSERT_EQUAL(apr_file_remove(apr_pstrcat(p, dir, "/", files[i], NULL), p),

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { startStack, seedCatalog, SRCDIR } from '../lib/server.js';
 import { launchBrowser } from '../lib/browser.js';
 
-const PAGES = fs.readdirSync(path.join(SRCDIR, 'docs', 'site')).filter((f) => f.endsWith('.html'))
+const PAGES = fs.readdirSync(path.join(SRCDIR, 'docs', 'site'))
+  .filter((f) => /^[a-z0-9][a-z0-9-]*\.html$/.test(f))
   .map((f) => (f === 'index.html' ? '/docs' : `/docs/${f.slice(0, -5)}`));
 
 describe('the documentation in Chromium', { timeout: 180000 }, () => {
