@@ -362,6 +362,9 @@ int provider_responses_handler(request_rec *r);
 /* mod_provider_docs.c: GET /docs, /docs/NAME, /docs/style.css and /v1/docs. */
 #define PROVIDER_DOCS_ROOT_DEFAULT PROV_DATADIR "/docs/site"
 int provider_docs_handler(request_rec *r);
+/* The directory of r's server's documentation pages (ProviderDocsRoot, else
+ * the default): what core/docs's prov_docs_sections reads (MCP search_docs). */
+const char *provider_docs_root(request_rec *r);
 int provider_openapi_handler(request_rec *r);
 
 /* mod_provider_sqlite.c */

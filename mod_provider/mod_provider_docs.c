@@ -17,7 +17,7 @@ APLOG_USE_MODULE(provider);
 #define DOCS_CSP "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; " \
                  "form-action 'none'; frame-ancestors 'none'"
 
-static const char *docs_root(request_rec *r)
+const char *provider_docs_root(request_rec *r)
 {
     const char *root = provider_conf(r)->docs_root;
     return root ? root : PROVIDER_DOCS_ROOT_DEFAULT;
@@ -111,12 +111,12 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
     prov_docs_vars_t v = { NULL, NULL, NULL };
     const char *text = NULL;
     apr_size_t len = 0;
-    apr_status_t rv = prov_docs_read(&text, &len, docs_root(r), file, r->pool);
+    apr_status_t rv = prov_docs_read(&text, &len, provider_docs_root(r), file, r->pool);
     int live;
     if (rv != APR_SUCCESS) {
         if (!APR_STATUS_IS_ENOENT(rv))
             ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00651: docs: cannot read %s/%s "
-                          "(ProviderDocsRoot)", docs_root(r), file);
+                          "(ProviderDocsRoot)", provider_docs_root(r), file);
         if (json)
             return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,
                                  "The API description is not installed on this server.");
@@ -130,10 +130,11 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
         live_models(&v, r);
     if (json)
         return send_page(r, HTTP_OK, type, prov_docs_render(text, &v, r->pool), "max-age=300");
-    rv = prov_docs_frame(&text, docs_root(r), text, &v, r->pool);
+    rv = prov_docs_frame(&text, provider_docs_root(r), text, &v, r->pool);
     if (rv != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00652: docs: %s/_layout.html is missing "
-                      "or lacks {{title}} and {{content}} (ProviderDocsRoot)", docs_root(r));
+                      "or lacks {{title}} and {{content}} (ProviderDocsRoot)",
+                      provider_docs_root(r));
         return HTTP_SERVICE_UNAVAILABLE;
     }
     return send_page(r, HTTP_OK, type, text, live ? "no-cache" : "max-age=300");
