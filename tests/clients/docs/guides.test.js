@@ -1,4 +1,4 @@
-// tests/clients/setup-guides/guides.test.js: the setup guides at
+// tests/clients/docs/guides.test.js: the setup guides at
 // /docs/claude-code and /docs/codex, as a user follows them. Each guide's
 // script is taken from the served page itself (its placeholders checked:
 // each once, in the first lines, in no other code block), filled in, and

@@ -1,14 +1,16 @@
 #!/bin/sh
-# tests/clients/setup-guides/run.sh: the setup guides' test (guides.test.js),
-# run by tests/clients/run.sh after the messages/ and responses/ suites,
-# whose npm installs bring the real Claude Code and Codex it starts (it
-# installs them itself when they are missing). Inside a loopback-only network
-# namespace (unshare -n; lo up), as those suites run their agents. Exit 0
-# when it passes, 1 otherwise; never 77.
+# tests/clients/docs/run.sh: the /docs pages followed as a reader would, run
+# by tests/clients/run.sh: the setup guides' scripts and the launchers they
+# make with the real Claude Code and Codex (guides.test.js), and the pages'
+# curl, TypeScript and Python examples (examples.test.js). The clients and
+# the Anthropic SDK come from the messages/ and responses/ suites' npm
+# installs (made here when missing), the openai SDK from tests/. Inside a
+# loopback-only network namespace (unshare -n; lo up), as those suites run
+# their agents. Exit 0 when all pass, 1 otherwise; never 77.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-fail() { echo "tests/clients/setup-guides/run.sh: $*" >&2; exit 1; }
+fail() { echo "tests/clients/docs/run.sh: $*" >&2; exit 1; }
 
 command -v node >/dev/null 2>&1 || fail "node is not installed"
 command -v npm >/dev/null 2>&1 || fail "npm is not installed"
@@ -28,5 +30,8 @@ if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="--test-reporter=spec"
 fi
 unshare -n true 2>/dev/null || fail "cannot create a network namespace (unshare -n needs root)"
-exec unshare -n sh -c 'ip link set lo up || exit 1; exec node --test '"$flags"' "$1"/guides.test.js' \
+if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
+  flags="$flags --test-concurrency=1"
+fi
+exec unshare -n sh -c 'ip link set lo up || exit 1; exec node --test '"$flags"' "$1"/*.test.js' \
   sh "$here"
