@@ -29,6 +29,7 @@
 #include "prov_estimate.h"
 #include "prov_gwerror.h"
 #include "prov_redact.h"
+#include "prov_json_scan.h"
 #include "prov_json.h"
 #include "prov_idp.h"
 
@@ -338,6 +339,11 @@ typedef struct provider_transport_t {
     /* The client's answer (in->charge is its charge). */
     const char *(*render)(provider_infer_t *in, json_object *answer);
     const provider_streamer_t *stream;   /* NULL: never streamed */
+    /* A 200 answer relayed without a JSON tree (prov_json_scan.h), its
+     * "model" and credits spliced in: APR_SUCCESS when it is plainly valid
+     * and has usage, else read_answer and render decide. NULL: never. */
+    apr_status_t (*relay_read)(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+                               apr_size_t len);
 } provider_transport_t;
 
 /* Key, blocked user, method, body, t's checks, the request, the model: all

@@ -36,7 +36,7 @@ static const provider_transport_t chat = {
     .name = "chat", .family = PROVIDER_FAMILY_OPENAI, .path = "/v1/chat/completions",
     .parse = parse, .upstream = upstream, .render = render,
     .read_answer = prov_chat_read_answer, .answer_bytes = prov_estimate_chat_answer,
-    .answer_kind = "a chat completion",
+    .answer_kind = "a chat completion", .relay_read = prov_chat_relay_read,
 };
 
 int provider_chat_handler(request_rec *r)

@@ -172,7 +172,7 @@ static const provider_transport_t messages = {
     .path = "/v1/messages", .check = check_version, .parse = parse, .upstream = upstream,
     .render = render, .read_answer = prov_messages_read_answer,
     .answer_bytes = prov_estimate_messages_answer, .answer_kind = "a message",
-    .stream = &messages_stream,
+    .stream = &messages_stream, .relay_read = prov_messages_relay_read,
 };
 
 /* count_tokens up to its model (provider_drive_prepare); the rest is below. */

@@ -211,6 +211,42 @@ apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const
     return APR_SUCCESS;
 }
 
+/* A detail's count (prompt_tokens_details.cached_tokens): 0 when the
+ * detail is not an object, as int_at reads it. */
+static apr_status_t scan_detail(apr_int64_t *v, const prov_jobject_t *usage, const char *a,
+                                const char *b)
+{
+    prov_jobject_t d;
+    apr_status_t rv = prov_json_scan_sub(&d, usage, a);
+    *v = 0;
+    if (rv == APR_NOTFOUND)
+        return APR_SUCCESS;
+    return rv == APR_SUCCESS ? prov_json_scan_int(v, &d, b) : rv;
+}
+
+apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+                                  apr_size_t len)
+{
+    const prov_jmember_t *choices;
+    apr_int64_t in, out, cached, reasoning;
+    if (prov_json_scan_object(&rl->top, body, len) != APR_SUCCESS
+        || !(choices = prov_json_scan_member(&rl->top, "choices")) || *choices->val != '['
+        || !prov_json_scan_member(&rl->top, "model")
+        || prov_json_scan_sub(&rl->usage, &rl->top, "usage") != APR_SUCCESS
+        || prov_json_scan_member(&rl->usage, "credits")
+        || prov_json_scan_int(&in, &rl->usage, "prompt_tokens") != APR_SUCCESS
+        || prov_json_scan_int(&out, &rl->usage, "completion_tokens") != APR_SUCCESS
+        || scan_detail(&cached, &rl->usage, "prompt_tokens_details", "cached_tokens")
+               != APR_SUCCESS
+        || scan_detail(&reasoning, &rl->usage, "completion_tokens_details", "reasoning_tokens")
+               != APR_SUCCESS)
+        return APR_EGENERAL;
+    rl->body = body;
+    rl->len = len;
+    prov_tokens_split(t, in, out, cached, reasoning);
+    return APR_SUCCESS;
+}
+
 const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
                              apr_pool_t *p)
 {

@@ -9,6 +9,7 @@
 #include "prov_common.h"
 #include "prov_error.h"
 #include "prov_json.h"
+#include "prov_json_scan.h"
 
 typedef struct prov_chat_req_t {
     json_object *body;          /* normalised request (always has "messages"); owned by p */
@@ -34,6 +35,11 @@ apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage);
  * completion object with usage. */
 apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const char *body,
                                    apr_size_t len, apr_pool_t *p);
+/* The same without a tree, for relaying (prov_json_scan.h): APR_SUCCESS
+ * with *t and *rl when the answer is plainly a chat completion with usage;
+ * APR_EGENERAL otherwise (prov_chat_read_answer then decides). */
+apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+                                  apr_size_t len);
 /* The client's answer: model = public_id, usage.credits = charge (decimal). */
 const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
                              apr_pool_t *p);

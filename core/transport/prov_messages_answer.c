@@ -57,6 +57,33 @@ apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
            == APR_SUCCESS ? APR_SUCCESS : APR_ENOENT;
 }
 
+apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
+                                      const char *body, apr_size_t len)
+{
+    const prov_jmember_t *type, *content;
+    apr_int64_t cache, input, creation, output;
+    if (prov_json_scan_object(&rl->top, body, len) != APR_SUCCESS
+        || !(type = prov_json_scan_member(&rl->top, "type"))
+        || type->vlen != 9 || memcmp(type->val, "\"message\"", 9)
+        || !(content = prov_json_scan_member(&rl->top, "content")) || *content->val != '['
+        || !prov_json_scan_member(&rl->top, "model")
+        || prov_json_scan_sub(&rl->usage, &rl->top, "usage") != APR_SUCCESS
+        || prov_json_scan_member(&rl->usage, "credits")
+        || prov_json_scan_int(&cache, &rl->usage, "cache_read_input_tokens") != APR_SUCCESS
+        || prov_json_scan_int(&input, &rl->usage, "input_tokens") != APR_SUCCESS
+        || prov_json_scan_int(&creation, &rl->usage, "cache_creation_input_tokens")
+               != APR_SUCCESS
+        || prov_json_scan_int(&output, &rl->usage, "output_tokens") != APR_SUCCESS)
+        return APR_EGENERAL;
+    rl->body = body;
+    rl->len = len;
+    t->cache = count_of(cache);
+    t->input = input_of(count_of(input), count_of(creation));
+    t->output = count_of(output);
+    t->reasoning = 0;
+    return APR_SUCCESS;
+}
+
 const char *prov_messages_render(json_object *answer, const char *public_id,
                                  prov_micro_t charge, apr_pool_t *p)
 {

@@ -51,6 +51,7 @@ void prov_test_suite_redact(void);
 void prov_test_suite_header(void);
 void prov_test_suite_estimate(void);
 void prov_test_suite_json(void);
+void prov_test_suite_json_scan(void);
 void prov_test_suite_fuzz_findings(void);
 void prov_test_suite_idp(void);
 void prov_test_suite_idp_meta(void);

@@ -1,0 +1,69 @@
+/* prov_json_scan.h: JSON read without building a tree, for the hot path's
+ * gateway answers: a strict checker that finds an object's members (their
+ * raw keys and the spans of their values), integer members read from those
+ * spans, and an answer relayed with its "model" value and a "credits" member
+ * of its usage spliced into the gateway's own bytes. It is an accelerator,
+ * never a judge: whatever it does not recognise as plainly valid and simple
+ * (escaped keys, duplicate keys, deep nesting, numbers out of range, odd
+ * Unicode) it declines, and the caller takes json-c's path
+ * (prov_json.h), which decides. */
+#ifndef PROV_JSON_SCAN_H
+#define PROV_JSON_SCAN_H
+
+#include "prov_common.h"
+
+/* Members of one object a scan keeps (an object with more is declined). */
+#define PROV_JSCAN_MEMBERS 24
+
+/* A member: its key as written between the quotes (it never holds a
+ * backslash) and its value's text. */
+typedef struct prov_jmember_t {
+    const char *key;
+    apr_size_t klen;
+    const char *val;
+    apr_size_t vlen;
+} prov_jmember_t;
+
+/* An object's members in their order, and its closing brace. */
+typedef struct prov_jobject_t {
+    int n;
+    prov_jmember_t m[PROV_JSCAN_MEMBERS];
+    const char *close;
+} prov_jobject_t;
+
+/* Scans buf[0, len): APR_SUCCESS when it is exactly one JSON object (with
+ * white space around it) that json-c's strict parse also takes, its members
+ * in *o, no two of them with the same key; APR_EGENERAL when the text is
+ * not JSON or is declined (the caller then parses it with json-c). */
+apr_status_t prov_json_scan_object(prov_jobject_t *o, const char *buf, apr_size_t len);
+
+/* The value of the member key, or NULL. */
+const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key);
+
+/* The member key of o as an integer: APR_SUCCESS with *v (0 when there is no
+ * such member or its value is not a number without fraction or exponent, as
+ * prov_json_get(.., json_type_int) reads it), APR_EGENERAL when the value is
+ * an integer too long to read the way json-c does (declined). */
+apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key);
+
+/* The member key of o as an object (scanned into *sub): APR_SUCCESS,
+ * APR_NOTFOUND when there is no such member or it is not an object, or
+ * APR_EGENERAL (declined). */
+apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, const char *key);
+
+/* A gateway answer read for relaying: its bytes, its members and those of
+ * its "usage" object (prov_chat_relay_read, prov_messages_relay_read). */
+typedef struct prov_json_relay_t {
+    const char *body;
+    apr_size_t len;
+    prov_jobject_t top, usage;
+} prov_json_relay_t;
+
+/* The answer of rl with the value of its "model" member replaced by
+ * public_id and "credits": charge added as usage's last member, in p; NULL
+ * when public_id would need escaping or there is no "model" member (the
+ * caller renders through json-c: prov_json_answer_render). */
+const char *prov_json_scan_render(const prov_json_relay_t *rl, const char *public_id,
+                                  prov_micro_t charge, apr_pool_t *p);
+
+#endif
