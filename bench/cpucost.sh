@@ -26,6 +26,7 @@
 #
 # Environment: CPUCOST_N (2000 requests), CPUCOST_C (4), CPUCOST_WARM (200),
 # CPUCOST_TOP (25 functions), CPUCOST_PASS (both, perf or callgrind),
+# CPUCOST_STRACE=1 (pass 1 also counts the calls by name with strace),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the work directory, with the
 # callgrind files in $W/cg).
 set -eu
@@ -131,6 +132,19 @@ if [ "$PASS" != callgrind ]; then
     # background job of sh ignores SIGINT, so it is the sleep that goes
     kill -TERM $(pgrep -P "$PERF_PID" sleep) 2>/dev/null || true
     wait "$PERF_PID" 2>/dev/null || true
+    if [ "${CPUCOST_STRACE:-0}" = 1 ] && command -v strace >/dev/null 2>&1; then
+        # which calls: counted by strace over another N requests
+        strace -c -f -o "$W/strace.out" -p "$CHILD" &
+        ST_PID=$!
+        sleep 1
+        drive "$N"
+        kill -INT "$ST_PID" 2>/dev/null || kill -TERM "$ST_PID" 2>/dev/null || true
+        wait "$ST_PID" 2>/dev/null || true
+        echo "system calls by name, per request (strace -c):"
+        awk -v n="$N" '$NF ~ /^[a-z_0-9]+$/ && $(NF-1) ~ /^[0-9]+$/ && $NF != "total" {
+                           k = ($(NF-2) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)
+                           printf "  %6.2f  %s\n", $4 / n, $NF }' "$W/strace.out" | sort -rn | head -n 12
+    fi
     stop_httpd "$W/run/provider.pid"
     awk -F, -v n="$N" '
         $3 == "raw_syscalls:sys_enter" { printf "system calls per request:   %8.1f\n", $1 / n }
@@ -215,7 +229,20 @@ if [ "$PASS" != perf ]; then
     echo "top functions by their own instructions, per request:"
     per_request no | head -n "$TOP"
     echo
-    echo "the module's steps, inclusive, per request:"
-    per_request yes | grep -E 'provider_|prov_|json_tokener_parse_ex|json_object_to_json_string|sqlite3_step|ap_process_request|ap_read_request' |
-        head -n "$TOP"
+    # Steps whose cost does not depend on timing come first (compare them
+    # between trees); the billing and database ones depend on how requests
+    # fall into the writer's groups and the leases (compare them roughly).
+    echo "steps, inclusive, per request (absent: not called):"
+    per_request yes >"$W/steps"
+    for f in provider_chat_handler ap_read_request provider_infer_begin prov_key_hash \
+             prov_chat_parse prov_chat_upstream_body prov_gateway_request \
+             prov_chat_relay_read prov_json_scan_render prov_chat_read_answer \
+             prov_json_answer_render provider_infer_answer provider_write_json \
+             prov_journal_append json_put_cleanup \
+             - writer_main prov_billing_submit prov_store_bill_ledger_insert \
+             prov_store_bill_buckets_add prov_store_commit provider_db_open; do
+        if [ "$f" = - ]; then echo "  timing-dependent:"; continue; fi
+        awk -v f="$f" '$2 == f { printf "  %10d  %s\n", $1, f; found = 1; exit }
+                       END { if (!found) printf "  %10s  %s\n", "-", f }' "$W/steps"
+    done
 fi

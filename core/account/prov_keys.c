@@ -57,20 +57,36 @@ apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
 
 /* Request ids need to be unique, not secret: they come from a splitmix64
  * sequence over a process-wide counter, seeded from the CSPRNG once per
- * process (RAND_bytes per request was measurable, and serialises threads). */
+ * process (RAND_bytes per request was measurable, and serialises threads).
+ * A forked child seeds again: an atfork handler forgets the seed (asking
+ * getpid on every id was two system calls per request). */
 static apr_uint64_t rid_seed, rid_counter;
-static pid_t rid_pid;
+static int rid_seeded;
 static pthread_mutex_t rid_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t rid_once = PTHREAD_ONCE_INIT;
+
+static void rid_forked(void)
+{
+    /* the child has one thread: the mutex may have been held by another */
+    pthread_mutex_init(&rid_mutex, NULL);
+    rid_seeded = 0;
+}
+
+static void rid_init(void)
+{
+    pthread_atfork(NULL, NULL, rid_forked);
+}
 
 static apr_status_t rid_next(apr_uint64_t *v)
 {
     apr_uint64_t z;
     apr_status_t rv = APR_SUCCESS;
+    pthread_once(&rid_once, rid_init);
     pthread_mutex_lock(&rid_mutex);
-    if (rid_pid != getpid()) {
+    if (!rid_seeded) {
         rv = prov_random_bytes((unsigned char *)&rid_seed, sizeof(rid_seed));
         if (rv == APR_SUCCESS)
-            rid_pid = getpid();
+            rid_seeded = 1;
     }
     z = rid_seed + (++rid_counter) * APR_UINT64_C(0x9E3779B97F4A7C15);
     pthread_mutex_unlock(&rid_mutex);

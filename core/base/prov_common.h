@@ -41,6 +41,8 @@ void prov_clock_set_file(const char *path);
 
 /* Formats an int64 as decimal text in p. */
 const char *prov_i64(apr_int64_t v, apr_pool_t *p);
+/* a in decimal into buf (at least 21 bytes), NUL-terminated; returns the end. */
+char *prov_u64_format_buf(char *buf, apr_uint64_t a);
 /* Parses a whole decimal int64; APR_EINVAL on anything else (sign, spaces, overflow). */
 apr_status_t prov_parse_i64(apr_int64_t *out, const char *s);
 

@@ -50,15 +50,21 @@ char *prov_money_format_buf(char *buf, prov_micro_t v)
     apr_uint64_t a = v < 0 ? (apr_uint64_t)(-(v + 1)) + 1 : (apr_uint64_t)v;
     apr_uint64_t whole = a / (apr_uint64_t)PROV_MICRO_PER_CREDIT;
     apr_uint64_t frac = a % (apr_uint64_t)PROV_MICRO_PER_CREDIT;
-    int n = apr_snprintf(buf, PROV_MONEY_BUFSIZE, "%s%" APR_UINT64_T_FMT,
-                         v < 0 ? "-" : "", whole);
+    char *w = buf;
+    int k;
+    if (v < 0)
+        *w++ = '-';
+    w = prov_u64_format_buf(w, whole);
     if (frac) {
-        char fb[8];
-        int k = 6;
-        apr_snprintf(fb, sizeof(fb), "%06" APR_UINT64_T_FMT, frac);
-        while (k > 0 && fb[k - 1] == '0')
-            fb[--k] = '\0';
-        apr_snprintf(buf + n, PROV_MONEY_BUFSIZE - n, ".%s", fb);
+        /* six decimals, the trailing zeros dropped (no printf: it is on
+         * every answer's path) */
+        *w++ = '.';
+        for (k = 5; k >= 0; k--, frac /= 10)
+            w[k] = (char)('0' + frac % 10);
+        k = 6;
+        while (w[k - 1] == '0')
+            k--;
+        w[k] = '\0';
     }
     return buf;
 }

@@ -198,33 +198,43 @@ static char *put_text(char *o, const char *end, const char *s)
     return o;
 }
 
+/* "\tV" (V: v in decimal), or NULL when it does not fit. */
+static char *put_i64(char *o, const char *end, apr_int64_t v)
+{
+    if (end - o < 24)
+        return NULL;
+    *o++ = '\t';
+    if (v < 0)
+        *o++ = '-';
+    return prov_u64_format_buf(o, v < 0 ? (apr_uint64_t)(-(v + 1)) + 1 : (apr_uint64_t)v);
+}
+
+/* No printf: a record is written on every settled request's path. */
 static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
 {
     char *o = buf, *end = buf + len;
-    int n;
+    const apr_int64_t mid[] = { r->tokens.input, r->tokens.output, r->tokens.cache,
+                                r->tokens.reasoning, r->hold, r->charge,
+                                r->from_plan ? 1 : 0, r->drawn ? 1 : 0 };
+    int i;
     o[0] = 'S';
     o[1] = '\t';
     o += 2;
-    if (!(o = put_text(o, end, r->request_id)))
+    if (!(o = put_text(o, end, r->request_id)) || !(o = put_i64(o, end, r->user_id))
+        || !(o = put_i64(o, end, r->key_id)) || !(o = put_i64(o, end, r->model_id)))
         return -1;
-    n = apr_snprintf(o, end - o, "\t%" APR_INT64_T_FMT "\t%" APR_INT64_T_FMT "\t%"
-                     APR_INT64_T_FMT "\t", r->user_id, r->key_id, r->model_id);
-    o += n;
+    *o++ = '\t';
     if (end - o < 2 || !(o = put_text(o, end, r->transport)))
         return -1;
-    n = apr_snprintf(o, end - o, "\t%" APR_INT64_T_FMT "\t%" APR_INT64_T_FMT "\t%"
-                     APR_INT64_T_FMT "\t%" APR_INT64_T_FMT "\t%" APR_INT64_T_FMT "\t%"
-                     APR_INT64_T_FMT "\t%d\t%d\t", r->tokens.input, r->tokens.output,
-                     r->tokens.cache, r->tokens.reasoning, r->hold, r->charge,
-                     r->from_plan ? 1 : 0, r->drawn ? 1 : 0);
-    o += n;
-    if (end - o < 2 || !(o = put_text(o, end, r->status)))
+    for (i = 0; i < (int)(sizeof(mid) / sizeof(mid[0])); i++) {
+        if (!(o = put_i64(o, end, mid[i])))
+            return -1;
+    }
+    *o++ = '\t';
+    if (end - o < 2 || !(o = put_text(o, end, r->status)) || !(o = put_i64(o, end, r->created_at))
+        || !(o = put_i64(o, end, r->settled_at)) || end - o < 1)
         return -1;
-    n = apr_snprintf(o, end - o, "\t%" APR_INT64_T_FMT "\t%" APR_INT64_T_FMT "\n",
-                     r->created_at, r->settled_at);
-    o += n;
-    if (o >= end || o[-1] != '\n')
-        return -1;
+    *o++ = '\n';
     return (int)(o - buf);
 }
 

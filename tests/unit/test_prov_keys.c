@@ -3,6 +3,8 @@
  * and the display prefix that is all that is shown after creation. */
 #include <ctype.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include "unit_tests.h"
 #include "prov_keys.h"
 
@@ -58,8 +60,42 @@ static void test_request_id(void)
     CU_ASSERT_STRING_NOT_EQUAL(b, c);
 }
 
+/* A forked child (an httpd child) seeds its ids again: its next id is not
+ * its parent's next one. */
+static void test_request_id_fork(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    const char *a = NULL, *mine = NULL;
+    char theirs[64] = "";
+    int fds[2], status = 0;
+    ssize_t n;
+    pid_t pid;
+    CU_ASSERT_EQUAL_FATAL(prov_request_id(&a, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        const char *c = "";
+        close(fds[0]);
+        if (prov_request_id(&c, 0, p) != APR_SUCCESS)
+            c = "";
+        n = write(fds[1], c, strlen(c));
+        _exit(n == (ssize_t)strlen(c) ? 0 : 1);
+    }
+    close(fds[1]);
+    n = read(fds[0], theirs, sizeof(theirs) - 1);
+    close(fds[0]);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    theirs[n > 0 ? n : 0] = '\0';
+    CU_ASSERT_EQUAL(prov_request_id(&mine, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(strlen(theirs), strlen(mine));
+    CU_ASSERT_STRING_NOT_EQUAL(theirs, mine);
+}
+
 void prov_test_suite_keys(void)
 {
     PROV_SUITE("keys", PROV_TEST(test_generate), PROV_TEST(test_wellformed),
-               PROV_TEST(test_hash_known), PROV_TEST(test_request_id));
+               PROV_TEST(test_hash_known), PROV_TEST(test_request_id),
+               PROV_TEST(test_request_id_fork));
 }

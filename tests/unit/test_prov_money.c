@@ -47,6 +47,14 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(prov_money_format(-125, p), "-0.000125");
     CU_ASSERT_STRING_EQUAL(prov_money_format(3000000, p), "3");
     CU_ASSERT_STRING_EQUAL(prov_money_format(APR_INT64_MIN, p), "-9223372036854.775808");
+    CU_ASSERT_STRING_EQUAL(prov_money_format(APR_INT64_MAX, p), "9223372036854.775807");
+    CU_ASSERT_STRING_EQUAL(prov_money_format(-1000000, p), "-1");
+    CU_ASSERT_STRING_EQUAL(prov_money_format(10100, p), "0.0101");
+    CU_ASSERT_STRING_EQUAL(prov_i64(0, p), "0");
+    CU_ASSERT_STRING_EQUAL(prov_i64(-7, p), "-7");
+    CU_ASSERT_STRING_EQUAL(prov_i64(1234567890, p), "1234567890");
+    CU_ASSERT_STRING_EQUAL(prov_i64(APR_INT64_MAX, p), "9223372036854775807");
+    CU_ASSERT_STRING_EQUAL(prov_i64(APR_INT64_MIN, p), "-9223372036854775808");
 }
 
 static void test_effective_rates(void)
