@@ -17,6 +17,7 @@
 typedef struct scan_t {
     const char *p, *end;
     int depth;
+    int strict;                  /* every object's keys plain and unique */
 } scan_t;
 
 static int value(scan_t *s, prov_jobject_t *o);
@@ -161,11 +162,15 @@ static int literal(scan_t *s, const char *word, apr_size_t n)
     return 1;
 }
 
-/* An object at s->p; its members kept in o unless o is NULL. */
+/* An object at s->p; its members kept in o unless o is NULL (then, when
+ * s->strict, in a scratch list for the duplicate check). */
 static int object(scan_t *s, prov_jobject_t *o)
 {
+    prov_jobject_t scratch;
     if (++s->depth > MAX_DEPTH)
         return 0;
+    if (!o && s->strict)
+        o = &scratch;
     s->p++;
     if (o)
         o->n = 0;
@@ -277,17 +282,74 @@ static int value(scan_t *s, prov_jobject_t *o)
     }
 }
 
-apr_status_t prov_json_scan_object(prov_jobject_t *o, const char *buf, apr_size_t len)
+static apr_status_t scan_top(prov_jobject_t *o, const char *buf, apr_size_t len, int strict)
 {
     scan_t s;
     s.p = buf;
     s.end = buf + len;
     s.depth = 0;
+    s.strict = strict;
     skip_ws(&s);
     if (s.p >= s.end || *s.p != '{' || !object(&s, o))
         return APR_EGENERAL;
     skip_ws(&s);
     return s.p == s.end ? APR_SUCCESS : APR_EGENERAL;
+}
+
+apr_status_t prov_json_scan_object(prov_jobject_t *o, const char *buf, apr_size_t len)
+{
+    return scan_top(o, buf, len, 0);
+}
+
+apr_status_t prov_json_scan_strict(prov_jobject_t *o, const char *buf, apr_size_t len)
+{
+    return scan_top(o, buf, len, 1);
+}
+
+apr_status_t prov_json_scan_item(const char **at, const char *end, const char **val,
+                                 apr_size_t *vlen)
+{
+    scan_t s;
+    s.p = *at + 1;               /* past the '[' or the last item */
+    s.end = end;
+    s.depth = 0;
+    s.strict = 0;
+    skip_ws(&s);
+    if (s.p < s.end && *s.p == ',') {
+        s.p++;
+        skip_ws(&s);
+    }
+    if (s.p >= s.end || *s.p == ']')
+        return APR_EOF;
+    *val = s.p;
+    if (!value(&s, NULL))
+        return APR_EGENERAL;
+    *vlen = (apr_size_t)(s.p - *val);
+    *at = s.p - 1;
+    return APR_SUCCESS;
+}
+
+apr_size_t prov_json_scan_strlen(const char *val, apr_size_t vlen)
+{
+    const char *c = val + 1, *end = val + vlen - 1;
+    apr_size_t n = 0;
+    while (c < end) {
+        if (*c != '\\') {
+            c++;
+            n++;
+        }
+        else if (c[1] != 'u') {
+            c += 2;
+            n++;
+        }
+        else {
+            unsigned u = 0;
+            hex4(c + 2, &u);
+            n += u < 0x80 ? 1 : u < 0x800 ? 2 : 3;   /* no surrogate was taken */
+            c += 6;
+        }
+    }
+    return n;
 }
 
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key)
@@ -332,8 +394,7 @@ apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, co
     return prov_json_scan_object(sub, m->val, m->vlen);
 }
 
-/* public_id as it goes between quotes: only when it needs no escape. */
-static int plain_id(const char *id)
+int prov_json_scan_plain(const char *id)
 {
     const unsigned char *c;
     for (c = (const unsigned char *)id; *c; c++) {
@@ -354,7 +415,7 @@ const char *prov_json_scan_render(const prov_json_relay_t *rl, const char *publi
     char *out, *w;
     int i, first;
 
-    if (!model || !plain_id(public_id))
+    if (!model || !prov_json_scan_plain(public_id))
         return NULL;
     /* the object alone, without the white space around it */
     e = rl->top.close + 1;

@@ -37,6 +37,25 @@ typedef struct prov_jobject_t {
  * not JSON or is declined (the caller then parses it with json-c). */
 apr_status_t prov_json_scan_object(prov_jobject_t *o, const char *buf, apr_size_t len);
 
+/* The same, stricter, for a client's body relayed to the gateway: every
+ * object's keys, at any depth, plain and unique (so that the gateway reads
+ * exactly what json-c's tree held, whatever its parser does with duplicates). */
+apr_status_t prov_json_scan_strict(prov_jobject_t *o, const char *buf, apr_size_t len);
+
+/* The next item of an array whose text (already scanned) ends before end:
+ * start with *at at its '['; APR_SUCCESS with the item's text, APR_EOF after
+ * the last one. */
+apr_status_t prov_json_scan_item(const char **at, const char *end, const char **val,
+                                 apr_size_t *vlen);
+
+/* The length in bytes of a scanned string value (its text, quotes included)
+ * once its escapes are decoded, as json-c counts it. */
+apr_size_t prov_json_scan_strlen(const char *val, apr_size_t vlen);
+
+/* Non-zero when s can go between JSON quotes as it is (printable ASCII
+ * without '"' or '\\'). */
+int prov_json_scan_plain(const char *s);
+
 /* The value of the member key, or NULL. */
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key);
 

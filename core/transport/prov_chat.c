@@ -121,13 +121,25 @@ static apr_status_t read_max_tokens(apr_int64_t *out, prov_error_t **err, json_o
 apr_status_t prov_chat_parse(prov_chat_req_t **preq, prov_error_t **err, const char *body,
                              apr_size_t len, apr_pool_t *p)
 {
+    prov_chat_req_t *req = apr_pcalloc(p, sizeof(*req));
+    if (prov_chat_parse_fast(req, body, len, p)) {
+        *preq = req;
+        *err = NULL;
+        return APR_SUCCESS;
+    }
+    return prov_chat_parse_json(preq, err, body, len, p);
+}
+
+apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, const char *body,
+                                  apr_size_t len, apr_pool_t *p)
+{
     const char *perr = NULL;
-    json_object *root = prov_json_parse_body(body, len, &perr, p);
-    json_object *v = NULL, *msgs;
+    json_object *root, *v = NULL, *msgs;
     prov_chat_req_t *req;
     const char *const *f;
     apr_status_t rv;
 
+    root = prov_json_parse_body(body, len, &perr, p);
     if (!root)
         BAD(NULL, "%s", perr);
     req = apr_pcalloc(p, sizeof(*req));
@@ -174,8 +186,30 @@ apr_status_t prov_chat_parse(prov_chat_req_t **preq, prov_error_t **err, const c
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
                                     apr_pool_t *p)
 {
-    json_object_object_add(req->body, "model", json_object_new_string(upstream_id));
-    return prov_json_dump(req->body, p);
+    json_object *body = req->body;
+    if (!body && prov_json_scan_plain(upstream_id)) {
+        /* the client's bytes, the model's value replaced */
+        apr_size_t head = (apr_size_t)(req->model_val - req->raw);
+        apr_size_t tail = (apr_size_t)(req->raw_end - req->model_val) - req->model_len;
+        apr_size_t idn = strlen(upstream_id);
+        char *out = apr_palloc(p, head + idn + 2 + tail + 1);
+        memcpy(out, req->raw, head);
+        out[head] = '"';
+        memcpy(out + head + 1, upstream_id, idn);
+        out[head + 1 + idn] = '"';
+        memcpy(out + head + 2 + idn, req->model_val + req->model_len, tail);
+        out[head + 2 + idn + tail] = '\0';
+        return out;
+    }
+    if (!body) {
+        /* taken by the fast path: nothing to normalise, only parse */
+        const char *perr = NULL;
+        body = prov_json_parse_body(req->raw, (apr_size_t)(req->raw_end - req->raw), &perr, p);
+        if (!body)
+            return NULL;
+    }
+    json_object_object_add(body, "model", json_object_new_string(upstream_id));
+    return prov_json_dump(body, p);
 }
 
 static apr_int64_t int_at(json_object *obj, const char *a, const char *b)

@@ -12,7 +12,13 @@
 #include "prov_json_scan.h"
 
 typedef struct prov_chat_req_t {
-    json_object *body;          /* normalised request (always has "messages"); owned by p */
+    json_object *body;          /* normalised request (always has "messages"); owned by p;
+                                 * NULL when it was read without a tree (raw, below) */
+    const char *raw;            /* the client's body as it is, when body is NULL: its
+                                 * object from raw to raw_end, its model's value at
+                                 * model_val (model_len bytes, quotes included) */
+    const char *raw_end, *model_val;
+    apr_size_t model_len;
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent */
     apr_size_t prompt_bytes;    /* bytes of message text, for the input estimate */
@@ -23,6 +29,16 @@ typedef struct prov_chat_req_t {
  * with *err (400 INVALID_REQUEST naming the field). */
 apr_status_t prov_chat_parse(prov_chat_req_t **req, prov_error_t **err, const char *body,
                              apr_size_t len, apr_pool_t *p);
+/* The same through a json-c tree always (prov_chat_parse's path for what
+ * the fast path below declines). */
+apr_status_t prov_chat_parse_json(prov_chat_req_t **req, prov_error_t **err, const char *body,
+                                  apr_size_t len, apr_pool_t *p);
+/* prov_chat_parse's fast path (prov_chat_fast.c): non-zero when body is
+ * plainly a request prov_chat_parse accepts as it is (nothing to
+ * normalise), *req then filled with body kept raw; zero to let the json-c
+ * path decide. */
+int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
+                         apr_pool_t *p);
 /* The JSON sent to the gateway: the request with model = upstream_id. */
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
                                     apr_pool_t *p);

@@ -2,7 +2,8 @@
  * OpenAI-shaped answers that are not streamed: prov_chat_read_answer and the
  * answers built from it (prov_chat_render, and prov_resp_render for a
  * Codex-like request with function, custom and namespaced tools), and the
- * model list (prov_catalog_parse_list). The input is a gateway's answer body.
+ * model list (prov_catalog_parse_list), and the same answer relayed without
+ * a tree (prov_chat_relay_read: taken only when json-c takes it alike). The input is a gateway's answer body.
  * Checked: every answer given to a client parses as JSON with the public
  * model id and the credits; a response object lists only message,
  * function_call and custom_tool_call items and shows no negative token
@@ -39,6 +40,26 @@ static void check_response(const char *text, apr_pool_t *p)
     }
 }
 
+/* An answer the relay takes (prov_json_scan.h) json-c takes too, with the
+ * same usage, and the relayed answer is the JSON json-c's render gives. */
+static void check_relay(const char *data, size_t size, apr_pool_t *p)
+{
+    prov_json_relay_t rl;
+    prov_tokens_t a, b;
+    json_object *tree = NULL;
+    const char *ours;
+    if (prov_chat_relay_read(&rl, &a, data, size) != APR_SUCCESS)
+        return;
+    FUZZ_CHECK(prov_chat_read_answer(&tree, &b, data, size, p) == APR_SUCCESS);
+    FUZZ_CHECK(a.input == b.input && a.output == b.output && a.cache == b.cache
+               && a.reasoning == b.reasoning);
+    ours = prov_json_scan_render(&rl, "public-model", 12000000, p);
+    FUZZ_CHECK(ours != NULL);
+    FUZZ_CHECK(json_object_equal(fuzz_reparse(ours, p),
+                                 fuzz_reparse(prov_chat_render(tree, "public-model", 12000000,
+                                                               p), p)));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     apr_pool_t *p = fuzz_pool();
@@ -61,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o = fuzz_reparse(prov_chat_render(answer, "public-model", 12000000, p), p);
         FUZZ_CHECK(!strcmp(prov_json_get_str(o, "model"), "public-model"));
     }
+    check_relay((const char *)data, size, p);
     if (prov_catalog_parse_list(&ids, (const char *)data, size, p) == APR_SUCCESS)
         FUZZ_CHECK(ids != NULL);
     apr_pool_destroy(p);

@@ -1,7 +1,9 @@
 /* fuzz_chat_request.c: libFuzzer harness of the Chat Completions request
  * parser (prov_chat_parse) and the body it sends the gateway
  * (prov_chat_upstream_body). The input is a client's request body. Checked:
- * a refusal is a 400 INVALID_REQUEST whose OpenAI-shaped JSON parses; an
+ * what the fast path (prov_chat_fast.c) takes, the json-c path takes with
+ * the same fields and upstream JSON; a refusal is a 400 INVALID_REQUEST
+ * whose OpenAI-shaped JSON parses; an
  * accepted request has a model and a positive max_tokens (or none), and its
  * upstream body is a JSON object naming the upstream model, with a non-empty
  * messages array of the counted length, and no streaming and no tools. */
@@ -29,6 +31,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     apr_pool_t *p = fuzz_pool();
     prov_chat_req_t *req = NULL;
     prov_error_t *err = NULL;
+    prov_chat_req_t fast, *tree = NULL;
+    prov_error_t *terr = NULL;
+    /* the fast path takes only what the json-c path takes, alike */
+    if (prov_chat_parse_fast(&fast, (const char *)data, size, p)) {
+        FUZZ_CHECK(prov_chat_parse_json(&tree, &terr, (const char *)data, size, p)
+                   == APR_SUCCESS);
+        FUZZ_CHECK(!strcmp(fast.model, tree->model) && fast.max_tokens == tree->max_tokens
+                   && fast.prompt_bytes == tree->prompt_bytes
+                   && fast.n_messages == tree->n_messages);
+        FUZZ_CHECK(json_object_equal(
+            fuzz_reparse(prov_chat_upstream_body(&fast, "upstream-model", p), p),
+            fuzz_reparse(prov_chat_upstream_body(tree, "upstream-model", p), p)));
+    }
     if (prov_chat_parse(&req, &err, (const char *)data, size, p) == APR_SUCCESS) {
         FUZZ_CHECK(req && !err);
         FUZZ_CHECK(req->model && *req->model);
