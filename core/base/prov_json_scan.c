@@ -80,13 +80,28 @@ static int utf8(scan_t *s)
     return 1;
 }
 
+/* Bytes that stand for themselves in a string, a bit each: 0x20-0x7f but
+ * the quote (0x22) and the backslash (0x5c); a run of them is skipped a
+ * byte a step. */
+static const apr_uint64_t plain_bits[4] = {
+    APR_UINT64_C(0xFFFFFFFB00000000), APR_UINT64_C(0xFFFFFFFFEFFFFFFF), 0, 0
+};
+#define PLAIN_BYTE(c) ((plain_bits[(c) >> 6] >> ((c) & 63)) & 1)
+
 /* A string at s->p (its opening quote); *plain: no backslash in it. */
 static int string(scan_t *s, int *plain)
 {
     *plain = 1;
     s->p++;
     while (s->p < s->end) {
-        unsigned char c = (unsigned char)*s->p;
+        unsigned char c;
+        const char *q = s->p, *end = s->end;     /* (locals: kept in registers) */
+        while (q < end && PLAIN_BYTE((unsigned char)*q))
+            q++;
+        s->p = q;
+        if (q >= end)
+            break;
+        c = (unsigned char)*s->p;
         if (c == '"') {
             s->p++;
             return 1;
