@@ -117,6 +117,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
             c->redactor = prov_redactor_create(secrets, pconf);
         }
         journal_dir_make(c, vs, pconf);
+        provider_cabinet_check(vs, c, ptemp);
         rv = prov_gateway_create(&c->gateway, c->gateway_url, token,
                                  (long)c->connect_timeout * 1000, (long)c->gateway_timeout * 1000,
                                  pconf);
@@ -190,7 +191,7 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_RESPONSES;
     if (!strncmp(uri, "/v1/auth/", 9))
         return PROVIDER_EP_AUTH;
-    if (!strcmp(uri, "/cabinet/") || !strcmp(uri, "/cabinet"))
+    if (!strncmp(uri, "/cabinet/", 9) || !strcmp(uri, "/cabinet"))
         return PROVIDER_EP_CABINET;
     if (!strcmp(uri, "/v1/account"))
         return PROVIDER_EP_ACCOUNT;

@@ -46,7 +46,7 @@ typedef enum {
     PROVIDER_EP_COUNT_TOKENS,
     PROVIDER_EP_RESPONSES,
     PROVIDER_EP_AUTH,          /* /v1/auth/...: sign-in (mod_provider_auth.c) */
-    PROVIDER_EP_CABINET,       /* /cabinet and /cabinet/ (mod_provider_cabinet.c) */
+    PROVIDER_EP_CABINET,       /* /cabinet and /cabinet/... (mod_provider_cabinet.c) */
     PROVIDER_EP_ACCOUNT,       /* /v1/account (mod_provider_account.c) */
     PROVIDER_EP_USAGE,         /* /v1/usage (mod_provider_account.c) */
     PROVIDER_EP_KEYS,          /* /v1/keys... (mod_provider_keys.c) */
@@ -82,6 +82,7 @@ typedef struct provider_srv_conf {
     apr_array_header_t *idps;       /* prov_idp_t *: ProviderIdentityProvider, up to four */
     int cookie_secure;              /* ProviderCookieSecure: PROVIDER_UNSET, 0, 1 */
     const char *docs_root;          /* ProviderDocsRoot: the installed docs/site/ */
+    const char *web_root;           /* ProviderWebRoot: the cabinet's files */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
@@ -92,6 +93,8 @@ typedef struct provider_srv_conf {
 /* mod_provider_config.c */
 /* The directives' default directory of billing journals (under DefaultRuntimeDir). */
 #define PROVIDER_JOURNAL_DIR_DEFAULT "provider-journal"
+/* The cabinet's files as make install puts them (ProviderWebRoot's default). */
+#define PROVIDER_WEB_ROOT_DEFAULT PROV_DATADIR "/web"
 extern const command_rec provider_config_cmds[];
 void *provider_config_create(apr_pool_t *p, server_rec *s);
 void *provider_config_merge(apr_pool_t *p, void *basev, void *addv);

@@ -420,6 +420,9 @@ int provider_auth_handler(request_rec *r)
     if (!strcmp(rest, "session"))
         return method_only(r, M_GET) ? auth_session(r)
                : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use GET.");
+    if (!strcmp(rest, "providers"))
+        return method_only(r, M_GET) ? provider_cabinet_providers(r)
+               : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use GET.");
     if (!strcmp(rest, "identities"))
         return method_only(r, M_GET) ? auth_identities(r)
                : json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use GET.");

@@ -42,7 +42,11 @@ int provider_same_site(request_rec *r);
 
 /* GET /v1/auth/... and POST /v1/auth/logout. */
 int provider_auth_handler(request_rec *r);
-/* GET /cabinet/ (mod_provider_cabinet.c). */
+/* mod_provider_cabinet.c: GET /cabinet/ and its files (ProviderWebRoot). */
 int provider_cabinet_handler(request_rec *r);
+/* GET /v1/auth/providers: the configured identity providers (public). */
+int provider_cabinet_providers(request_rec *r);
+/* Warns at start-up when c's web root has no cabinet page. */
+void provider_cabinet_check(server_rec *s, const provider_srv_conf *c, apr_pool_t *ptemp);
 
 #endif

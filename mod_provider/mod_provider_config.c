@@ -82,6 +82,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(idps);
     MERGE_NUM(cookie_secure);
     MERGE_PTR(docs_root);
+    MERGE_PTR(web_root);
     return c;
 }
 
@@ -97,6 +98,7 @@ void provider_config_defaults(provider_srv_conf *c)
     if (c->lookup_ttl == PROVIDER_UNSET) c->lookup_ttl = DEFAULT_LOOKUP_TTL;
     if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
     if (c->cookie_secure == PROVIDER_UNSET) c->cookie_secure = 1;
+    if (!c->web_root) c->web_root = PROVIDER_WEB_ROOT_DEFAULT;
 }
 
 /* Non-zero when url's host is a loopback name or address (127.0.0.1,
@@ -188,6 +190,19 @@ static const char *set_token_file(cmd_parms *cmd, void *dc, const char *v)
 static const char *set_clock_file(cmd_parms *cmd, void *dc, const char *v)
 {
     cmd_conf(cmd)->clock_file = ap_server_root_relative(cmd->pool, v);
+    return NULL;
+}
+
+static const char *set_web_root(cmd_parms *cmd, void *dc, const char *v)
+{
+    apr_size_t n;
+    const char *root = ap_server_root_relative(cmd->pool, v);
+    if (!root || !*root)
+        return "ProviderWebRoot: not a usable path";
+    n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    cmd_conf(cmd)->web_root = apr_pstrndup(cmd->pool, root, n);
     return NULL;
 }
 
@@ -290,6 +305,9 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderDocsRoot", set_docs_root, NULL, RSRC_CONF,
                   "Directory of the installed documentation pages served at /docs and "
                   "/v1/docs (default " PROVIDER_DOCS_ROOT_DEFAULT ")"),
+    AP_INIT_TAKE1("ProviderWebRoot", set_web_root, NULL, RSRC_CONF,
+                  "Directory of the cabinet's files (index.html, app.js, app.css) served "
+                  "at /cabinet/ (default " PROVIDER_WEB_ROOT_DEFAULT ")"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

@@ -359,6 +359,7 @@ export class Stack {
       ProviderMaxBodySize: '65536',
       ProviderModelsCacheTTL: '1',
       ProviderDocsRoot: path.join(SRCDIR, 'docs', 'site'),
+      ProviderWebRoot: path.join(SRCDIR, 'web'),
       ...(this.opts.overrides || {}),
     };
     const M = HTTPD_MODULES;
