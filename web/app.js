@@ -227,8 +227,8 @@
       el('td', { text: credits(u ? u.credits : 0) }));
     return el('table', { class: 'usage' },
       el('caption', { text: 'Usage' }),
-      el('thead', {}, el('tr', {}, el('td'), el('th', { scope: 'col', text: 'Requests' }),
-        el('th', { scope: 'col', text: 'Tokens' }), el('th', { scope: 'col', text: 'Credits' }))),
+      el('thead', {}, el('tr', {}, el('td'), ...['Requests', 'Tokens', 'Credits']
+        .map((h) => el('th', { scope: 'col', class: 'num', text: h })))),
       el('tbody', {}, row('Today', k.today), row('Last 7 days', k.last_7_days)));
   }
 
@@ -375,11 +375,19 @@
     slot.replaceChildren(
       el('p', { text: `The key ${keyName}:` }), code,
       el('p', { class: 'button-row' }, el('button', { type: 'button', id: 'secret-copy', text: 'Copy', onclick: copy }), copied));
-    dialog.addEventListener('close', () => {
+    // Gone at once when the user closes the dialog (Done, Escape), before
+    // the dialog's own close event, which comes a task later.
+    const forget = () => {
       secret = null;
       getSelection().removeAllRanges();
       slot.replaceChildren();
-    }, { once: true });
+      $('secret-done').removeEventListener('click', forget);
+      dialog.removeEventListener('cancel', forget);
+      dialog.removeEventListener('close', forget);
+    };
+    $('secret-done').addEventListener('click', forget);
+    dialog.addEventListener('cancel', forget);
+    dialog.addEventListener('close', forget);
     dialog.showModal();
     $('secret-copy').focus();
   }
@@ -418,6 +426,8 @@
     return b;
   }
 
+  const PRICE_NAMES = { input: 'Input', output: 'Output', cache: 'Cache', reasoning: 'Reasoning' };
+
   function loadCatalog() {
     return guarded('catalog-error', async () => {
       const [models, favs] = await Promise.all([api('GET', '/v1/models'),
@@ -427,14 +437,16 @@
           return null;
         })]);
       const fav = new Set(((favs && favs.data) || []).map((m) => m.publicId || m.id));
-      const price = (p, k) => el('td', { class: 'num', text: p && p[k] !== null && p[k] !== undefined ? credits(p[k]) : '—' });
+      const price = (p, k) => el('td', { class: 'num', 'data-label': PRICE_NAMES[k],
+        text: p && p[k] !== null && p[k] !== undefined ? credits(p[k]) : '—' });
       const rows = ((models && models.data) || []).map((m) => el('tr', { id: `model-${m.publicId}` },
         el('td', {}, favs ? starButton(m, fav.has(m.publicId)) : null),
         el('th', { scope: 'row' }, el('span', { text: m.display_name }), el('br'), el('code', { text: m.publicId })),
         price(m.pricing, 'input'), price(m.pricing, 'output'), price(m.pricing, 'cache'), price(m.pricing, 'reasoning')));
       $('catalog-body').replaceChildren(el('table', { class: 'catalog' },
         el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Favorite' })),
-          ...['Model', 'Input', 'Output', 'Cache', 'Reasoning'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('th', { scope: 'col', text: 'Model' }),
+          ...Object.values(PRICE_NAMES).map((h) => el('th', { scope: 'col', class: 'num', text: h })))),
         el('tbody', {}, ...rows)));
     });
   }

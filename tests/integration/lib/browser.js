@@ -10,6 +10,7 @@
 
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { DEFAULT_PASSWORD } from './idp.js';
 
@@ -34,6 +35,22 @@ export function loopbackOnly() {
   const names = dev.split('\n').slice(2).map((l) => l.split(':')[0].trim()).filter(Boolean);
   if (names.length !== 1 || names[0] !== 'lo') return false;
   return (os.networkInterfaces().lo || []).some((a) => a.address === '127.0.0.1');
+}
+
+/**
+ * The folder (made if needed) where a browser test keeps what it saw, such
+ * as screenshots: $PROV_TEST_OUTPUT/NAME, by default
+ * tests/integration/output/NAME in the build tree (PROV_BUILDDIR), which a
+ * test run leaves in place for CI to keep. Emptied first.
+ */
+export function outputDir(name) {
+  const root = process.env.PROV_TEST_OUTPUT
+    || path.join(process.env.PROV_BUILDDIR || path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', '..'),
+      'tests', 'integration', 'output');
+  const dir = path.join(root, name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
 }
 
 /**

@@ -1,0 +1,390 @@
+// tests/integration/browser/cabinet.test.js: the cabinet page (web/, served
+// at /cabinet/) in Debian's headless chromium (lib/browser.js), inside a
+// loopback-only network namespace (tests/integration/run.sh). One user's
+// whole visit, step by step in one browser context: the sign-in buttons
+// (GET /v1/auth/providers), sign-in through a local OpenID Provider's form,
+// balance and plan with both windows, a key made with the keyboard whose
+// secret is read from the dialog and used from node for a real
+// /v1/chat/completions against the mock gateway, its usage after a reload,
+// reissue (the old secret refused, the new one works), a budget (0 refuses
+// the next request; cleared again), a favorite star (seen in GET
+// /v1/models/favorites), a second provider linked, the page at phone width, the key deleted,
+// logout. After every step: no key secret and no session
+// token is readable from page script (document.cookie, localStorage,
+// sessionStorage, IndexedDB, Cache Storage, the DOM and form values once
+// the dialog closed), no console error, no CSP violation, text contrast at
+// least 4.5:1. Screenshots of each screen go to lib/browser.js's
+// outputDir('cabinet') (tests/integration/output/cabinet by default), the
+// secret masked.
+
+import { describe, it, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { startStack, freePort } from '../lib/server.js';
+import { startIdentityProviders } from '../lib/idp.js';
+import { launchBrowser, loopbackOnly, fillProviderLogin, outputDir } from '../lib/browser.js';
+
+const COOKIES = ['__Host-provider-session', '__Host-provider-refresh'];
+
+/** What page script can read, as one text: cookies, storages, IndexedDB, caches, the DOM, form values. */
+async function readableByScript(page) {
+  return page.evaluate(async () => {
+    const dump = (s) => JSON.stringify(Object.fromEntries(Array.from({ length: s.length }, (_, i) => [s.key(i), s.getItem(s.key(i))])));
+    const dbs = indexedDB.databases ? await indexedDB.databases() : [];
+    const cacheNames = typeof caches !== 'undefined' ? await caches.keys() : [];
+    const values = [...document.querySelectorAll('input, textarea, select')].map((e) => e.value);
+    return {
+      cookie: document.cookie,
+      localStorage: dump(localStorage),
+      sessionStorage: dump(sessionStorage),
+      indexedDB: JSON.stringify(dbs),
+      caches: JSON.stringify(cacheNames),
+      dom: document.documentElement.outerHTML,
+      values: JSON.stringify(values),
+      selection: String(getSelection()),
+    };
+  });
+}
+
+/**
+ * The smallest contrast ratio of visible text on the page against its
+ * effective background (the nearest opaque background up the tree), with
+ * the element that has it.
+ */
+async function worstContrast(page) {
+  return page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => { const s = v / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const bgOf = (e) => {
+      for (let n = e; n && n.nodeType === 1; n = n.parentElement) {
+        const c = rgb(getComputedStyle(n).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3] === 1)) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    let worst = { ratio: 21, what: '' };
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+      const e = t.parentElement;
+      if (!t.textContent.trim() || !e || e.closest('svg, [hidden], noscript, .visually-hidden, .skip')) continue;
+      const box = e.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || getComputedStyle(e).visibility === 'hidden') continue;
+      if (e.closest('dialog') && !e.closest('dialog').open) continue;
+      const [a, b] = [lum(rgb(getComputedStyle(e).color).slice(0, 3)), lum(bgOf(e))];
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < worst.ratio) worst = { ratio, what: `${e.tagName.toLowerCase()}.${e.className}: ${t.textContent.trim().slice(0, 40)}` };
+    }
+    return worst;
+  });
+}
+
+describe('the cabinet page in a browser', () => {
+  let stack;
+  let kit;
+  let browser;
+  let context;
+  let page;
+  let base;
+  let shots;
+  let shot = 0;
+  const problems = [];       // console errors, page errors, CSP violations
+  const secrets = new Set(); // every key secret and session token seen
+  let alice;
+
+  before(async () => {
+    assert.ok(loopbackOnly(), 'runs inside a loopback-only network namespace (run.sh does this)');
+    shots = outputDir('cabinet');
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    kit = await startIdentityProviders({ redirectBase: base, count: 2, plain: 0 });
+    stack = await startStack({
+      port,
+      directives: `ProviderPublicURL ${base}\n${kit.directives()}`,
+      seed: (s) => {
+        s.addModel('prov-main', 'mock-main', { name: 'Main Model', rates: { input: '1.5', output: '3', cache: '0.25' } });
+        s.addModel('prov-second', 'mock-null', { name: 'Second Model', rates: { input: '2.5', output: '7.000001' } });
+      },
+    });
+    alice = kit.byName('idp1').users.get('alice');
+    browser = await launchBrowser();
+    context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await context.exposeBinding('provCspViolation', (source, v) => problems.push(`CSP violation: ${JSON.stringify(v)}`));
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        window.provCspViolation({ directive: e.violatedDirective, blocked: e.blockedURI, sample: e.sample });
+      });
+    });
+    page = await context.newPage();
+    watch(page);
+  });
+
+  after(async () => {
+    try {
+      if (browser) await browser.close();
+      if (stack) {
+        stack.secrets.push(...kit.secrets(), ...kit.subjects(), ...secrets);
+        await stack.stop();
+      }
+    } finally {
+      if (kit) await kit.stop();
+    }
+  });
+
+  // The expected 401 of GET /v1/auth/session while signed out is the one
+  // console line allowed (chromium reports a failed fetch's status there).
+  let allow401 = false;
+  function watch(p) {
+    p.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      if (allow401 && /status of 401/.test(m.text())) return;
+      problems.push(`console error: ${m.text()}`);
+    });
+    p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  }
+
+  async function screenshot(name, p = page, opts = {}) {
+    shot += 1;
+    const file = path.join(shots, `${String(shot).padStart(2, '0')}-${name}.png`);
+    await p.screenshot({ path: file, fullPage: true, mask: [p.locator('#secret-value')], ...opts });
+    return file;
+  }
+
+  async function sessionTokens() {
+    for (const c of await context.cookies(base)) if (COOKIES.includes(c.name)) secrets.add(c.value);
+  }
+
+  /** After every step: nothing secret readable by page script, no console error or CSP violation, contrast. */
+  async function clean(p = page) {
+    await sessionTokens();
+    const seen = await readableByScript(p);
+    assert.equal(seen.cookie, '', 'document.cookie is empty (the cookies are HttpOnly)');
+    assert.equal(seen.localStorage, '{}');
+    assert.equal(seen.sessionStorage, '{}');
+    assert.equal(seen.indexedDB, '[]');
+    assert.equal(seen.caches, '[]');
+    for (const s of secrets) {
+      for (const [where, text] of Object.entries(seen)) {
+        assert.ok(!text.includes(s), `a secret (${s.slice(0, 10)}...) is readable from ${where}`);
+      }
+    }
+    assert.deepEqual(problems.splice(0), []);
+    const worst = await worstContrast(p);
+    assert.ok(worst.ratio >= 4.5, `contrast ${worst.ratio.toFixed(2)} < 4.5: ${worst.what}`);
+  }
+
+  const keyCard = (name) => page.locator('li.key', { has: page.locator('h3', { hasText: name }) });
+
+  async function chat(secret) {
+    return stack.chat(secret, { model: 'prov-main', messages: [{ role: 'user', content: 'Hello from the cabinet test' }], max_tokens: 16 });
+  }
+
+  /** Reads the secret from the open dialog, checks the warning and the copy button, closes it (Done or Escape). */
+  async function takeSecret({ close = 'done' } = {}) {
+    const dialog = page.locator('#secret-dialog');
+    await dialog.waitFor({ state: 'visible' });
+    const secret = (await page.textContent('#secret-value')).trim();
+    assert.match(secret, /^sk-prov-/);
+    secrets.add(secret);
+    assert.match(await page.textContent('#secret-warning'), /only this once/);
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'secret-copy', 'focus starts on Copy');
+    await page.click('#secret-copy');
+    await page.waitForSelector('#secret-copied:text("Copied")');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret, 'the copy button copies the key');
+    await page.evaluate(() => navigator.clipboard.writeText(''));
+    await screenshot('secret-dialog');
+    if (close === 'escape') await page.keyboard.press('Escape');
+    else await page.click('#secret-done');
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await page.locator('#secret-value').count(), 0, 'the secret left the DOM with the dialog');
+    assert.equal(await page.locator('#secret-slot').innerHTML(), '');
+    return secret;
+  }
+
+  it('shows a "Sign in with" button per identity provider, nothing else, and clean', async () => {
+    allow401 = true;
+    await page.goto(`${base}/cabinet/`);
+    for (const p of kit.all) {
+      assert.equal(await page.textContent(`#signin-${p.name} button`), `Sign in with ${p.display}`);
+    }
+    assert.ok(await page.isVisible('#signed-out'));
+    assert.ok(await page.isHidden('#signed-in-view'));
+    await screenshot('sign-in');
+    await clean();
+    allow401 = false;
+  });
+
+  it('signs in through provider one\'s form and shows balance and plan with both windows', async () => {
+    await Promise.all([page.waitForURL(`${kit.byName('idp1').issuer}/interaction/**`), page.click('text=Sign in with Provider One')]);
+    await fillProviderLogin(page, { login: 'alice' });
+    await page.waitForURL(`${base}/cabinet/`);
+    assert.match(await page.textContent('#who'), new RegExp(`Signed in as .*${alice.email.replace(/\./g, '\\.')}`));
+    stack.ctl('balance', 'add', alice.email, '50', '--reason', 'cabinet test');
+    stack.ctl('plan', 'add', 'pro', '--5h', '10', '--7d', '40');
+    stack.ctl('subscription', 'set', alice.email, 'pro');
+    await page.reload();
+    await page.waitForSelector('#balance');
+    assert.equal(await page.textContent('#balance'), '50 credits');
+    assert.equal(await page.textContent('#plan h3'), 'Plan: pro');
+    for (const w of ['5h', '7d']) {
+      assert.ok(await page.isVisible(`#window-${w} svg.bar[role="img"]`), `the ${w} window's bar`);
+      assert.match(await page.textContent(`#window-${w}`), /0 of (10|40) credits used/);
+    }
+    await screenshot('account');
+    await clean();
+  });
+
+  let first;
+  it('makes a key with the keyboard; its secret, read from the dialog, works against the mock gateway', async () => {
+    await page.focus('#key-name');
+    await page.keyboard.type('laptop');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('5');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Create key');
+    await page.keyboard.press('Enter');
+    first = await takeSecret({ close: 'escape' });
+    const r = await chat(first);
+    assert.equal(r.status, 200, r.text);
+    assert.ok(Number(r.headers.get('x-provider-credits')) > 0);
+    await keyCard('laptop').waitFor();
+    assert.match(await keyCard('laptop').textContent(), /of 5 credits used/);
+    await clean();
+  });
+
+  it('shows the request in the key\'s usage and its 7-day chart after a reload', async () => {
+    await page.reload();
+    const card = keyCard('laptop');
+    await card.waitFor();
+    const today = card.locator('table.usage tbody tr').first();
+    assert.equal(await today.locator('th').textContent(), 'Today');
+    assert.equal(await today.locator('td').first().textContent(), '1', 'one request today');
+    assert.notEqual(await today.locator('td').last().textContent(), '0', 'credits spent today');
+    const week = card.locator('table.usage tbody tr').nth(1);
+    assert.equal(await week.locator('td').first().textContent(), '1');
+    const bars = await card.locator('svg.chart rect.day').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('height'))));
+    assert.equal(bars.length, 7);
+    assert.ok(bars[6] > 0, `today's bar is drawn: ${bars}`);
+    assert.deepEqual(bars.slice(0, 6), [0, 0, 0, 0, 0, 0]);
+    assert.match(await card.locator('svg.chart').getAttribute('aria-label'), /1 requests/);
+    await screenshot('usage');
+    await clean();
+  });
+
+  let second;
+  it('reissues the key: a new secret, the old one refused at once, the new one works', async () => {
+    await keyCard('laptop').locator('button.reissue').click();
+    await page.locator('#confirm-dialog').waitFor({ state: 'visible' });
+    assert.match(await page.textContent('#confirm-text'), /Reissue laptop\?/);
+    await screenshot('confirm-reissue');
+    await page.click('#confirm-ok');
+    second = await takeSecret();
+    assert.notEqual(second, first);
+    const old = await chat(first);
+    assert.equal(old.status, 401);
+    assert.equal(old.json.error.code, 'INVALID_API_KEY');
+    const r = await chat(second);
+    assert.equal(r.status, 200, r.text);
+    await clean();
+  });
+
+  it('sets a budget (0 refuses the next request) and clears it', async () => {
+    const card = keyCard('laptop');
+    const input = card.locator('input[type="number"]');
+    assert.equal(await card.locator(`label[for="${await input.getAttribute('id')}"]`).count(), 1, 'the field has a label');
+    await input.fill('0');
+    await card.locator('button', { hasText: 'Set budget' }).click();
+    await page.waitForSelector('#status:text("now 0 credits")');
+    assert.match(await keyCard('laptop').textContent(), /of 0 credits used/);
+    const r = await chat(second);
+    assert.equal(r.status, 429);
+    assert.equal(r.json.error.code, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
+    await screenshot('budget');
+    await keyCard('laptop').locator('input[type="number"]').fill('');
+    await keyCard('laptop').locator('button', { hasText: 'Set budget' }).click();
+    await page.waitForSelector('#status:text("is removed")');
+    assert.match(await keyCard('laptop').textContent(), /No weekly budget/);
+    assert.equal((await chat(second)).status, 200);
+    await keyCard('laptop').locator('input[type="number"]').fill('-1');
+    await keyCard('laptop').locator('button', { hasText: 'Set budget' }).click();
+    assert.match(await keyCard('laptop').locator('.error').textContent(), /0 or more/);
+    await clean();
+  });
+
+  it('stars a favorite, which GET /v1/models/favorites then lists, and keeps it over a reload', async () => {
+    const star = page.locator('#model-prov-main button.star');
+    assert.equal(await star.getAttribute('aria-pressed'), 'false');
+    assert.equal(await star.getAttribute('aria-label'), 'Favorite: Main Model');
+    assert.match(await page.textContent('#model-prov-main'), /1\.5.*3.*0\.25/s);
+    await star.click();
+    await page.waitForSelector('#model-prov-main button.star[aria-pressed="true"]');
+    const favs = await context.request.get(`${base}/v1/models/favorites`);
+    assert.equal(favs.status(), 200);
+    assert.deepEqual((await favs.json()).data.map((m) => m.publicId), ['prov-main']);
+    await page.reload();
+    await page.waitForSelector('#model-prov-main button.star[aria-pressed="true"]');
+    assert.equal(await page.getAttribute('#model-prov-second button.star', 'aria-pressed'), 'false');
+    await screenshot('catalog');
+    await clean();
+  });
+
+  it('links provider two from the cabinet and lists both sign-in methods', async () => {
+    assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1']);
+    await Promise.all([page.waitForURL(`${kit.byName('idp2').issuer}/interaction/**`), page.click('#link-idp2 button')]);
+    await fillProviderLogin(page, { login: 'alice' });
+    await page.waitForURL(`${base}/cabinet/`);
+    await page.waitForSelector('#identity-list li[data-provider="idp2"]');
+    assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1', 'idp2']);
+    assert.equal(await page.locator('#link-list form').count(), 0, 'nothing left to link');
+    await screenshot('identities');
+    await clean();
+  });
+
+  it('reads on a phone: one column at 375 px, nothing wider than the screen', async () => {
+    const phone = await context.newPage();
+    watch(phone);
+    try {
+      await phone.setViewportSize({ width: 375, height: 812 });
+      await phone.goto(`${base}/cabinet/`);
+      await phone.waitForSelector('#balance');
+      await phone.waitForSelector('#model-prov-main');
+      await phone.waitForSelector('li.key');
+      const width = await phone.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 375, `the page is ${width} px wide`);
+      await screenshot('phone', phone);
+      await clean(phone);
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('deletes the key: gone from the page, its secret refused', async () => {
+    await keyCard('laptop').locator('button.delete').click();
+    await page.locator('#confirm-dialog').waitFor({ state: 'visible' });
+    await page.click('#confirm-ok');
+    await page.waitForSelector('#status:text("laptop is deleted")');
+    assert.equal(await keyCard('laptop').count(), 0);
+    const r = await chat(second);
+    assert.equal(r.status, 401);
+    await clean();
+  });
+
+  it('logs out: the sign-in view again, the session cookies gone', async () => {
+    allow401 = true;
+    await Promise.all([page.waitForURL(`${base}/cabinet/`), page.click('#logout button')]);
+    await page.waitForSelector('#signed-out');
+    const names = (await context.cookies(base)).map((c) => c.name);
+    for (const c of COOKIES) assert.ok(!names.includes(c), names.join(','));
+    assert.equal(await page.locator('#key-list li').count(), 0);
+    await screenshot('signed-out');
+    await clean();
+    allow401 = false;
+  });
+
+  afterEach(() => {
+    assert.deepEqual(problems.splice(0), [], 'no console error, page error or CSP violation');
+  });
+});
