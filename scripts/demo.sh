@@ -301,6 +301,9 @@ DBDParams "$DB"
 ProviderPublicURL $base
 ProviderCookieSecure Off
 $(cat "$STATE/idp/directive.conf")
+# The cabinet's page, script and styles: the tree's web/ (make install puts
+# them in the module's data directory, the directive's default).
+ProviderWebRoot "$SRC/web"
 EOF
 
     "$HTTPD" -t -f "$CONF" >"$STATE/logs/configtest.log" 2>&1 ||

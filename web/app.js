@@ -4,7 +4,8 @@
 // plan windows (GET /v1/account), keys with their usage and a 7-day chart
 // (GET/POST/PUT/DELETE /v1/keys...), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
-// linked sign-in methods (GET /v1/auth/identities, /v1/auth/NAME/link).
+// linked sign-in methods (GET /v1/auth/identities, /v1/auth/NAME/link,
+// DELETE /v1/auth/identities/NAME).
 // Every request is same-origin with the session's cookies (HttpOnly: this
 // script never sees them); a 401 anywhere shows the sign-in view. A new
 // key's secret lives only in a local variable and the dialog's DOM, both
@@ -458,8 +459,18 @@
       const r = await api('GET', '/v1/auth/identities');
       const ids = (r && (r.data || r.identities)) || [];
       const display = (name) => (providers.find((p) => p.name === name) || { display: name }).display;
+      // The last one cannot go (409 LAST_IDENTITY): no button for it.
+      const unlink = (i) => confirmAction(`Unlink ${display(i.provider)}? It no longer signs you in here.`, 'Unlink')
+        .then((ok) => ok && guarded('identities-error', async () => {
+          await api('DELETE', `/v1/auth/identities/${encodeURIComponent(i.provider)}`);
+          say(`${display(i.provider)} is unlinked.`);
+          await loadIdentities();
+        }));
       $('identity-list').replaceChildren(...ids.map((i) => el('li', { 'data-provider': i.provider },
-        el('strong', { text: display(i.provider) }), ', linked ', when(i.createdAt))));
+        el('strong', { text: display(i.provider) }), ', linked ', when(i.createdAt),
+        ids.length > 1 ? ' ' : null,
+        ids.length > 1 ? el('button', { type: 'button', class: 'secondary unlink', text: 'Unlink',
+          'aria-label': `Unlink ${display(i.provider)}`, onclick: () => unlink(i) }) : null)));
       const linked = new Set(ids.map((i) => i.provider));
       $('link-list').replaceChildren(...providers.filter((p) => !linked.has(p.name)).map((p) => el('form',
         { id: `link-${p.name}`, method: 'get', action: p.link },

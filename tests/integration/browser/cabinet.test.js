@@ -8,12 +8,12 @@
 // /v1/chat/completions against the mock gateway, its usage after a reload,
 // reissue (the old secret refused, the new one works), a budget (0 refuses
 // the next request; cleared again), a favorite star (seen in GET
-// /v1/models/favorites), a second provider linked, the page at phone width, the key deleted,
-// logout. After every step: no key secret and no session
-// token is readable from page script (document.cookie, localStorage,
-// sessionStorage, IndexedDB, Cache Storage, the DOM and form values once
-// the dialog closed), no console error, no CSP violation, text contrast at
-// least 4.5:1. Screenshots of each screen go to lib/browser.js's
+// /v1/models/favorites), a second provider linked and unlinked, the page
+// at phone width, the key deleted, logout. After every step: no key secret
+// and no session token is readable from page script (document.cookie,
+// localStorage, sessionStorage, IndexedDB, Cache Storage, the DOM and form
+// values once the dialog closed), no console error, no CSP violation, text
+// contrast at least 4.5:1. Screenshots of each screen go to lib/browser.js's
 // outputDir('cabinet') (tests/integration/output/cabinet by default), the
 // secret masked.
 
@@ -331,7 +331,7 @@ describe('the cabinet page in a browser', () => {
     await clean();
   });
 
-  it('links provider two from the cabinet and lists both sign-in methods', async () => {
+  it('links provider two from the cabinet, lists both sign-in methods, unlinks it', async () => {
     assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1']);
     await Promise.all([page.waitForURL(`${kit.byName('idp2').issuer}/interaction/**`), page.click('#link-idp2 button')]);
     await fillProviderLogin(page, { login: 'alice' });
@@ -340,6 +340,13 @@ describe('the cabinet page in a browser', () => {
     assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1', 'idp2']);
     assert.equal(await page.locator('#link-list form').count(), 0, 'nothing left to link');
     await screenshot('identities');
+    await clean();
+    // and unlinks it again (the last one has no button: it cannot go)
+    await page.click('#identity-list li[data-provider="idp2"] button.unlink');
+    await page.click('#confirm-ok');
+    await page.waitForSelector('#link-idp2 button');
+    assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1']);
+    assert.equal(await page.locator('#identity-list button.unlink').count(), 0);
     await clean();
   });
 
