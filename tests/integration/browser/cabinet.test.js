@@ -134,14 +134,17 @@ describe('the cabinet page in a browser', () => {
     }
   });
 
-  // The expected 401 of GET /v1/auth/session while signed out is the one
-  // console line allowed (chromium reports a failed fetch's status there).
+  // Our pages' console errors (the identity providers' pages are theirs:
+  // chromium reports their missing favicon). The expected 401 of GET
+  // /v1/auth/session while signed out is the one line allowed (chromium
+  // reports a failed fetch's status there).
   let allow401 = false;
   function watch(p) {
     p.on('console', (m) => {
-      if (m.type() !== 'error') return;
-      if (allow401 && /status of 401/.test(m.text())) return;
-      problems.push(`console error: ${m.text()}`);
+      if (m.type() !== 'error' || !p.url().startsWith(`${base}/`)) return;
+      const at = m.location().url;
+      if (allow401 && /status of 401/.test(m.text()) && at === `${base}/v1/auth/session`) return;
+      problems.push(`console error: ${m.text()} (${at}, page ${p.url()})`);
     });
     p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   }
