@@ -142,6 +142,17 @@
     return providers;
   }
 
+  /**
+   * A sign-in or link form's submit, as a navigation of the page: the CSP's
+   * form-action names each provider's issuer (or authorization endpoint),
+   * but a provider may send the browser on to another origin of its own,
+   * which a form's redirects could not reach.
+   */
+  function go(ev) {
+    ev.preventDefault();
+    location.assign(ev.currentTarget.action);
+  }
+
   function showSignedOut() {
     if (view === 'out') return;
     view = 'out';
@@ -158,7 +169,7 @@
       if (view !== 'out') return;
       if (!ps.length) list.append(el('p', { text: 'No sign-in method is configured on this server.' }));
       for (const p of ps) {
-        list.append(el('form', { id: `signin-${p.name}`, class: 'signin', method: 'get', action: p.login },
+        list.append(el('form', { id: `signin-${p.name}`, class: 'signin', method: 'get', action: p.login, onsubmit: go },
           el('button', { type: 'submit', text: `Sign in with ${p.display}` })));
       }
     }).catch((e) => list.append(el('p', { class: 'error', role: 'alert', text: e.message })));
@@ -473,7 +484,7 @@
           'aria-label': `Unlink ${display(i.provider)}`, onclick: () => unlink(i) }) : null)));
       const linked = new Set(ids.map((i) => i.provider));
       $('link-list').replaceChildren(...providers.filter((p) => !linked.has(p.name)).map((p) => el('form',
-        { id: `link-${p.name}`, method: 'get', action: p.link },
+        { id: `link-${p.name}`, method: 'get', action: p.link, onsubmit: go },
         el('button', { type: 'submit', class: 'secondary', text: `Link ${p.display}` }))));
     });
   }
