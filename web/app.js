@@ -122,9 +122,10 @@
     return el('time', { datetime: iso, text });
   }
 
-  /** A horizontal bar (share of 0..1) with an accessible label. */
+  /** A horizontal bar (share of 0..1; any use at least a sliver) with an accessible label. */
   function bar(share, label) {
-    const w = Math.max(0, Math.min(1, Number(share) || 0)) * 100;
+    const s = Math.max(0, Math.min(1, Number(share) || 0));
+    const w = s > 0 ? Math.max(s * 100, 1) : 0;
     return svg('svg', { class: 'bar', viewBox: '0 0 100 6', preserveAspectRatio: 'none',
       role: 'img', 'aria-label': label },
     svg('rect', { class: 'track', x: 0, y: 0, width: 100, height: 6, rx: 1 }),

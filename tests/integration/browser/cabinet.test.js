@@ -9,7 +9,8 @@
 // reissue (the old secret refused, the new one works), a budget (0 refuses
 // the next request; cleared again), a favorite star (seen in GET
 // /v1/models/favorites), a second provider linked and unlinked, the page
-// at phone width, the key deleted, logout. After every step: no key secret
+// at phone width, the key deleted, the session revoked elsewhere (the next
+// action shows the sign-in buttons), logout. After every step: no key secret
 // and no session token is readable from page script (document.cookie,
 // localStorage, sessionStorage, IndexedDB, Cache Storage, the DOM and form
 // values once the dialog closed), no console error, no CSP violation, text
@@ -135,15 +136,15 @@ describe('the cabinet page in a browser', () => {
   });
 
   // Our pages' console errors (the identity providers' pages are theirs:
-  // chromium reports their missing favicon). The expected 401 of GET
-  // /v1/auth/session while signed out is the one line allowed (chromium
-  // reports a failed fetch's status there).
-  let allow401 = false;
+  // chromium reports their missing favicon). The 401s a step expects (of
+  // GET /v1/auth/session while signed out) are the one line allowed
+  // (chromium reports a failed fetch's status there).
+  let allow401 = null;   // the paths whose 401 a step expects
   function watch(p) {
     p.on('console', (m) => {
       if (m.type() !== 'error' || !p.url().startsWith(`${base}/`)) return;
       const at = m.location().url;
-      if (allow401 && /status of 401/.test(m.text()) && at === `${base}/v1/auth/session`) return;
+      if (allow401 && /status of 401/.test(m.text()) && allow401.some((x) => at === `${base}${x}`)) return;
       problems.push(`console error: ${m.text()} (${at}, page ${p.url()})`);
     });
     p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -208,7 +209,7 @@ describe('the cabinet page in a browser', () => {
   }
 
   it('shows a "Sign in with" button per identity provider, nothing else, and clean', async () => {
-    allow401 = true;
+    allow401 = ['/v1/auth/session'];
     await page.goto(`${base}/cabinet/`);
     for (const p of kit.all) {
       assert.equal(await page.textContent(`#signin-${p.name} button`), `Sign in with ${p.display}`);
@@ -217,7 +218,7 @@ describe('the cabinet page in a browser', () => {
     assert.ok(await page.isHidden('#signed-in-view'));
     await screenshot('sign-in');
     await clean();
-    allow401 = false;
+    allow401 = null;
   });
 
   it('signs in through provider one\'s form and shows balance and plan with both windows', async () => {
@@ -273,6 +274,11 @@ describe('the cabinet page in a browser', () => {
     assert.ok(bars[6] > 0, `today's bar is drawn: ${bars}`);
     assert.deepEqual(bars.slice(0, 6), [0, 0, 0, 0, 0, 0]);
     assert.match(await card.locator('svg.chart').getAttribute('aria-label'), /1 requests/);
+    // the plan paid for it: both windows show use and when capacity returns
+    for (const w of ['5h', '7d']) {
+      assert.match(await page.textContent(`#window-${w}`), /Capacity returns from .*the whole quota by/);
+      assert.ok(Number(await page.getAttribute(`#window-${w} rect.fill`, 'width')) > 0, `the ${w} bar is filled`);
+    }
     await screenshot('usage');
     await clean();
   });
@@ -382,8 +388,26 @@ describe('the cabinet page in a browser', () => {
     await clean();
   });
 
+  it('shows the sign-in buttons when the session ends elsewhere, and signs in again', async () => {
+    allow401 = ['/v1/auth/session', '/v1/models/prov-second/favorite'];
+    stack.ctl('user', 'sessions', 'revoke', alice.email);
+    await page.click('#model-prov-second button.star');
+    await page.waitForSelector('#signed-out');
+    assert.ok(await page.isHidden('#signed-in-view'));
+    assert.equal(await page.locator('#who').count(), 0);
+    assert.equal(await page.locator('#key-list li, #catalog-body tr, #identity-list li').count(), 0, 'the account left the page');
+    await screenshot('session-ended');
+    await clean();
+    // the provider still knows alice: no form this time
+    await Promise.all([page.waitForURL(`${base}/cabinet/`), page.click('#signin-idp1 button')]);
+    await page.waitForSelector('#who');
+    await page.waitForSelector('#model-prov-second button.star[aria-pressed="false"]');
+    await clean();
+    allow401 = null;
+  });
+
   it('logs out: the sign-in view again, the session cookies gone', async () => {
-    allow401 = true;
+    allow401 = ['/v1/auth/session'];
     await Promise.all([page.waitForURL(`${base}/cabinet/`), page.click('#logout button')]);
     await page.waitForSelector('#signed-out');
     const names = (await context.cookies(base)).map((c) => c.name);
@@ -391,7 +415,7 @@ describe('the cabinet page in a browser', () => {
     assert.equal(await page.locator('#key-list li').count(), 0);
     await screenshot('signed-out');
     await clean();
-    allow401 = false;
+    allow401 = null;
   });
 
   afterEach(() => {
