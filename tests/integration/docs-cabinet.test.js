@@ -52,6 +52,8 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
       ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body) });
 
+    const providers = await check('/v1/auth/providers', undefined, 200);
+    assert.deepEqual(providers.data.map((p) => p.name), ['idp1']);
     const who = await check('/v1/auth/session', undefined, 200, signed);
     stack.ctl('balance', 'add', String(who.userId), '10', '--reason', 'docs');
     await check('/v1/auth/identities', undefined, 200, signed);
