@@ -2,7 +2,8 @@
 // another site). It asks the JSON API who is signed in and shows either
 // the sign-in buttons (GET /v1/auth/providers) or the account: balance and
 // plan windows (GET /v1/account), keys with their usage and a 7-day chart
-// (GET/POST/PUT/DELETE /v1/keys...), the catalog with favorite stars
+// (GET/POST/PUT/DELETE /v1/keys...), usage by day, key or model (GET
+// /v1/usage), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
 // linked sign-in methods (GET /v1/auth/identities, /v1/auth/NAME/link,
 // DELETE /v1/auth/identities/NAME).
@@ -159,7 +160,7 @@
     view = 'out';
     $('session').replaceChildren();
     $('signed-in-view').hidden = true;
-    for (const id of ['account-body', 'key-list', 'catalog-body', 'identity-list', 'link-list']) {
+    for (const id of ['account-body', 'key-list', 'usage-body', 'catalog-body', 'identity-list', 'link-list']) {
       $(id).replaceChildren();
     }
     closeDialogs();
@@ -189,6 +190,7 @@
     loadProviders().catch(() => []).then(() => {
       loadAccount();
       loadKeys();
+      loadUsage();
       loadCatalog();
       loadIdentities();
     });
@@ -364,6 +366,32 @@
     });
   }
 
+  /* ---- usage by day, key or model --------------------------------------------- */
+
+  const USAGE_GROUPS = { day: 'Day', key: 'Key', model: 'Model' };
+
+  function loadUsage() {
+    const days = $('usage-days').value;
+    const by = $('usage-by').value;
+    return guarded('usage-error', async () => {
+      const r = await api('GET', `/v1/usage?days=${encodeURIComponent(days)}&by=${encodeURIComponent(by)}`);
+      const rows = ((r && r.data) || []).map((g) => el('tr', {},
+        el('th', { scope: 'row', text: by === 'key' && g.name ? g.name : g.group }),
+        ...[g.requests, g.input_tokens, g.output_tokens, g.cache_tokens, g.reasoning_tokens]
+          .map((n) => el('td', { class: 'num', text: count(n) })),
+        el('td', { class: 'num', text: credits(g.credits) })));
+      if (!rows.length) {
+        $('usage-body').replaceChildren(el('p', { class: 'note', text: 'No requests in this period.' }));
+        return;
+      }
+      $('usage-body').replaceChildren(el('table', { class: 'usage-report' },
+        el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: USAGE_GROUPS[by] }),
+          ...['Requests', 'Input', 'Output', 'Cache', 'Reasoning', 'Credits']
+            .map((h) => el('th', { scope: 'col', class: 'num', text: h })))),
+        el('tbody', {}, ...rows)));
+    });
+  }
+
   /* ---- dialogs -------------------------------------------------------------- */
 
   /** Shows a new secret once; the dialog's close drops it from the page. */
@@ -494,6 +522,9 @@
 
   function start() {
     $('key-create').addEventListener('submit', createKey);
+    $('usage-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadUsage(); });
+    $('usage-days').addEventListener('change', loadUsage);
+    $('usage-by').addEventListener('change', loadUsage);
     $('confirm-dialog').addEventListener('close', () => {
       const resolve = confirmResolve;
       confirmResolve = null;

@@ -5,7 +5,8 @@
 // (GET /v1/auth/providers), sign-in through a local OpenID Provider's form,
 // balance and plan with both windows, a key made with the keyboard whose
 // secret is read from the dialog and used from node for a real
-// /v1/chat/completions against the mock gateway, its usage after a reload,
+// /v1/chat/completions against the mock gateway, its usage after a reload
+// (the key's card and chart, the usage report by day, model and key),
 // reissue (the old secret refused, the new one works), a budget (0 refuses
 // the next request; cleared again), a favorite star (seen in GET
 // /v1/models/favorites), a second provider linked and unlinked, the page
@@ -279,6 +280,23 @@ describe('the cabinet page in a browser', () => {
       assert.match(await page.textContent(`#window-${w}`), /Capacity returns from .*the whole quota by/);
       assert.ok(Number(await page.getAttribute(`#window-${w} rect.fill`, 'width')) > 0, `the ${w} bar is filled`);
     }
+    // the usage report: by day (today's row), by model, by key, 30 days
+    const report = () => page.locator('#usage-body tbody tr').evaluateAll((rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
+    await page.waitForSelector('#usage-body tbody tr');
+    let rows = await report();
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0][0], new Date().toISOString().slice(0, 10));
+    assert.equal(rows[0][1], '1');
+    await page.selectOption('#usage-by', 'model');
+    await page.waitForSelector('#usage-body tbody th:text-is("prov-main")');
+    rows = await report();
+    assert.deepEqual(rows.map((r) => [r[0], r[1]]), [['prov-main', '1']]);
+    await page.selectOption('#usage-days', '30');
+    await page.selectOption('#usage-by', 'key');
+    await page.waitForSelector('#usage-body tbody th:text-is("laptop")');
+    rows = await report();
+    assert.deepEqual(rows.map((r) => [r[0], r[1]]), [['laptop', '1']]);
+    assert.equal(rows[0][6], await today.locator('td').last().textContent(), 'the same credits as the key\'s card');
     await screenshot('usage');
     await clean();
   });
