@@ -440,10 +440,12 @@ export class Stack {
       }
       if (await probe(this.port)) {
         // The parent listens before its child is ready; one real answer
-        // (any status) shows the child serves.
-        await fetch(`${this.baseURL}/`, { signal: AbortSignal.timeout(20000) })
-          .then((r) => r.arrayBuffer()).catch(() => {});
-        return;
+        // (any status) shows the child serves. httpd also binds its port
+        // before the post-config checks that may refuse the configuration:
+        // a connection taken then and dropped when it exits is not a start.
+        const answered = await fetch(`${this.baseURL}/`, { signal: AbortSignal.timeout(20000) })
+          .then((r) => r.arrayBuffer()).then(() => true, () => false);
+        if (answered && !proc.exitInfo) return;
       }
       await sleep(50);
     }
