@@ -3,8 +3,8 @@
 // client (tests/integration/lib/idp-client.js: a cookie jar and the demo
 // provider's login form) and checks each step: the cabinet's sign-in
 // button, the provider's form, the callback back to /cabinet/, the session
-// (the demo user, the one holding the demo credits), the cabinet page that
-// names them, the identities, and a logout. Prints one line per step;
+// (the demo user, the one holding the demo credits), the account the
+// cabinet page shows, the identities, and a logout. Prints one line per step;
 // exits 0 when all pass, 1 at the first failure.
 //
 //   node scripts/demo-signin-check.mjs BASE_URL PASSWORD
@@ -29,8 +29,12 @@ function check(ok, what, detail = '') {
 const jar = new CookieJar();
 let r = await jar.fetch(`${base}/cabinet/`);
 let page = await r.text();
-const form = /<form id="signin-([A-Za-z0-9-]+)" method="get" action="([^"]+)"><button type="submit">Sign in with Demo Identity Provider</.exec(page);
-check(r.status === 200 && form, 'the cabinet shows "Sign in with Demo Identity Provider"', page);
+check(r.status === 200 && /<script src="\/cabinet\/app\.js"/.test(page), 'the cabinet page is served', page);
+r = await jar.fetch(`${base}/v1/auth/providers`);
+const providers = await r.json();
+const demo = (providers.data || []).find((p) => p.display === 'Demo Identity Provider');
+check(r.status === 200 && demo, 'the cabinet offers "Sign in with Demo Identity Provider"', JSON.stringify(providers));
+const form = [null, demo.name, `${demo.login}?return=/cabinet/`];
 
 const flow = await signInAtProvider(new URL(form[2], base).href, { jar, login: 'demo', password });
 check(flow.formShown && flow.callback && flow.callback.startsWith(`${base}/v1/auth/${form[1]}/callback?`),
@@ -49,10 +53,10 @@ const who = await r.json();
 check(r.status === 200 && who.email === 'demo@example.com' && who.name === 'Demo User',
   'signed in as the demo user (demo@example.com)', JSON.stringify(who));
 
-r = await jar.fetch(`${base}/cabinet/`);
-page = await r.text();
-check(r.status === 200 && /demo@example\.com|Demo User/.test(page) && /action="\/v1\/auth\/logout"/.test(page),
-  'the cabinet names the demo user and offers a logout', page);
+r = await jar.fetch(`${base}/v1/account`);
+const account = await r.json();
+check(r.status === 200 && account.email === 'demo@example.com' && account.balance === 100,
+  'the cabinet\'s account: the demo user with 100 credits', JSON.stringify(account));
 
 r = await jar.fetch(`${base}/v1/auth/identities`);
 const ids = await r.json();
