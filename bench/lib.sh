@@ -4,7 +4,8 @@
 # the build, wrk and sqlite3, no sanitizers), a free loopback port, the mock
 # gateway, the database (SQLite, or a throwaway PostgreSQL cluster with
 # BENCH_DB=pgsql) seeded with a user, a big balance, the priced model and a
-# key, the head of an apache2 config, waiting for a first 200, and stopping
+# key, the head of an apache2 config, the pair of servers compared (mod_provider
+# and mod_proxy on the same gateway), waiting for a first 200, and stopping
 # what was started. The functions read and set the scripts' variables (W, the
 # work directory; BACKEND, MODEL, KEY, GW, DB, DBSPEC, PGDATA_DIR, PGPORT,
 # MOCKGW_PID) as the scripts' own code did before it moved here.
@@ -71,13 +72,16 @@ free_port() {
 }
 
 # start_mockgw: the mock gateway on a free port with a fresh service token
-# ($W/gateway.token); sets GW (its host:port) and MOCKGW_PID.
+# ($W/gateway.token) and the options in MOCKGW_ARGS; sets GW (its
+# host:port) and MOCKGW_PID.
 start_mockgw() {
     umask 077
     od -An -tx1 -N24 /dev/urandom | tr -d ' \n' >"$W/gateway.token"
     umask 022
     : >"$W/logs/mockgw.log"
-    "$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" >>"$W/logs/mockgw.log" 2>&1 </dev/null &
+    # shellcheck disable=SC2086
+    "$MOCKGW" --listen 127.0.0.1:0 --token-file "$W/gateway.token" ${MOCKGW_ARGS:-} \
+        >>"$W/logs/mockgw.log" 2>&1 </dev/null &
     MOCKGW_PID=$!
     GW=""
     i=0
@@ -189,4 +193,92 @@ answers_200() {
         [ "$i" -lt 100 ] || return 1
         sleep 0.1
     done
+}
+
+# wait_ok PORT: until a chat completion answers 200 (also warms the caches);
+# dies with the last answer and the servers' logs otherwise.
+wait_ok() {
+    answers_200 "$1" && return 0
+    cat "$W/last-answer" >&2 2>/dev/null || true
+    tail -n 20 "$W"/logs/*-error.log >&2 || true
+    die "127.0.0.1:$1 did not answer 200 to a chat completion (last: $code)"
+}
+
+# start_pair: the two servers under test on free ports (PROVIDER_PORT,
+# PROXY_PORT), both with the MPM lines of the script's mpm_conf: mod_provider
+# with the database of make_database (BACKEND, DBDSET, DBDMAX, BENCH_DBDMAX)
+# and the gateway GW, mod_proxy relaying /v1/ to GW with the service token
+# added; PAIR_EXTRA (lines) goes into both configs. Returns once each has
+# answered a chat completion 200.
+start_pair() {
+    TOKEN=$(cat "$W/gateway.token")
+    PROVIDER_PORT=$(free_port)
+    PROXY_PORT=$(free_port)
+    [ "$PROXY_PORT" != "$PROVIDER_PORT" ] || PROXY_PORT=$((PROVIDER_PORT + 1))
+
+    {
+        server_conf provider "$PROVIDER_PORT"
+        cat <<EOF
+LoadModule dbd_module $MODDIR/mod_dbd.so
+LoadModule provider_module $MODULE
+ProviderEngine On
+ProviderGatewayURL http://$GW
+# info: each child's SQLite lock waits when it stops (PROV00408)
+LogLevel warn provider:info
+ProviderGatewayTokenFile "$W/gateway.token"
+${PAIR_EXTRA:-}
+EOF
+        if [ "$DBDSET" = defaults ]; then
+            if [ "$BACKEND" = pgsql ]; then
+                echo "DBDriver pgsql"
+                echo "DBDParams \"host=$W/pg port=$PGPORT user=postgres dbname=bench\""
+            else
+                echo "DBDriver sqlite3"
+                echo "DBDParams \"$DB\""
+            fi
+            if [ -n "${BENCH_DBDMAX:-}" ]; then
+                # mod_dbd refuses a pool whose DBDKeep (default 2) is above DBDMax
+                [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
+                echo "DBDMax $DBDMAX"
+            fi
+        elif [ "$BACKEND" = pgsql ]; then
+            cat <<EOF
+DBDriver pgsql
+DBDParams "host=$W/pg port=$PGPORT user=postgres dbname=bench"
+DBDMin 1
+DBDKeep $DBDMAX
+DBDMax $DBDMAX
+EOF
+        else
+            # as example-site.conf: the module sets WAL, synchronous and busy handling
+            echo "DBDriver sqlite3"
+            echo "DBDParams \"$DB\""
+            if [ -n "${BENCH_DBDMAX:-}" ]; then
+                [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
+                echo "DBDMax $DBDMAX"
+            fi
+        fi
+    } >"$W/provider.conf"
+
+    {
+        server_conf proxy "$PROXY_PORT"
+        cat <<EOF
+LoadModule proxy_module $MODDIR/mod_proxy.so
+LoadModule proxy_http_module $MODDIR/mod_proxy_http.so
+LoadModule headers_module $MODDIR/mod_headers.so
+RequestHeader set Authorization "Bearer $TOKEN"
+ProxyPass /v1/ http://$GW/v1/
+${PAIR_EXTRA:-}
+EOF
+    } >"$W/proxy.conf"
+    chmod 600 "$W/proxy.conf"
+
+    for s in provider proxy; do
+        "$HTTPD" -t -f "$W/$s.conf" >"$W/logs/$s-configtest.log" 2>&1 ||
+            { cat "$W/logs/$s-configtest.log" >&2; die "apache2 -t failed for the $s server"; }
+        "$HTTPD" -f "$W/$s.conf" -k start || die "the $s server did not start"
+    done
+
+    wait_ok "$PROVIDER_PORT"
+    wait_ok "$PROXY_PORT"
 }

@@ -120,17 +120,12 @@ fi
 
 # ---- the mock gateway ------------------------------------------------------
 start_mockgw
-TOKEN=$(cat "$W/gateway.token")
 
 # ---- the database: a user with a big balance, a key, the priced model ------
 make_database bench@example.com Bench bench
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the two servers ---------------------------------------------------------
-PROVIDER_PORT=$(free_port)
-PROXY_PORT=$(free_port)
-[ "$PROXY_PORT" != "$PROVIDER_PORT" ] || PROXY_PORT=$((PROVIDER_PORT + 1))
-
 mpm_conf() {
     if [ "$MPM" = stock ]; then
         cat <<EOF
@@ -148,76 +143,7 @@ EOF
     fi
 }
 
-{
-    server_conf provider "$PROVIDER_PORT"
-    cat <<EOF
-LoadModule dbd_module $MODDIR/mod_dbd.so
-LoadModule provider_module $MODULE
-ProviderEngine On
-ProviderGatewayURL http://$GW
-# info: each child's SQLite lock waits when it stops (PROV00408)
-LogLevel warn provider:info
-ProviderGatewayTokenFile "$W/gateway.token"
-EOF
-    if [ "$DBDSET" = defaults ]; then
-        if [ "$BACKEND" = pgsql ]; then
-            echo "DBDriver pgsql"
-            echo "DBDParams \"host=$W/pg port=$PGPORT user=postgres dbname=bench\""
-        else
-            echo "DBDriver sqlite3"
-            echo "DBDParams \"$DB\""
-        fi
-        if [ -n "${BENCH_DBDMAX:-}" ]; then
-            # mod_dbd refuses a pool whose DBDKeep (default 2) is above DBDMax
-            [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
-            echo "DBDMax $DBDMAX"
-        fi
-    elif [ "$BACKEND" = pgsql ]; then
-        cat <<EOF
-DBDriver pgsql
-DBDParams "host=$W/pg port=$PGPORT user=postgres dbname=bench"
-DBDMin 1
-DBDKeep $DBDMAX
-DBDMax $DBDMAX
-EOF
-    else
-        # as example-site.conf: the module sets WAL, synchronous and busy handling
-        echo "DBDriver sqlite3"
-        echo "DBDParams \"$DB\""
-        if [ -n "${BENCH_DBDMAX:-}" ]; then
-            [ "$DBDMAX" -ge 2 ] || echo "DBDKeep $DBDMAX"
-            echo "DBDMax $DBDMAX"
-        fi
-    fi
-} >"$W/provider.conf"
-
-{
-    server_conf proxy "$PROXY_PORT"
-    cat <<EOF
-LoadModule proxy_module $MODDIR/mod_proxy.so
-LoadModule proxy_http_module $MODDIR/mod_proxy_http.so
-LoadModule headers_module $MODDIR/mod_headers.so
-RequestHeader set Authorization "Bearer $TOKEN"
-ProxyPass /v1/ http://$GW/v1/
-EOF
-} >"$W/proxy.conf"
-chmod 600 "$W/proxy.conf"
-
-for s in provider proxy; do
-    "$HTTPD" -t -f "$W/$s.conf" >"$W/logs/$s-configtest.log" 2>&1 ||
-        { cat "$W/logs/$s-configtest.log" >&2; die "apache2 -t failed for the $s server"; }
-    "$HTTPD" -f "$W/$s.conf" -k start || die "the $s server did not start"
-done
-
-# wait_ok PORT: until a chat completion answers 200 (also warms the caches).
-wait_ok() {
-    answers_200 "$1" && return 0
-    cat "$W/last-answer" >&2 2>/dev/null || true
-    tail -n 20 "$W"/logs/*-error.log >&2 || true
-    die "127.0.0.1:$1 did not answer 200 to a chat completion (last: $code)"
-}
-wait_ok "$PROVIDER_PORT"
-wait_ok "$PROXY_PORT"
+start_pair
 
 export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL"
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <json-c/json.h>
 
@@ -32,6 +33,7 @@ typedef struct {
     char *models_json;      /* the pre-rendered GET /v1/models answer */
     char *self_url;         /* "http://HOST:PORT" this gateway listens on */
     bool verbose;           /* log one line per request to stderr */
+    FILE *times;            /* --times: timestamps of requests and events, or NULL */
 } mgw_config_t;
 
 extern mgw_config_t mgw_cfg;
@@ -117,6 +119,8 @@ typedef struct {
     long trickle_ms;        /* -1: not given */
     long cut_events;        /* "cut-<n>": events sent before the cut; -1: half */
     bool no_usage;          /* "nousage": answers without usage */
+    bool lockstep;          /* "lockstep": each text piece waits for the client's ack */
+    long pieces;            /* "pieces-<n>": the streamed text is n pieces; -1: as usual */
 } mgw_fault_t;
 
 void mgw_fault_init(mgw_fault_t *f);
@@ -143,6 +147,7 @@ typedef struct {
     mgw_buf_t data;
     size_t *ends;
     size_t n, cap;
+    size_t first_piece, npieces;    /* the text (or arguments) pieces among them */
 } mgw_events_t;
 
 /* Appends "event: NAME\n" (if name is not NULL) and "data: JSON\n\n".
@@ -157,6 +162,22 @@ void mgw_events_free(mgw_events_t *e);
 int mgw_http_stream(mgw_conn_t *c, const mgw_events_t *e, const mgw_fault_t *f);
 
 void mgw_sleep_ms(long ms);
+
+/* ---- pace of streams (mockgw_pace.c) ---- */
+
+/* With --times, writes "mgwtime FD WHAT I MICROSECONDS" (CLOCK_MONOTONIC). */
+void mgw_time_mark(int fd, const char *what, long i);
+/* A lockstep stream starts: no piece of it acknowledged yet. */
+void mgw_lockstep_begin(void);
+/* GET /v1/_ack?n=N: the client has received n pieces of the stream. */
+void mgw_lockstep_ack(long n);
+/* Waits (at most 10 s) until n pieces are acknowledged; counts the piece as
+ * acknowledged or missed. */
+void mgw_lockstep_wait(long n);
+/* {"streams","acked","missed"} for GET /v1/_lockstep. */
+json_object *mgw_lockstep_json(void);
+/* Extends out with filler text to pieces * MGW_PIECE_BYTES bytes. */
+void mgw_pad_pieces(mgw_buf_t *out, long pieces);
 
 /* ---- usage override (mockgw_util.c) ---- */
 

@@ -221,6 +221,7 @@ static void stream_events(const msg_reply_t *p, mgw_events_t *e)
     mgw_events_add(e, "content_block_start", o);
     mgw_events_add(e, "ping", event("ping"));
 
+    e->first_piece = e->n;
     while (off < p->out.len) {
         size_t n = mgw_utf8_piece(p->out.p + off, p->out.len - off,
                                   MGW_PIECE_BYTES);
@@ -233,6 +234,7 @@ static void stream_events(const msg_reply_t *p, mgw_events_t *e)
         mgw_events_add(e, "content_block_delta", o);
         off += n;
     }
+    e->npieces = e->n - e->first_piece;
 
     o = event("content_block_stop");
     mgw_jset(o, "index", json_object_new_int(0));
@@ -271,6 +273,8 @@ int mgw_anthropic_messages(mgw_ctx_t *x)
     p.n = mgw_next_id();
     p.no_usage = x->fault.no_usage;
     plan(&p, x->body, messages, &x->usage);
+    if (!p.tool_name && x->fault.pieces > 0)
+        mgw_pad_pieces(&p.out, x->fault.pieces);
 
     if (stream && json_object_get_boolean(stream)) {
         mgw_events_t e = { 0 };

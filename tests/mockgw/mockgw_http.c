@@ -522,6 +522,34 @@ static int send_chunk(mgw_conn_t *c, const char *head, size_t hlen,
     return n ? send_all(c->fd, v, n) : 0;
 }
 
+/* The events one by one: trickle's sleep between them, lockstep's wait for
+ * the client's acknowledgement after each text piece; with --times, when
+ * each went. */
+static int stream_paced(mgw_conn_t *c, const char *head, size_t hl,
+                        const mgw_events_t *e, const mgw_fault_t *f)
+{
+    const char *d = e->data.p;
+    size_t from = 0;
+
+    if (f->lockstep)
+        mgw_lockstep_begin();
+    for (size_t i = 0; i < e->n; i++) {
+        if (i > 0 && f->trickle_ms > 0)
+            mgw_sleep_ms(f->trickle_ms);
+        if (send_chunk(c, i == 0 ? head : NULL, i == 0 ? hl : 0,
+                       d + from, e->ends[i] - from, i + 1 == e->n))
+            return -1;
+        mgw_time_mark(c->fd, "event", (long)i);
+        from = e->ends[i];
+        if (f->lockstep && i >= e->first_piece && i < e->first_piece + e->npieces
+            && i + 1 < e->n)
+            mgw_lockstep_wait((long)(i - e->first_piece + 1));
+    }
+    if (e->n == 0 && send_chunk(c, head, hl, NULL, 0, true))
+        return -1;
+    return c->keepalive ? 0 : -1;
+}
+
 int mgw_http_stream(mgw_conn_t *c, const mgw_events_t *e, const mgw_fault_t *f)
 {
     char head[256];
@@ -543,21 +571,10 @@ int mgw_http_stream(mgw_conn_t *c, const mgw_events_t *e, const mgw_fault_t *f)
         shutdown(c->fd, SHUT_WR);
         return -1;
     }
-    if (f && f->trickle_ms > 0) {
-        size_t from = 0;
-        for (size_t i = 0; i < e->n; i++) {
-            if (i > 0)
-                mgw_sleep_ms(f->trickle_ms);
-            if (send_chunk(c, i == 0 ? head : NULL, i == 0 ? (size_t)hl : 0,
-                           d + from, e->ends[i] - from, i + 1 == e->n))
-                return -1;
-            from = e->ends[i];
-        }
-        if (e->n == 0 && send_chunk(c, head, (size_t)hl, NULL, 0, true))
-            return -1;
-        return c->keepalive ? 0 : -1;
-    }
+    if (f && (f->trickle_ms > 0 || f->lockstep))
+        return stream_paced(c, head, (size_t)hl, e, f);
     if (send_chunk(c, head, (size_t)hl, d, e->data.len, true))
         return -1;
+    mgw_time_mark(c->fd, "all", (long)e->n);
     return c->keepalive ? 0 : -1;
 }

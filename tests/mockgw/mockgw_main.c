@@ -5,6 +5,7 @@
  *
  * Contract (tests and bench/ rely on it):
  *   mockgw --listen HOST:PORT --token-file FILE [--verbose] [--models LIST]
+ *          [--times FILE]
  * PORT may be 0; once listening, exactly one line "mockgw listening on
  * HOST:PORT" (the bound port) goes to stdout. --models (or MOCKGW_MODELS) is a
  * comma-separated list of the ids GET /v1/models reports. Exit status: 0 after
@@ -46,7 +47,7 @@ mgw_config_t mgw_cfg;
 _Noreturn static void usage(void)
 {
     fputs("usage: mockgw --listen HOST:PORT --token-file FILE [--verbose] "
-          "[--models ID,ID,...]\n", stderr);
+          "[--models ID,ID,...] [--times FILE]\n", stderr);
     exit(2);
 }
 
@@ -157,6 +158,8 @@ static void *serve(void *arg)
     for (;;) {
         mgw_request_t r;
         int rc = mgw_http_read_request(c, &r), ret;
+        if (rc == 0)
+            mgw_time_mark(c->fd, "request", 0);
         if (rc > 0) {
             mgw_http_error_close(c, rc);
             if (mgw_cfg.verbose)
@@ -217,7 +220,7 @@ static void *accept_loop(void *arg)
 
 int main(int argc, char **argv)
 {
-    const char *listen_spec = NULL, *token_file = NULL, *models = NULL;
+    const char *listen_spec = NULL, *token_file = NULL, *models = NULL, *times = NULL;
     char shown[NI_MAXHOST + NI_MAXSERV + 4];
     sigset_t sigs;
     pthread_t acceptor;
@@ -245,6 +248,8 @@ int main(int argc, char **argv)
             token_file = v;
         else if (nl == 8 && strncmp(a, "--models", nl) == 0)
             models = v;
+        else if (nl == 7 && strncmp(a, "--times", nl) == 0)
+            times = v;
         else
             usage();
     }
@@ -257,6 +262,10 @@ int main(int argc, char **argv)
 
     mgw_cfg.token = read_token(token_file);
     mgw_cfg.models_json = render_models(models);
+    if (times && !(mgw_cfg.times = fopen(times, "a"))) {
+        fprintf(stderr, "mockgw: cannot open %s\n", times);
+        return 1;
+    }
 
     /* Signals are taken by sigwait in this thread only; the threads created
      * below inherit the blocked mask. */

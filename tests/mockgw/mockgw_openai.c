@@ -261,6 +261,7 @@ static void stream_events(const chat_reply_t *p, bool include_usage,
     }
     mgw_events_add(e, NULL, chunk(p, d, NULL));
 
+    e->first_piece = e->n;
     while (off < len) {
         size_t n = mgw_utf8_piece(s + off, len - off, MGW_PIECE_BYTES);
         json_object *piece = json_object_new_string_len(s + off, (int)n);
@@ -279,6 +280,7 @@ static void stream_events(const chat_reply_t *p, bool include_usage,
         mgw_events_add(e, NULL, chunk(p, d, NULL));
         off += n;
     }
+    e->npieces = e->n - e->first_piece;
 
     mgw_events_add(e, NULL, chunk(p, json_object_new_object(),
                                   p->tool_name ? "tool_calls" : "stop"));
@@ -313,6 +315,8 @@ int mgw_openai_chat(mgw_ctx_t *x)
     p.created = (int64_t)time(NULL);
     p.no_usage = x->fault.no_usage;
     plan(&p, x->body, messages, &x->usage);
+    if (!p.tool_name && x->fault.pieces > 0)
+        mgw_pad_pieces(&p.out, x->fault.pieces);
 
     if (stream && json_object_get_boolean(stream)) {
         mgw_events_t e = { 0 };

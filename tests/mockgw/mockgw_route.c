@@ -381,6 +381,20 @@ static int models(mgw_ctx_t *x)
                             &x->fault);
 }
 
+/* GET /v1/_ack?n=N: the client of the lockstep stream has N pieces. */
+static int ack(mgw_ctx_t *x)
+{
+    const char *q = x->req->query;
+    char *end;
+    long n = q && strncmp(q, "n=", 2) == 0 ? strtol(q + 2, &end, 10) : -1;
+
+    if (n < 0 || *end)
+        return mgw_send_openai_error(x, 400, "invalid_request_error", "invalid_ack",
+                                     "GET /v1/_ack?n=N with N >= 0", NULL);
+    mgw_lockstep_ack(n);
+    return mgw_send_json(x, 200, json_object_new_object());
+}
+
 int mgw_route(mgw_conn_t *c, mgw_request_t *r)
 {
     static const char ok[] = "{\"ok\":true}";
@@ -411,6 +425,10 @@ int mgw_route(mgw_conn_t *c, mgw_request_t *r)
         ret = models(&x);
     else if (get && strcmp(path, "/v1/_last") == 0)
         ret = send_json_f(&x, 200, last_to_json(), NULL, NULL);
+    else if (get && strcmp(path, "/v1/_ack") == 0)
+        ret = ack(&x);
+    else if (get && strcmp(path, "/v1/_lockstep") == 0)
+        ret = send_json_f(&x, 200, mgw_lockstep_json(), NULL, NULL);
     else if (post && strcmp(path, "/v1/chat/completions") == 0)
         ret = inference(&x, MGW_FAMILY_OPENAI, body_ok, mgw_openai_chat);
     else if (post && strcmp(path, "/v1/messages") == 0)

@@ -179,6 +179,8 @@ void mgw_fault_init(mgw_fault_t *f)
     f->trickle_ms = -1;
     f->cut_events = -1;
     f->no_usage = false;
+    f->lockstep = false;
+    f->pieces = -1;
 }
 
 /* Parses the digits of s[0, len) as milliseconds. Returns it, or -1. */
@@ -222,6 +224,12 @@ static int fault_one(mgw_fault_t *f, const char *s, size_t len)
     if (len > 4 && memcmp(s, "cut-", 4) == 0) {
         f->kind = MGW_FAULT_CUT;
         return (f->cut_events = parse_ms(s + 4, len - 4)) < 0 ? -1 : 0;
+    }
+    if (len > 7 && memcmp(s, "pieces-", 7) == 0)
+        return (f->pieces = parse_ms(s + 7, len - 7)) < 0 ? -1 : 0;
+    if (len == 8 && memcmp(s, "lockstep", 8) == 0) {
+        f->lockstep = true;
+        return 0;
     }
     if (len == 7 && memcmp(s, "nousage", 7) == 0) {
         f->no_usage = true;
