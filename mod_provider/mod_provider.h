@@ -276,6 +276,8 @@ typedef struct provider_stream_t {
     int client_gone;
     int undelivered;              /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
     int malformed;                /* the translator refused the gateway's bytes */
+    int feeding;                  /* inside on_data: events wait for its end */
+    int pending;                  /* events in bb, not yet passed on */
     apr_time_t last_write;
     apr_interval_time_t ping;     /* ProviderStreamPingInterval */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
@@ -305,8 +307,11 @@ typedef struct provider_streamer_t {
 } provider_streamer_t;
 
 /* Writes one event (x is a provider_stream_t) and flushes it; the first
- * write sends the 200 and the stream's headers. APR_ECONNABORTED when the
- * client has gone or the answer failed (x says which): the translator stops. */
+ * write sends the 200 and the stream's headers. The events made from one
+ * read of the gateway's bytes go out together, flushed when that read is
+ * translated (one write to the client, not one per event; nothing waits
+ * for the gateway's next bytes). APR_ECONNABORTED when the client has gone
+ * or the answer failed (x says which): the translator stops. */
 apr_status_t provider_stream_write(void *x, const char *event, apr_size_t len);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);

@@ -2,7 +2,9 @@
  * streams to us, for every transport that streams (Messages relays the
  * gateway's events, Responses translates its chat chunks). The transport's
  * translator (provider_streamer_t) turns gateway bytes into client events;
- * this file owns the rest: each event written with a flush bucket, the 200
+ * this file owns the rest: the events of each read of gateway bytes written
+ * together and flushed before the next read (mod_proxy's pace: a burst of
+ * events the gateway sent at once costs one write, not one each), the 200
  * and the stream's headers with the first one, a client that went away
  * noticed (c->aborted, or a write that failed) and the transfer stopped
  * with it, a keep-alive event while the gateway is silent, a refusal's body
@@ -18,23 +20,16 @@ APLOG_USE_MODULE(provider);
 /* A gateway refusal that arrives on a stream request is kept up to this size. */
 #define REFUSAL_MAX (64 * 1024)
 
-apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t len)
+/* Passes the events waiting in x->bb to the client with a flush. */
+static apr_status_t flush_events(provider_stream_t *x)
 {
-    provider_stream_t *x = baton;
     request_rec *r = x->r;
-    conn_rec *c = r->connection;
     int w;
 
-    if (x->client_gone || x->undelivered)
-        return APR_ECONNABORTED;
-    if (!x->started) {
-        r->status = HTTP_OK;
-        ap_set_content_type(r, x->how->content_type);
-        apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
-        apr_table_setn(r->headers_out, "X-Accel-Buffering", "no");
-    }
-    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_transient_create(event, len, c->bucket_alloc));
-    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(c->bucket_alloc));
+    if (!x->pending)
+        return APR_SUCCESS;
+    x->pending = 0;
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(r->connection->bucket_alloc));
     w = provider_pass(r, x->bb);
     if (w != PROVIDER_WRITE_OK) {
         if (w == PROVIDER_WRITE_GONE)
@@ -46,6 +41,26 @@ apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t le
     x->started = 1;
     x->last_write = apr_time_now();
     return APR_SUCCESS;
+}
+
+apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t len)
+{
+    provider_stream_t *x = baton;
+    request_rec *r = x->r;
+
+    if (x->client_gone || x->undelivered)
+        return APR_ECONNABORTED;
+    if (!x->started && !x->pending) {
+        r->status = HTTP_OK;
+        ap_set_content_type(r, x->how->content_type);
+        apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
+        apr_table_setn(r->headers_out, "X-Accel-Buffering", "no");
+    }
+    /* copied (the translator reuses its buffer), small events into one bucket */
+    if (apr_brigade_write(x->bb, NULL, NULL, event, len) != APR_SUCCESS)
+        return APR_ENOMEM;
+    x->pending = 1;
+    return x->feeding ? APR_SUCCESS : flush_events(x);
 }
 
 int provider_stream_gone(provider_stream_t *x)
@@ -75,9 +90,14 @@ static apr_status_t on_data(void *baton, const char *data, apr_size_t len)
     }
     if (provider_stream_gone(x))
         return APR_ECONNABORTED;
+    x->feeding = 1;
     rv = x->how->feed(x->translator, data, len);
+    x->feeding = 0;
     if (rv != APR_SUCCESS && !x->client_gone && !x->undelivered)
         x->malformed = 1;
+    /* what this read made goes out now, before the gateway's next bytes */
+    if (flush_events(x) != APR_SUCCESS && rv == APR_SUCCESS)
+        rv = APR_ECONNABORTED;
     return rv;
 }
 
