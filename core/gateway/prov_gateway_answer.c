@@ -3,7 +3,8 @@
  * Transfer-Encoding, Connection, Content-Type, Retry-After), 1xx answers
  * skipped, then a body framed by Content-Length, chunked (extensions and
  * trailers accepted and dropped), or ending with the connection, all within
- * fixed bounds. Bytes come through a read function, from a socket
+ * fixed bounds; for a stream, the body is handed on as it is decoded
+ * instead of kept. Bytes come through a read function, from a socket
  * (prov_gateway_conn.c) or from memory (prov_gw_http_parse, for the tests
  * and the fuzzer); the result never depends on how they were split into
  * reads. */
@@ -40,6 +41,12 @@ static apr_status_t fill(prov_gw_answer_t *a)
 {
     apr_size_t got = 0;
     apr_status_t rv;
+    if (a->sink && a->pos) {
+        /* a stream keeps only what is still to decode */
+        memmove(a->in, a->in + a->pos, a->len - a->pos);
+        a->len -= a->pos;
+        a->pos = 0;
+    }
     if (a->len - a->pos > MAX_BODY)
         return APR_ENOSPC;
     if ((rv = reserve(&a->in, &a->cap, a->len + READ_SIZE + 1)) != APR_SUCCESS)
@@ -150,6 +157,17 @@ static apr_status_t append(prov_gw_answer_t *a, const char *data, apr_size_t n)
     return APR_SUCCESS;
 }
 
+/* A stream's body decoded so far, handed to the sink at once (all the
+ * chunks one read brought: one call, one write to the client). */
+static apr_status_t deliver(prov_gw_answer_t *a)
+{
+    apr_size_t n = a->blen;
+    if (!a->sink || !n)
+        return APR_SUCCESS;
+    a->blen = 0;
+    return a->sink(a->baton, a->body, n) == APR_SUCCESS ? APR_SUCCESS : APR_ECONNABORTED;
+}
+
 /* One chunked body, decoded as far as the bytes read allow: APR_SUCCESS
  * when it is complete, APR_INCOMPLETE when more bytes are needed. The
  * result never depends on how the bytes were split into reads: a size line
@@ -205,8 +223,11 @@ static apr_status_t read_head(prov_gw_answer_t *a, apr_pool_t *p)
             return APR_EGENERAL;
         if ((rv = parse_head(a, (apr_size_t)(end + 4 - a->in), p)) != APR_SUCCESS)
             return rv;
-        if (a->status >= 200)
+        if (a->status >= 200) {
+            if (a->status_out)
+                *a->status_out = a->status;
             return APR_SUCCESS;
+        }
     }
 }
 
@@ -219,10 +240,27 @@ apr_status_t prov_gw_answer_read(prov_gw_answer_t *a, apr_pool_t *p)
         return APR_SUCCESS;
     if (a->chunked) {
         while ((rv = decode_chunks(a)) == APR_INCOMPLETE) {
+            if ((rv = deliver(a)) != APR_SUCCESS)
+                return rv;
             if ((rv = fill(a)) != APR_SUCCESS)
                 return rv == APR_EOF ? APR_EGENERAL : rv;
         }
-        return rv;
+        return rv == APR_SUCCESS ? deliver(a) : rv;
+    }
+    if (a->clen >= 0 && a->sink) {
+        apr_int64_t left = a->clen;
+        while (left > 0) {
+            apr_size_t n = a->len - a->pos;
+            if (!n && (rv = fill(a)) != APR_SUCCESS)
+                return rv == APR_EOF ? APR_EGENERAL : rv;
+            n = a->len - a->pos < (apr_size_t)left ? a->len - a->pos : (apr_size_t)left;
+            if ((rv = append(a, a->in + a->pos, n)) != APR_SUCCESS
+                || (rv = deliver(a)) != APR_SUCCESS)
+                return rv;
+            a->pos += n;
+            left -= (apr_int64_t)n;
+        }
+        return APR_SUCCESS;
     }
     if (a->clen >= 0) {
         while (a->len - a->pos < (apr_size_t)a->clen) {
@@ -235,13 +273,19 @@ apr_status_t prov_gw_answer_read(prov_gw_answer_t *a, apr_pool_t *p)
     }
     /* neither: the body ends with the connection */
     a->keep = 0;
-    while ((rv = fill(a)) == APR_SUCCESS)
-        ;
+    while ((rv = fill(a)) == APR_SUCCESS) {
+        if (a->sink) {
+            apr_status_t srv = append(a, a->in + a->pos, a->len - a->pos);
+            a->pos = a->len;
+            if (srv != APR_SUCCESS || (srv = deliver(a)) != APR_SUCCESS)
+                return srv;
+        }
+    }
     if (rv != APR_EOF)
         return rv;
     rv = append(a, a->in + a->pos, a->len - a->pos);
     a->pos = a->len;
-    return rv;
+    return rv == APR_SUCCESS ? deliver(a) : rv;
 }
 
 prov_gw_response_t *prov_gw_answer_response(const prov_gw_answer_t *a, apr_pool_t *p)

@@ -61,7 +61,7 @@ typedef struct prov_gw_backend_t {
 /* libcurl's easy interface: any URL libcurl takes, answers and streams. */
 extern const prov_gw_backend_t prov_gw_curl_backend;
 
-/* The plain HTTP/1.1 client: http:// only, answers only. */
+/* The plain HTTP/1.1 client: http:// only, answers and streams. */
 extern const prov_gw_backend_t prov_gw_http_backend;
 
 #endif

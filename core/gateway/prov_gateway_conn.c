@@ -244,3 +244,49 @@ apr_status_t prov_gw_conn_recv(void *sock, char *buf, apr_size_t cap, apr_size_t
             return rv;
     }
 }
+
+apr_status_t prov_gw_conn_recv_stream(void *ssock, char *buf, apr_size_t cap,
+                                      apr_size_t *got)
+{
+    prov_gw_ssock_t *s = ssock;
+    for (;;) {
+        ssize_t k = recv(s->fd, buf, cap, 0);
+        apr_time_t now;
+        apr_interval_time_t left;
+        struct pollfd pfd;
+        int n;
+        if (k > 0) {
+            s->last_data = apr_time_now();
+            *got = (apr_size_t)k;
+            /* bytes that make no event (a gateway's comments) keep the tick */
+            if (s->tick && s->last_data - s->last_tick >= apr_time_from_sec(1)) {
+                s->last_tick = s->last_data;
+                if (s->tick(s->baton) != APR_SUCCESS)
+                    return APR_ECONNABORTED;
+            }
+            return APR_SUCCESS;
+        }
+        if (k == 0)
+            return APR_EOF;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return APR_FROM_OS_ERROR(errno);
+        now = apr_time_now();
+        left = s->last_data + s->idle_limit - now;
+        if (left <= 0)
+            return APR_TIMEUP;
+        /* at most a second, so that the tick runs while the gateway is silent */
+        pfd.fd = s->fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        n = poll(&pfd, 1, left > apr_time_from_sec(1) ? 1000 : (int)apr_time_as_msec(left) + 1);
+        if (n < 0 && errno != EINTR)
+            return APR_FROM_OS_ERROR(errno);
+        if (n == 0 && s->tick) {
+            s->last_tick = apr_time_now();
+            if (s->tick(s->baton) != APR_SUCCESS)
+                return APR_ECONNABORTED;
+        }
+    }
+}

@@ -1,5 +1,5 @@
 /* prov_gateway_http.c: the plain HTTP/1.1 backend of the gateway client,
- * for answers that are not streamed when the gateway is reached over plain
+ * for answers and streams when the gateway is reached over plain
  * http:// (the usual case: an internal service on the same host or
  * network). It speaks just enough HTTP/1.1 for one request at a time on
  * this thread's kept connection to the gateway (prov_gateway_conn.c): the
@@ -9,8 +9,11 @@
  * (once, on a new connection) only when writing it to a kept connection
  * failed before all its bytes were handed to the kernel; any failure after
  * that is the caller's gateway error, since the gateway may be running it.
- * Streams and https:// gateways stay with libcurl (prov_gateway_curl.c);
- * why this client exists, with its cost against libcurl's:
+ * Streams take the same way: the request sent as above, then the answer
+ * read as it comes and handed on (all that one read completed at once),
+ * bounded by the gateway's silence, with the caller's tick about once a
+ * second. https:// gateways stay with libcurl (prov_gateway_curl.c); why
+ * this client exists, with its cost against libcurl's:
  * docs/internals/gateway.md. The service token is written to the socket
  * and nowhere else. */
 #include <stdlib.h>
@@ -246,6 +249,69 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_req_t
     return APR_SUCCESS;
 }
 
+/* ---- streams ------------------------------------------------------------------ */
+
+/* A stream's answer on the slot's connection, its body handed to req->cb as
+ * it is decoded; the connection is kept only when the answer ended cleanly. */
+static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw_req_t *req,
+                                   apr_pool_t *p)
+{
+    prov_gw_answer_t a;
+    prov_gw_ssock_t sock;
+    apr_status_t rv;
+    memset(&a, 0, sizeof(a));
+    memset(&sock, 0, sizeof(sock));
+    sock.fd = s->fd;
+    sock.last_data = sock.last_tick = apr_time_now();
+    sock.idle_limit = apr_time_from_msec(req->timeout_ms);
+    sock.tick = req->tick;
+    sock.baton = req->baton;
+    a.read = prov_gw_conn_recv_stream;
+    a.src = &sock;
+    a.sink = req->cb;
+    a.baton = req->baton;
+    a.status_out = status;
+    a.in = s->in;
+    a.cap = s->incap;
+    a.body = s->body;
+    a.bcap = s->bodycap;
+    s->in = s->body = NULL;
+    rv = prov_gw_answer_read(&a, p);
+    if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
+        prov_gw_conn_drop(s);
+    keep_buffers(s, &a);
+    return rv;
+}
+
+/* A stream from an http:// gateway: the request as prov_gw_http_request
+ * sends it (never twice), then the answer read as it comes, bounded by the
+ * gateway's silence rather than a total time. */
+static apr_status_t http_stream(int *status, const prov_gw_req_t *req, const char **why,
+                                apr_pool_t *p)
+{
+    const char *head = head_of(req->where, req, p);
+    apr_time_t deadline = apr_time_now() + apr_time_from_msec(req->timeout_ms);
+    prov_gw_slot_t *s = NULL;
+    apr_status_t rv;
+
+    *why = NULL;
+    *status = 0;
+    if ((rv = prov_gw_conn_slot(&s, req->owner)) != APR_SUCCESS)
+        return rv;
+    if (s->fd >= 0 && !prov_gw_conn_usable(s->fd))
+        prov_gw_conn_drop(s);
+    if ((rv = send_request(s, req, head, deadline, why)) != APR_SUCCESS)
+        return rv;
+    rv = receive_stream(status, s, req, p);
+    if (rv == APR_SUCCESS || rv == APR_ECONNABORTED)
+        return rv;
+    if (rv == APR_TIMEUP) {
+        *why = "the stream was silent too long";
+        return rv;
+    }
+    return failure(rv, 1, why);
+}
+
 const prov_gw_backend_t prov_gw_http_backend = {
-    "http/1.1", NULL, http_setup, prov_gw_http_request, NULL
+    "http/1.1", NULL, http_setup, prov_gw_http_request, http_stream
 };

@@ -70,6 +70,22 @@ typedef struct prov_gw_sock_t {
 /* A prov_gw_read_fn over a prov_gw_sock_t. */
 apr_status_t prov_gw_conn_recv(void *sock, char *buf, apr_size_t cap, apr_size_t *got);
 
+/* A socket a stream is read from: no deadline, a limit on the gateway's
+ * silence instead, and the caller's tick about once a second. */
+typedef struct prov_gw_ssock_t {
+    int fd;
+    apr_time_t last_data;           /* when the gateway last sent bytes */
+    apr_time_t last_tick;
+    apr_interval_time_t idle_limit; /* the longest silence allowed */
+    prov_gw_tick_cb *tick;          /* about once a second of silence, or NULL */
+    void *baton;
+} prov_gw_ssock_t;
+
+/* A prov_gw_read_fn over a prov_gw_ssock_t: APR_TIMEUP after idle_limit of
+ * silence, APR_ECONNABORTED when the tick stopped it. */
+apr_status_t prov_gw_conn_recv_stream(void *ssock, char *buf, apr_size_t cap,
+                                      apr_size_t *got);
+
 /* ---- the answer (prov_gateway_answer.c) ------------------------------------- */
 
 /* Reads up to cap bytes into buf: APR_SUCCESS with *got > 0, APR_EOF when
@@ -90,13 +106,21 @@ typedef struct prov_gw_answer_t {
     const char *retry_after;
     prov_gw_read_fn *read;          /* where the bytes come from */
     void *src;
+    prov_gw_data_cb *sink;          /* streams: the body goes here as it is
+                                     * decoded, not into body; NULL: kept */
+    void *baton;                    /* for sink */
+    int *status_out;                /* streams: the status, set before the
+                                     * body's first byte reaches sink */
 } prov_gw_answer_t;
 
 /* Reads one answer (1xx answers skipped) through a->read into a's buffers,
- * which may hold buffers kept from an earlier call. APR_SUCCESS, APR_EOF
+ * which may hold buffers kept from an earlier call; with a->sink, the body
+ * goes to the sink as it is decoded (all that one read completed, in one
+ * call) and the bytes read are not kept beyond what is still to decode. APR_SUCCESS, APR_EOF
  * when the bytes end before an answer's head, APR_EGENERAL when they are
- * not a well-formed HTTP/1.x answer, APR_ENOSPC when it is too large, or
- * a->read's failure. The caller frees a->in and a->body. */
+ * not a well-formed HTTP/1.x answer, APR_ENOSPC when it is too large,
+ * APR_ECONNABORTED when the sink refused bytes, or a->read's failure. The
+ * caller frees a->in and a->body. */
 apr_status_t prov_gw_answer_read(prov_gw_answer_t *a, apr_pool_t *p);
 
 /* The answer read, copied into p. */
