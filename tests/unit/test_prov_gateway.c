@@ -7,8 +7,12 @@
  * before reuse: the request goes once, on a new connection), a connection
  * reset after the gateway read the whole request (a failure, never sent
  * again) or before it could (sent again once), a cut or malformed answer,
- * and the total timeout; then the public interface, whose answers take the
- * plain client and whose streams take libcurl (core/gateway/prov_gateway.c). */
+ * and the total timeout; streams through the plain client (the body handed
+ * on as it is decoded, the status first, a refusal's body, a cut stream, a
+ * caller that stops it, the limit on the gateway's silence, the connection
+ * kept after a clean end) and through libcurl's backend; then the public
+ * interface, whose answers and streams take the plain client for http://
+ * (core/gateway/prov_gateway.c). */
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <string.h>
@@ -407,10 +411,118 @@ static apr_status_t collect(void *baton, const char *data, apr_size_t len)
     return APR_SUCCESS;
 }
 
+typedef struct stream_call_t {
+    sink_t k;
+    int status, ticks, stop_after;  /* stop_after: refuse the nth piece (0: never) */
+    int pieces;
+    apr_status_t rv;
+    const char *why;
+} stream_call_t;
+
+static apr_status_t stream_piece(void *baton, const char *data, apr_size_t len)
+{
+    stream_call_t *c = baton;
+    if (++c->pieces == c->stop_after)
+        return APR_ECONNABORTED;
+    return collect(&c->k, data, len);
+}
+
+static apr_status_t stream_tick(void *baton)
+{
+    ((stream_call_t *)baton)->ticks++;
+    return APR_SUCCESS;
+}
+
+/* One stream through backend b; gw is the connection-cache identity. */
+static void stream(stream_call_t *c, const prov_gw_backend_t *b, server_t *s, const void *gw,
+                   long timeout_ms, apr_pool_t *p)
+{
+    const void *where = NULL;
+    prov_gw_req_t req;
+    CU_ASSERT_EQUAL_FATAL(b->setup(&where, apr_psprintf(p, "http://127.0.0.1:%d", s->port), p),
+                          APR_SUCCESS);
+    memset(&req, 0, sizeof(req));
+    req.owner = gw;
+    req.where = where;
+    req.connect_timeout_ms = 1000;
+    req.timeout_ms = timeout_ms;
+    req.path = "/v1/chat/completions";
+    req.body = "{}";
+    req.len = 2;
+    req.cb = stream_piece;
+    req.tick = stream_tick;
+    req.baton = c;
+    c->rv = b->stream(&c->status, &req, &c->why, p);
+}
+
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" \
+                 "Transfer-Encoding: chunked\r\n\r\n"
+
+static void test_streams(const prov_gw_backend_t *b, int kept)
+{
+    static const step_t steps[] = {
+        { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0 },
+        { "HTTP/1.1 429 Too Many\r\nContent-Length: 6\r\n\r\nslow!!", 0, 0, 0 },
+        { SSE_HEAD "7\r\ndata: a\r\n", 1, 0, 0 },
+        { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0 },
+        /* silent 2.6 s: libcurl checks the silence about once a second */
+        { SSE_HEAD "7\r\ndata: a\r\n0\r\n\r\n", 0, 2600, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    stream_call_t c;
+    int gw = 0;
+    begin(&s, &p, steps, 5);
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_EQUAL(c.status, 200);
+    CU_ASSERT_STRING_EQUAL(c.k.buf, "data: adata: b");
+    /* a refusal: its status first, then its body */
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_EQUAL(c.status, 429);
+    CU_ASSERT_STRING_EQUAL(c.k.buf, "slow!!");
+    /* both on the connection of the first stream (the plain client) */
+    CU_ASSERT_EQUAL(s.accepted, kept ? 1 : s.accepted);
+    /* cut: the gateway closed before the last chunk */
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_EGENERAL);
+    CU_ASSERT_STRING_EQUAL(c.k.buf, "data: a");
+    CU_ASSERT_PTR_NOT_NULL(c.why);
+    /* the caller stops it at its first piece */
+    memset(&c, 0, sizeof(c));
+    c.stop_after = 1;
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_ECONNABORTED);
+    CU_ASSERT_EQUAL(c.k.len, 0);
+    /* silent longer than the limit: the tick ran meanwhile */
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 1100, p);
+    CU_ASSERT_EQUAL(c.rv, APR_TIMEUP);
+    CU_ASSERT(c.ticks >= 1);
+    CU_ASSERT_EQUAL(c.k.len, 0);
+    finish(&s);
+    apr_pool_destroy(p);
+}
+
+static void test_streams_plain(void)
+{
+    test_streams(&prov_gw_http_backend, 1);
+}
+
+static void test_streams_libcurl(void)
+{
+    CU_ASSERT_EQUAL_FATAL(prov_gw_curl_backend.init(), APR_SUCCESS);
+    test_streams(&prov_gw_curl_backend, 0);
+}
+
 static void test_front_answers_and_streams(void)
 {
-    /* through the public interface: an answer read whole (the plain client
-     * for http://) and a stream (libcurl), both on the gateway's path */
+    /* through the public interface: an answer read whole and a stream (the
+     * plain client for http://), both on the gateway's path */
     static const step_t steps[] = {
         { "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nwhole", 0, 0, 0 },
         { "HTTP/1.1 201 Created\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -455,5 +567,6 @@ void prov_test_suite_gateway(void)
                PROV_TEST(test_idle_close_seen_before_reuse),
                PROV_TEST(test_read_request_never_resent),
                PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures),
+               PROV_TEST(test_streams_plain), PROV_TEST(test_streams_libcurl),
                PROV_TEST(test_front_answers_and_streams));
 }
