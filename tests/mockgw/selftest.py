@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOKEN = "selftest-token"
@@ -405,6 +406,31 @@ def test_faults(g):
     check(r.status == 200 and "usage" not in j and j["content"], "nousage messages")
     r, d = g.req("POST", "/v1/messages", dict(msg, stream=True), ANTH)
     check(b'"usage"' not in d and sse(d)[-1][0] == "message_stop", "nousage messages stream")
+
+    # pieces-<n>: n text pieces; lockstep: each piece waits for GET /v1/_ack?n=N
+    r, d = g.req("POST", "/v1/messages", dict(msg, model="c-fault-pieces-40", stream=True), ANTH)
+    check([e for e, _ in sse(d)].count("content_block_delta") == 40, "pieces-40 messages")
+    r, d = g.req("POST", "/v1/chat/completions",
+                 dict(b, model="m-fault-pieces-7", stream=True), AUTH)
+    check(len(sse(d)) == 7 + 3, "pieces-7 chat")
+    st, before, _ = g.json("GET", "/v1/_lockstep", headers=AUTH)
+    check(st == 200 and set(before) == {"streams", "acked", "missed"}, "lockstep stats")
+    st, _, _ = g.json("GET", "/v1/_ack?n=x", headers=AUTH)
+    check(st == 400, "ack without a number")
+    acks = []
+
+    def acker():
+        for n in (1, 2, 3):
+            time.sleep(0.2)
+            acks.append(g.json("GET", "/v1/_ack?n=%d" % n, headers=AUTH)[0])
+    th = threading.Thread(target=acker)
+    th.start()
+    r, d = g.req("POST", "/v1/messages", dict(msg, model="c-fault-lockstep", stream=True), ANTH)
+    th.join()
+    st, after, _ = g.json("GET", "/v1/_lockstep", headers=AUTH)
+    check(sse(d)[-1][0] == "message_stop" and acks == [200, 200, 200]
+          and after == {"streams": before["streams"] + 1, "acked": before["acked"] + 3,
+                        "missed": before["missed"]}, "lockstep %r %r" % (before, after))
 
 
 def test_http(g):
