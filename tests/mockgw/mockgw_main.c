@@ -1,7 +1,9 @@
 /*
  * mockgw_main.c — process life of the mock gateway: command line, service
  * token, model list, the listening socket, one thread per connection, and
- * shutdown on SIGTERM/SIGINT.
+ * shutdown on SIGTERM/SIGINT. Sized for ten thousand open streams and more
+ * (bench/streams10k.sh): a small thread stack, a deep listen backlog, the
+ * descriptor limit raised to its hard limit.
  *
  * Contract (tests and bench/ rely on it):
  *   mockgw --listen HOST:PORT --token-file FILE [--verbose] [--models LIST]
@@ -22,6 +24,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "mockgw.h"
@@ -41,6 +44,8 @@
 #define DEFAULT_MODELS \
     "gpt-4o-mini,gpt-4o,claude-sonnet-4,claude-haiku-4,o3-mini,slow-model"
 #define IDLE_TIMEOUT_SECONDS 300
+#define LISTEN_BACKLOG 65535        /* the kernel caps it at net.core.somaxconn */
+#define THREAD_STACK (256 * 1024)   /* 10,000 open streams: 10,000 threads */
 
 mgw_config_t mgw_cfg;
 
@@ -138,7 +143,7 @@ static int listen_on(const char *spec, char *shown, size_t shown_len)
     }
     fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one)
-        || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1024)
+        || bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, LISTEN_BACKLOG)
         || getsockname(fd, (struct sockaddr *)&ss, &sl)
         || getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, s, sizeof s,
                        NI_NUMERICHOST | NI_NUMERICSERV)) {
@@ -188,7 +193,7 @@ static void *accept_loop(void *arg)
 
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 1024 * 1024);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
     for (;;) {
         pthread_t t;
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -260,6 +265,14 @@ int main(int argc, char **argv)
     if (!models || !*models)
         models = DEFAULT_MODELS;
 
+    /* one descriptor per connection: as many as the hard limit allows */
+    {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
     mgw_cfg.token = read_token(token_file);
     mgw_cfg.models_json = render_models(models);
     if (times && !(mgw_cfg.times = fopen(times, "a"))) {
