@@ -13,7 +13,7 @@
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 HTTPD=/usr/sbin/apache2
 MODDIR=/usr/lib/apache2/modules
-MODULE=$SRC/mod_provider/.libs/mod_provider.so
+MODULE=${BENCH_MODULE:-$SRC/mod_provider/.libs/mod_provider.so}   # another build's, to compare
 CTL=$SRC/cli/providerctl
 MOCKGW=$SRC/tests/mockgw/mockgw
 RUNUSER=www-data
