@@ -1,18 +1,36 @@
 -- chat.lua: the wrk script of bench/run.sh. Every connection sends the same
--- small POST /v1/chat/completions (model and key from the environment:
--- BENCH_MODEL, BENCH_KEY); responses outside 2xx are counted per thread; the
--- done hook prints one machine-readable line with the figures run.sh tabulates
--- (latencies in microseconds).
+-- small request, by default POST /v1/chat/completions (model and key from the
+-- environment: BENCH_MODEL, BENCH_KEY; BENCH_KIND picks the request: chat,
+-- chat-stream (stream:true with the usage chunk), messages-stream (POST
+-- /v1/messages stream:true, the key as x-api-key) or responses-stream (POST
+-- /v1/responses stream:true)); responses outside 2xx are counted per thread;
+-- the done hook prints one machine-readable line with the figures run.sh
+-- tabulates (latencies in microseconds).
 
 local model = os.getenv("BENCH_MODEL") or "gpt-4o-mini"
 local key = os.getenv("BENCH_KEY") or "sk-prov-none"
+local kind = os.getenv("BENCH_KIND") or "chat"
+local say = '"messages":[{"role":"user","content":"Say hello in five words."}]'
 
 wrk.method = "POST"
-wrk.path = "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer " .. key
-wrk.body = '{"model":"' .. model .. '","messages":[{"role":"user",' ..
-           '"content":"Say hello in five words."}],"max_tokens":16}'
+if kind == "messages-stream" then
+   wrk.path = "/v1/messages"
+   wrk.headers["x-api-key"] = key
+   wrk.headers["anthropic-version"] = "2023-06-01"
+   wrk.body = '{"model":"' .. model .. '",' .. say .. ',"max_tokens":16,"stream":true}'
+elseif kind == "responses-stream" then
+   wrk.path = "/v1/responses"
+   wrk.headers["Authorization"] = "Bearer " .. key
+   wrk.body = '{"model":"' .. model .. '","input":"Say hello in five words.",' ..
+              '"max_output_tokens":16,"stream":true}'
+else
+   wrk.path = "/v1/chat/completions"
+   wrk.headers["Authorization"] = "Bearer " .. key
+   wrk.body = '{"model":"' .. model .. '",' .. say .. ',"max_tokens":16' ..
+              (kind == "chat-stream"
+               and ',"stream":true,"stream_options":{"include_usage":true}}' or '}')
+end
 
 local threads = {}
 

@@ -31,6 +31,13 @@
 # BENCH_DBDMAX sets DBDMax (and DBDKeep when below mod_dbd's default 2) in
 # both: BENCH_DBDMAX=1 is the old one-connection setting.
 #
+# BENCH_MODE: what is sent. "chat" (the default): the chat completion above
+# to both. "messages": POST /v1/messages stream:true (relayed) to both, a
+# model of the messages family at mod_provider. "responses": POST
+# /v1/responses stream:true to mod_provider (translated from the gateway's
+# chat stream) against that chat stream relayed by mod_proxy (POST
+# /v1/chat/completions stream:true): the issue 17 comparisons.
+#
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
@@ -66,6 +73,11 @@ case $BACKEND in
     sqlite3) DBDMAX=${BENCH_DBDMAX:-10} ;;
     pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
     *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
+esac
+MODE=${BENCH_MODE:-chat}
+case $MODE in
+    chat|messages|responses) ;;
+    *) echo "bench: BENCH_MODE must be chat, messages or responses" >&2; exit 2 ;;
 esac
 MPM=${BENCH_MPM:-one}
 case $MPM in
@@ -123,6 +135,8 @@ start_mockgw
 
 # ---- the database: a user with a big balance, a key, the priced model ------
 make_database bench@example.com Bench bench
+ctl model add claude --upstream claude-sonnet-4 --name claude --family anthropic --messages >/dev/null
+ctl model price claude --input 3 --output 15 --cache 0.3 >/dev/null
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the two servers ---------------------------------------------------------
@@ -145,7 +159,19 @@ EOF
 
 start_pair
 
-export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL"
+export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL" BENCH_KIND=chat
+
+# request NAME: the request of BENCH_MODE for the NAME server (chat.lua's
+# environment).
+request() {
+    case $MODE/$1 in
+        messages/provider) BENCH_KIND=messages-stream BENCH_MODEL=claude ;;
+        messages/proxy) BENCH_KIND=messages-stream BENCH_MODEL=claude-sonnet-4 ;;
+        responses/provider) BENCH_KIND=responses-stream BENCH_MODEL=$MODEL ;;
+        responses/proxy) BENCH_KIND=chat-stream BENCH_MODEL=$MODEL ;;
+        *) BENCH_KIND=chat BENCH_MODEL=$MODEL ;;
+    esac
+}
 
 # warm_up PORT: a discarded wrk run, then a pause for the last answers.
 warm_up() {
@@ -169,8 +195,10 @@ ledger_rows() { q "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
 
 echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
 
+request proxy
 warm_up "$PROXY_PORT"
 run_wrk proxy "$PROXY_PORT"
+request provider
 warm_up "$PROVIDER_PORT"
 # The warm-up and readiness requests are in the ledger already: count from here.
 ROWS_BEFORE=$(ledger_rows)
@@ -185,7 +213,7 @@ ROWS_AFTER=$(ledger_rows)
 DBDLINES=$(grep '^DBD' "$W/provider.conf" | grep -v '^DBDriver\|^DBDParams' | paste -sd ';' - |
            sed 's/;/; /g')
 awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" -v backend="$BACKEND" \
-    -v sched="$SCHED" -v mpm="$MPM" -v children="$CHILDREN" \
+    -v sched="$SCHED" -v mpm="$MPM" -v children="$CHILDREN" -v mode="$MODE" \
     -v dbd="$DBDLINES" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
@@ -202,7 +230,12 @@ awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$D
 function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
-    printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
+    if (mode == "messages")
+        printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/messages stream:true, relayed by both\n", t, c, d
+    else if (mode == "responses")
+        printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/responses stream:true (translated) against mod_proxy relaying the gateway'"'"'s chat stream\n", t, c, d
+    else
+        printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
     if (mpm == "stock")
         printf "%s, MPM event as Debian ships it (StartServers 2, ThreadsPerChild 25, MaxRequestWorkers 150) on both servers, %d CPUs, same mock gateway\n", httpd, cpus
     else

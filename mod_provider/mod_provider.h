@@ -313,6 +313,10 @@ typedef struct provider_streamer_t {
  * for the gateway's next bytes). APR_ECONNABORTED when the client has gone
  * or the answer failed (x says which): the translator stops. */
 apr_status_t provider_stream_write(void *x, const char *event, apr_size_t len);
+/* Ends the answer of a complete stream for the client (the last chunk, with
+ * a flush) before the transport commits its settlement, as an answer read
+ * whole goes out before its settlement. */
+void provider_stream_finish(provider_stream_t *x);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);
 /* Streams the gateway's answer to body at path through how and settles it;

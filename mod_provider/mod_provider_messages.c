@@ -130,6 +130,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     prov_messages_stream_delivery(s, &d);
     if (d.complete) {
         provider_infer_bill(in, &d, "ok", "no_usage");
+        provider_stream_finish(x);
         provider_infer_commit(in);
         return OK;
     }

@@ -100,6 +100,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     if (d.complete) {
         charge = provider_infer_bill(in, &d, "ok", "no_usage");
         prov_resp_stream_complete(s, charge);
+        provider_stream_finish(x);
         provider_infer_commit(in);
         return OK;
     }

@@ -11,7 +11,8 @@
  * kept for an error answer, and what happens when nothing reached the
  * client yet: a plain error in the transport's shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was
- * delivered (docs/internals/broken-streams.md). */
+ * delivered (docs/internals/broken-streams.md); a complete one is ended for
+ * the client (provider_stream_finish) before its settlement is written. */
 #include <string.h>
 #include "mod_provider.h"
 
@@ -61,6 +62,25 @@ apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t le
         return APR_ENOMEM;
     x->pending = 1;
     return x->feeding ? APR_SUCCESS : flush_events(x);
+}
+
+void provider_stream_finish(provider_stream_t *x)
+{
+    conn_rec *c = x->r->connection;
+    if (flush_events(x) != APR_SUCCESS || !x->started)
+        return;
+    /* The EOS alone (httpd then sends none of its own: r->eos_sent), so
+     * that the chunk filter writes the last chunk and leaves; then a flush
+     * at the connection, which would otherwise keep those 5 bytes until
+     * the request's end, after the settlement. */
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_eos_create(c->bucket_alloc));
+    if (provider_pass(x->r, x->bb) != PROVIDER_WRITE_OK) {
+        x->client_gone = 1;
+        return;
+    }
+    if (ap_fflush(c->output_filters, x->bb) != APR_SUCCESS)
+        x->client_gone = 1;
+    apr_brigade_cleanup(x->bb);
 }
 
 int provider_stream_gone(provider_stream_t *x)
