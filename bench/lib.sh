@@ -64,6 +64,24 @@ stop_services() {
     fi
 }
 
+# pair_workdir NAME: a fresh work directory W (/tmp/mod_provider-NAME.XXXXXX)
+# for a script that compares the pair (start_pair), and the traps that stop
+# both servers and the services however the script ends.
+pair_workdir() {
+    W=$(mktemp -d "/tmp/mod_provider-$1.XXXXXX")
+    chmod 755 "$W"
+    mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
+    trap stop_pair EXIT
+    trap 'exit 130' INT TERM HUP PIPE
+}
+
+stop_pair() {
+    for conf in "$W/provider.conf" "$W/proxy.conf"; do
+        stop_httpd "$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)"
+    done
+    stop_services
+}
+
 # free_port: a loopback TCP port nobody listens on.
 free_port() {
     p=$(( 20000 + $(od -An -tu2 -N2 /dev/urandom | tr -d ' ') % 20000 ))

@@ -54,17 +54,7 @@ ulimit -n "$FDS" 2>/dev/null || true
 [ "$(ulimit -n)" -ge $((N * 2 + 256)) ] ||
     die "ulimit -n is $(ulimit -n) (hard limit $(ulimit -Hn)): $N streams need $((N * 2 + 256))"
 
-W=$(mktemp -d /tmp/mod_provider-streams.XXXXXX)
-chmod 755 "$W"
-mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
-cleanup() {
-    for conf in "$W/provider.conf" "$W/proxy.conf"; do
-        stop_httpd "$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)"
-    done
-    stop_services
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP PIPE
+pair_workdir streams
 
 start_mockgw
 GWPORT=${GW##*:}

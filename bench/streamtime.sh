@@ -32,17 +32,7 @@ preflight "$MODDIR/mod_proxy.so" "$MODDIR/mod_proxy_http.so" "$MODDIR/mod_header
 [ -x "$TOOL" ] || (cd "$SRC" && make bench/streamtime >/dev/null) ||
     die "could not build bench/streamtime"
 
-W=$(mktemp -d /tmp/mod_provider-streamtime.XXXXXX)
-chmod 755 "$W"
-mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
-cleanup() {
-    for conf in "$W/provider.conf" "$W/proxy.conf"; do
-        stop_httpd "$(sed -n 's/^PidFile "\(.*\)"$/\1/p' "$conf" 2>/dev/null || true)"
-    done
-    stop_services
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP PIPE
+pair_workdir streamtime
 
 : >"$W/gw.times"
 chmod 666 "$W/gw.times"

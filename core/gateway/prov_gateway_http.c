@@ -227,23 +227,31 @@ static apr_status_t receive(prov_gw_response_t **resp, prov_gw_slot_t *s, apr_ti
     return rv;
 }
 
+/* The request on this thread's connection to req->owner (checked before
+ * reuse, made when there is none), sent by send_request's rule; *s is the
+ * slot. Once this succeeds the gateway may have the whole request: whatever
+ * fails afterwards, it is not sent again. */
+static apr_status_t open_and_send(prov_gw_slot_t **s, const prov_gw_req_t *req,
+                                  apr_time_t deadline, const char **why, apr_pool_t *p)
+{
+    apr_status_t rv;
+    *why = NULL;
+    if ((rv = prov_gw_conn_slot(s, req->owner)) != APR_SUCCESS)
+        return rv;
+    if ((*s)->fd >= 0 && !prov_gw_conn_usable((*s)->fd))
+        prov_gw_conn_drop(*s);
+    return send_request(*s, req, head_of(req->where, req, p), deadline, why);
+}
+
 apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_req_t *req,
                                   const char **why, apr_pool_t *p)
 {
-    const char *head = head_of(req->where, req, p);
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(req->timeout_ms);
     prov_gw_slot_t *s = NULL;
     apr_status_t rv;
 
-    *why = NULL;
-    if ((rv = prov_gw_conn_slot(&s, req->owner)) != APR_SUCCESS)
+    if ((rv = open_and_send(&s, req, deadline, why, p)) != APR_SUCCESS)
         return rv;
-    if (s->fd >= 0 && !prov_gw_conn_usable(s->fd))
-        prov_gw_conn_drop(s);
-    if ((rv = send_request(s, req, head, deadline, why)) != APR_SUCCESS)
-        return rv;
-    /* From here on the gateway may have the whole request: whatever fails,
-     * it is not sent again. */
     if ((rv = receive(resp, s, deadline, p)) != APR_SUCCESS)
         return failure(rv, 1, why);
     return APR_SUCCESS;
@@ -289,18 +297,12 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
 static apr_status_t http_stream(int *status, const prov_gw_req_t *req, const char **why,
                                 apr_pool_t *p)
 {
-    const char *head = head_of(req->where, req, p);
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(req->timeout_ms);
     prov_gw_slot_t *s = NULL;
     apr_status_t rv;
 
-    *why = NULL;
     *status = 0;
-    if ((rv = prov_gw_conn_slot(&s, req->owner)) != APR_SUCCESS)
-        return rv;
-    if (s->fd >= 0 && !prov_gw_conn_usable(s->fd))
-        prov_gw_conn_drop(s);
-    if ((rv = send_request(s, req, head, deadline, why)) != APR_SUCCESS)
+    if ((rv = open_and_send(&s, req, deadline, why, p)) != APR_SUCCESS)
         return rv;
     rv = receive_stream(status, s, req, p);
     if (rv == APR_SUCCESS || rv == APR_ECONNABORTED)
