@@ -1,10 +1,10 @@
 /* prov_gateway.h: core/gateway/, the client of the internal model gateway,
  * and the only header its callers include. One interface, two backends
  * behind a table of functions (prov_gateway_backend.h), chosen once per
- * gateway when it is created: answers that are not streamed, from a plain
- * http:// gateway, go through a lean keep-alive HTTP/1.1 client
- * (prov_gateway_http.c with prov_gateway_conn.c and prov_gateway_answer.c);
- * streams and every other URL through libcurl (prov_gateway_curl.c). Connect
+ * gateway when it is created: answers and streams from a plain http://
+ * gateway go through a lean keep-alive HTTP/1.1 client (prov_gateway_http.c
+ * with prov_gateway_conn.c and prov_gateway_answer.c); every other URL
+ * through libcurl (prov_gateway_curl.c). Connect
  * and total timeouts; the service token is sent as a Bearer header and never
  * logged; the gateway's URL never leaves this folder in an error meant for a
  * client. Why two clients, and what the plain one does not do:
