@@ -102,7 +102,9 @@ static const char *head_of(const prov_gw_target_t *t, const prov_gw_req_t *req, 
     APR_ARRAY_PUSH(parts, const char *) = req->path;
     APR_ARRAY_PUSH(parts, const char *) = " HTTP/1.1\r\nHost: ";
     APR_ARRAY_PUSH(parts, const char *) = t->host_header;
-    APR_ARRAY_PUSH(parts, const char *) = "\r\nAccept: */*\r\n";
+    /* a stream's caller names its own (text/event-stream) */
+    APR_ARRAY_PUSH(parts, const char *) = req->headers && apr_table_get(req->headers, "Accept")
+                                          ? "\r\n" : "\r\nAccept: */*\r\n";
     if (req->auth_header) {
         APR_ARRAY_PUSH(parts, const char *) = req->auth_header;
         APR_ARRAY_PUSH(parts, const char *) = "\r\n";

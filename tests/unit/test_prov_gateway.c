@@ -533,6 +533,7 @@ static void test_front_answers_and_streams(void)
     prov_gateway_t *gw = NULL;
     prov_gw_response_t *resp = NULL;
     sink_t k;
+    apr_table_t *accept;
     int status = 0;
     begin(&s, &p, steps, 2);
     CU_ASSERT_EQUAL_FATAL(prov_gateway_create(&gw, apr_psprintf(p, "http://127.0.0.1:%d/gw/",
@@ -545,11 +546,16 @@ static void test_front_answers_and_streams(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "GET /gw/v1/models HTTP/1.1\r\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "\r\nAuthorization: Bearer tok-9\r\n"));
     memset(&k, 0, sizeof(k));
-    CU_ASSERT_EQUAL(prov_gateway_stream(&status, gw, "/v1/chat/completions", "{}", 2, NULL,
+    accept = apr_table_make(p, 1);
+    apr_table_setn(accept, "Accept", "text/event-stream");
+    CU_ASSERT_EQUAL(prov_gateway_stream(&status, gw, "/v1/chat/completions", "{}", 2, accept,
                                         collect, &k, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(status, 201);
     CU_ASSERT_STRING_EQUAL(k.buf, "stream!");
     CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "POST /gw/v1/chat/completions HTTP/1.1\r\n"));
+    /* the caller's Accept, and no other */
+    CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "\r\nAccept: text/event-stream\r\n"));
+    CU_ASSERT_PTR_NULL(strstr(s.last_request, "Accept: */*"));
     CU_ASSERT_PTR_NOT_NULL(strstr(s.last_request, "\r\nAuthorization: Bearer tok-9\r\n"));
     finish(&s);
     CU_ASSERT_EQUAL(s.accepted, 2);
