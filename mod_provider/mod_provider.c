@@ -11,6 +11,7 @@
 #include "ap_mpm.h"
 #include "unixd.h"
 #include "mod_provider_api.h"
+#include "mod_provider_oauth.h"
 #include "prov_log.h"
 
 static server_rec *log_server;
@@ -205,6 +206,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_DOCS;
     if (!strcmp(uri, "/v1/docs"))
         return PROVIDER_EP_OPENAPI;
+    if (!strcmp(uri, "/v1/mcp"))
+        return PROVIDER_EP_MCP;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -269,6 +272,8 @@ static int handler(request_rec *r)
         return provider_docs_handler(r);
     case PROVIDER_EP_OPENAPI:
         return provider_openapi_handler(r);
+    case PROVIDER_EP_MCP:
+        return provider_mcp_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

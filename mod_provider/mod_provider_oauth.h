@@ -1,0 +1,23 @@
+/* mod_provider_oauth.h: what the MCP and OAuth glue files share: MCP's
+ * Streamable HTTP transport (mod_provider_mcp.c) and the service's own
+ * OAuth 2.1 authorization server with the protected account endpoint
+ * (mod_provider_oauth.c). core/mcp and core/oauth do the work
+ * (docs/internals/mcp-oauth.md); these files speak HTTP for them. */
+#ifndef MOD_PROVIDER_OAUTH_H
+#define MOD_PROVIDER_OAUTH_H
+
+#include "mod_provider_auth.h"
+#include "prov_mcp.h"
+
+/* Non-zero when r has no Origin or this site's (ProviderPublicURL). */
+int provider_mcp_origin_ok(request_rec *r);
+/* PROVIDER_GO for a POST; else answers 405 (Allow: POST). */
+int provider_mcp_method_check(request_rec *r);
+/* Serves one MCP message of r (a POST) with srv's tools for user_id (0:
+ * the public endpoint). Returns what the handler returns. */
+int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t user_id);
+
+/* POST /v1/mcp */
+int provider_mcp_handler(request_rec *r);
+
+#endif
