@@ -208,6 +208,10 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_OPENAPI;
     if (!strcmp(uri, "/v1/mcp"))
         return PROVIDER_EP_MCP;
+    if (!strcmp(uri, "/v1/mcp/account"))
+        return PROVIDER_EP_MCP_ACCOUNT;
+    if (!strncmp(uri, "/oauth/", 7) || !strncmp(uri, "/.well-known/oauth-", 19))
+        return PROVIDER_EP_OAUTH;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
         return PROVIDER_EP_UNKNOWN;
     return PROVIDER_EP_NONE;
@@ -274,6 +278,10 @@ static int handler(request_rec *r)
         return provider_openapi_handler(r);
     case PROVIDER_EP_MCP:
         return provider_mcp_handler(r);
+    case PROVIDER_EP_MCP_ACCOUNT:
+        return provider_mcp_account_handler(r);
+    case PROVIDER_EP_OAUTH:
+        return provider_oauth_handler(r);
     default:
         /* Under /v1/messages (e.g. /v1/messages/batches) in that transport's shape. */
         return provider_fail(r, !strncmp(r->uri, "/v1/messages/", 13)

@@ -8,6 +8,7 @@
 
 #include "mod_provider_auth.h"
 #include "prov_mcp.h"
+#include "prov_oauth.h"
 
 /* Non-zero when r has no Origin or this site's (ProviderPublicURL). */
 int provider_mcp_origin_ok(request_rec *r);
@@ -19,5 +20,17 @@ int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t
 
 /* POST /v1/mcp */
 int provider_mcp_handler(request_rec *r);
+
+/* mod_provider_oauth.c */
+/* An RFC 6749 error answer (JSON, no-store). */
+int provider_oauth_error(request_rec *r, int status, const prov_oauth_err_t *err);
+/* /.well-known/oauth-authorization-server, /.well-known/oauth-protected-resource/v1/mcp/account
+ * and /oauth/... */
+int provider_oauth_handler(request_rec *r);
+/* POST /v1/mcp/account: the bearer token checked, then MCP. */
+int provider_mcp_account_handler(request_rec *r);
+
+/* mod_provider_consent.c: GET and POST /oauth/authorize. */
+int provider_consent_handler(request_rec *r);
 
 #endif

@@ -248,9 +248,12 @@ apr_status_t prov_user_set_blocked(int *revoked, prov_store_t *s, apr_int64_t us
                          PROV_ARGS(blocked ? "1" : "0", prov_i64(user_id, p)), p);
     if (rv == APR_SUCCESS && n == 0)
         rv = APR_NOTFOUND;
-    /* In the same transaction: no session outlives the block. */
+    /* In the same transaction: no session or OAuth grant outlives the block. */
     if (rv == APR_SUCCESS && blocked)
         rv = prov_user_sessions_revoke(&ended, s, user_id, p);
+    if (rv == APR_SUCCESS && blocked)
+        rv = prov_store_exec(s, NULL, "oauth_grants_revoke_user",
+                             PROV_ARGS(prov_i64(prov_now(), p), prov_i64(user_id, p)), p);
     if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
         return rv;

@@ -1,5 +1,5 @@
-/* prov_signin_int.h: what the files of core/identity share and nobody
- * else uses: the shape of their random tokens, base64url, form encoding,
+/* prov_signin_int.h: what the files of core/identity share (core/oauth,
+ * above, borrows the encoders and the S256 challenge): the shape of their random tokens, base64url, form encoding,
  * the PKCE S256 challenge, and the seal that keeps a pre-login record's
  * secrets (PKCE verifier, nonce) unreadable to anyone who lacks both the
  * state (in the callback URL) and the browser's binding cookie. */

@@ -4,9 +4,9 @@
  * (prov_mcp, this header): one POST body in, an HTTP status and a body out.
  * The tools (prov_mcp_tools: search_docs and list_models, public;
  * prov_mcp_account: account_limits and account_usage, for the user an
- * access token names) read through core/account. It calls account, store
- * and base; never oauth (the glue checks the token and gives the user),
- * billing, gateway's callers or transport. docs/internals/mcp-oauth.md
+ * access token names) read through core/account and core/billing's
+ * account status. It calls billing, account, store and base; never oauth
+ * (the glue checks the token and gives the user) or transport. docs/internals/mcp-oauth.md
  * tells the whole flow. */
 /* prov_mcp.h: one MCP message handled. prov_mcp_handle takes a POST body
  * and says what to answer: 200 with a JSON-RPC response, 202 with nothing
@@ -104,6 +104,10 @@ const char *prov_mcp_error_body(int code, const char *message, apr_pool_t *p);
 
 /* The public endpoint (/v1/mcp): search_docs, list_models (prov_mcp_tools.c). */
 extern const prov_mcp_server_t prov_mcp_public;
+
+/* The account endpoint (/v1/mcp/account): account_limits, account_usage
+ * for ctx->user_id (prov_mcp_account.c). */
+extern const prov_mcp_server_t prov_mcp_account;
 
 /* search_docs' ranking on its own: the sections of docs (prov_mcp_doc_t *)
  * that match query, best first, at most limit, as an array of

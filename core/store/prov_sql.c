@@ -295,6 +295,64 @@ static const prov_stmt_def_t statements[] = {
       "AND revoked_at IS NULL" },
     { "session_purge", "DELETE FROM sessions WHERE refresh_expires <= %lld" },
 
+    /* the OAuth authorization server (core/oauth/). Codes and tokens are
+     * found by their SHA-256; a code or a refresh token is taken by the one
+     * statement that marks it used, so that it serves once across nodes. */
+    { "oauth_client_add",
+      "INSERT INTO oauth_clients (client_id, name, redirect_uris, created_at) "
+      "VALUES (%s, %s, %s, %lld)" },
+    { "oauth_client_get",
+      "SELECT client_id, name, redirect_uris, created_at FROM oauth_clients WHERE client_id = %s" },
+    { "oauth_code_add",
+      "INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, challenge, scope, "
+      "resource, created_at, expires_at) VALUES (%s, %s, %lld, %s, %s, %s, %s, %lld, %lld)" },
+    /* arg: the oldest expiry kept */
+    { "oauth_code_purge", "DELETE FROM oauth_codes WHERE expires_at <= %lld" },
+    /* args: now, hash */
+    { "oauth_code_take",
+      "UPDATE oauth_codes SET used_at = %lld WHERE code_hash = %s AND used_at IS NULL "
+      "RETURNING client_id, user_id, redirect_uri, challenge, scope, resource, expires_at" },
+    { "oauth_grant_add",
+      "INSERT INTO oauth_grants (client_id, user_id, code_hash, scope, resource, created_at) "
+      "VALUES (%s, %lld, %s, %s, %s, %lld) RETURNING id" },
+    { "oauth_token_add",
+      "INSERT INTO oauth_tokens (token_hash, grant_id, kind, created_at, expires_at) "
+      "VALUES (%s, %lld, %s, %lld, %lld)" },
+    /* args: now, hash, now: a live refresh token of a live grant of a user
+     * not blocked, marked used (rotated) */
+    { "oauth_refresh_take",
+      "UPDATE oauth_tokens SET used_at = %lld WHERE token_hash = %s AND kind = 'refresh' "
+      "AND used_at IS NULL AND revoked_at IS NULL AND expires_at > %lld "
+      "AND EXISTS (SELECT 1 FROM oauth_grants g JOIN users u ON u.id = g.user_id "
+      "WHERE g.id = oauth_tokens.grant_id AND g.revoked_at IS NULL AND u.blocked = 0) "
+      "RETURNING grant_id" },
+    { "oauth_grant_get",
+      "SELECT id, client_id, scope, resource FROM oauth_grants WHERE id = %lld" },
+    /* args: now, hash: the grant made from a code presented again */
+    { "oauth_grant_revoke_code",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE code_hash = %s AND revoked_at IS NULL" },
+    /* args: now, hash: the grant of a rotated refresh token presented again */
+    { "oauth_grant_revoke_refresh",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE revoked_at IS NULL AND id = "
+      "(SELECT grant_id FROM oauth_tokens WHERE token_hash = %s AND kind = 'refresh' "
+      "AND used_at IS NOT NULL)" },
+    { "oauth_grant_revoke",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE id = %lld AND revoked_at IS NULL" },
+    /* args: now, user: a block ends every grant of the user */
+    { "oauth_grants_revoke_user",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE user_id = %lld AND revoked_at IS NULL" },
+    { "oauth_token_find",
+      "SELECT t.kind, t.grant_id, g.client_id FROM oauth_tokens t "
+      "JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = %s" },
+    { "oauth_token_revoke",
+      "UPDATE oauth_tokens SET revoked_at = %lld WHERE token_hash = %s AND revoked_at IS NULL" },
+    /* args: hash, now */
+    { "oauth_access_check",
+      "SELECT g.id, g.user_id, g.client_id, g.scope, g.resource FROM oauth_tokens t "
+      "JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id "
+      "WHERE t.token_hash = %s AND t.kind = 'access' AND t.revoked_at IS NULL "
+      "AND g.revoked_at IS NULL AND t.expires_at > %lld AND u.blocked = 0" },
+
     /* linked identities (core/identity/prov_identity.c). The subject is
      * only ever compared, never selected. */
     { "identity_user",
