@@ -7,7 +7,9 @@
  * page's POST must come from this site (Origin, else Referer) and carry
  * the form's anti-forgery token, an HMAC under the session's refresh
  * cookie of every parameter shown; Allow answers with a one-time code,
- * Deny with access_denied. Pages cannot be framed. */
+ * Deny with access_denied. Pages cannot be framed; their referrer policy
+ * is same-origin (no-referrer would make a browser send "Origin: null"
+ * with the form, which the same-site check refuses). */
 #include <string.h>
 #include "mod_provider_oauth.h"
 
@@ -24,7 +26,7 @@ static void page_headers(request_rec *r)
     apr_table_setn(r->err_headers_out, "X-Frame-Options", "DENY");
     apr_table_setn(r->err_headers_out, "Content-Security-Policy",
                    "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    apr_table_setn(r->err_headers_out, "Referrer-Policy", "no-referrer");
+    apr_table_setn(r->err_headers_out, "Referrer-Policy", "same-origin");
 }
 
 static void page_head(request_rec *r, const char *title)
