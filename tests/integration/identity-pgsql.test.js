@@ -5,7 +5,9 @@
 // PostgreSQL database when PROV_UNIT_PGSQL names one: this file runs them
 // so (tests/unit/unit_tests SUITE), checks that they passed and that they
 // really worked in PostgreSQL (their schemas and rows are there), including
-// the identity suite's races between four connections (nodes).
+// the identity suite's races between four connections (nodes). The OAuth
+// server's suite (core/oauth: codes, tokens, rotation, revocation) runs
+// here too.
 
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,7 +45,7 @@ describe('core/identity SQL on PostgreSQL (the unit suites, PROV_UNIT_PGSQL)', {
     conninfo = cluster.conninfo(db);
   });
 
-  for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5]]) {
+  for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5], ['oauth', 6]]) {
     it(`unit suite ${suite} passes on PostgreSQL`, () => {
       const before = Number(cluster.psql(db, "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE 'unit\\_%'").trim());
       const r = runSuite(conninfo, suite);

@@ -172,6 +172,7 @@ int main(int argc, char **argv)
     prov_test_suite_cabinet();
     prov_test_suite_docs();
     prov_test_suite_mcp();
+    prov_test_suite_oauth();
     CU_basic_set_mode(CU_BRM_NORMAL);
     if (argc > 1) {
         CU_pSuite s = CU_get_suite(argv[1]);
