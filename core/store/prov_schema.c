@@ -1,7 +1,10 @@
 /* prov_schema.c: schema versions and migrations. The migrations are compiled
  * in (prov_schema_data.c, generated from schema/); each runs in its own
  * transaction with its schema_version row, so a failed one leaves nothing
- * half-applied. The module uses prov_schema_current to refuse an old schema. */
+ * half-applied. A migration runs when its own row is missing, not when its
+ * number is above the highest one applied: numbers are handed out to work
+ * that lands in any order, so a database may have 7 before 6 arrives. The
+ * module uses prov_schema_current to refuse an old schema. */
 #include <stdlib.h>
 #include <string.h>
 #include "prov_store.h"
@@ -37,6 +40,33 @@ static apr_status_t select_int(int *out, prov_store_t *s, const char *sql, apr_p
     return APR_SUCCESS;
 }
 
+static apr_status_t has_version(int *has, prov_store_t *s, int v, apr_pool_t *p)
+{
+    return select_int(has, s, apr_psprintf(p, "SELECT COUNT(*) FROM schema_version "
+                                           "WHERE version = %d", v), p);
+}
+
+/* The highest version applied, or, when a compiled migration below it is
+ * missing, the one before the first missing: the schema is only that far. */
+static apr_status_t applied_through(int *version, prov_store_t *s, apr_pool_t *p)
+{
+    int i, max = 0, has = 0;
+    apr_status_t rv = select_int(&max, s, "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+                                 p);
+    for (i = 0; rv == APR_SUCCESS && prov_migrations[i].version >= 0; i++) {
+        int v = prov_migrations[i].version;
+        if (v == 0 || v > max)
+            continue;
+        if ((rv = has_version(&has, s, v, p)) == APR_SUCCESS && !has) {
+            *version = v - 1;
+            return APR_SUCCESS;
+        }
+    }
+    if (rv == APR_SUCCESS)
+        *version = max;
+    return rv;
+}
+
 apr_status_t prov_schema_current(int *version, prov_store_t *s, apr_pool_t *p)
 {
     int exists = 0;
@@ -50,7 +80,7 @@ apr_status_t prov_schema_current(int *version, prov_store_t *s, apr_pool_t *p)
         *version = 0;
         return APR_SUCCESS;
     }
-    return select_int(version, s, "SELECT COALESCE(MAX(version), 0) FROM schema_version", p);
+    return applied_through(version, s, p);
 }
 
 /* Statements end with ';' at the end of a line; chunks holding only comments
@@ -88,7 +118,7 @@ static apr_status_t run_script(prov_store_t *s, const char *script, apr_pool_t *
 
 apr_status_t prov_schema_migrate(int *applied, prov_store_t *s, apr_pool_t *p)
 {
-    int i, current = 0, n = 0;
+    int i, n = 0, has = 0;
     apr_status_t rv;
 
     for (i = 0; prov_migrations[i].version >= 0; i++) {
@@ -97,11 +127,11 @@ apr_status_t prov_schema_migrate(int *applied, prov_store_t *s, apr_pool_t *p)
         if (m->version == 0) {
             if ((rv = run_script(s, sql, p)) != APR_SUCCESS)
                 return rv;
-            if ((rv = prov_schema_current(&current, s, p)) != APR_SUCCESS)
-                return rv;
             continue;
         }
-        if (m->version <= current)
+        if ((rv = has_version(&has, s, m->version, p)) != APR_SUCCESS)
+            return rv;
+        if (has)
             continue;
         if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
             return rv;
@@ -120,7 +150,6 @@ apr_status_t prov_schema_migrate(int *applied, prov_store_t *s, apr_pool_t *p)
         if ((rv = prov_store_commit(s, p)) != APR_SUCCESS)
             return rv;
         prov_log(PROV_LOG_INFO, APR_SUCCESS, "PROV00022: applied migration %s", m->name);
-        current = m->version;
         n++;
     }
     *applied = n;
