@@ -210,6 +210,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_MCP;
     if (!strcmp(uri, "/v1/mcp/account"))
         return PROVIDER_EP_MCP_ACCOUNT;
+    if (!strcmp(uri, "/v1/mcp/clients") || !strncmp(uri, "/v1/mcp/clients/", 16))
+        return PROVIDER_EP_MCP_CLIENTS;
     if (!strncmp(uri, "/oauth/", 7) || !strncmp(uri, "/.well-known/oauth-", 19))
         return PROVIDER_EP_OAUTH;
     if (!strncmp(uri, "/v1/", 4) || !strcmp(uri, "/v1"))
@@ -280,6 +282,8 @@ static int handler(request_rec *r)
         return provider_mcp_handler(r);
     case PROVIDER_EP_MCP_ACCOUNT:
         return provider_mcp_account_handler(r);
+    case PROVIDER_EP_MCP_CLIENTS:
+        return provider_mcp_clients_handler(r);
     case PROVIDER_EP_OAUTH:
         return provider_oauth_handler(r);
     default:

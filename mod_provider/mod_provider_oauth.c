@@ -240,6 +240,98 @@ int provider_mcp_account_handler(request_rec *r)
     return provider_mcp_serve(r, &prov_mcp_account, a->user_id);
 }
 
+/* ---- the cabinet's list of authorized clients ------------------------------------------- */
+
+static json_object *time_json(apr_int64_t t, apr_pool_t *p)
+{
+    apr_time_exp_t x;
+    if (!t)
+        return NULL;
+    apr_time_exp_gmt(&x, apr_time_from_sec(t));
+    return json_object_new_string(apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ",
+                                  x.tm_year + 1900, x.tm_mon + 1, x.tm_mday, x.tm_hour,
+                                  x.tm_min, x.tm_sec));
+}
+
+static int clients_list(request_rec *r, prov_store_t *store, const prov_session_t *sess)
+{
+    apr_array_header_t *list = NULL;
+    json_object *o, *a;
+    int i;
+    apr_status_t rv = prov_oauth_user_clients(&list, store, sess->user_id, prov_now(), r->pool);
+    provider_db_close(r, store);
+    if (rv != APR_SUCCESS)
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                             "The authorized applications could not be read.");
+    o = prov_json_own(json_object_new_object(), r->pool);
+    a = json_object_new_array();
+    for (i = 0; i < list->nelts; i++) {
+        const prov_oauth_user_client_t *c = APR_ARRAY_IDX(list, i, prov_oauth_user_client_t *);
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "client_id", json_object_new_string(c->client_id));
+        json_object_object_add(e, "name", c->name ? json_object_new_string(c->name) : NULL);
+        json_object_object_add(e, "scope", json_object_new_string(PROV_OAUTH_SCOPE));
+        json_object_object_add(e, "authorized_at", time_json(c->authorized_at, r->pool));
+        json_object_object_add(e, "last_used_at", time_json(c->last_used_at, r->pool));
+        json_object_array_add(a, e);
+    }
+    json_object_object_add(o, "data", a);
+    return provider_send_json(r, HTTP_OK, prov_json_dump(o, r->pool));
+}
+
+static int clients_revoke(request_rec *r, prov_store_t *store, const prov_session_t *sess,
+                          const char *client_id)
+{
+    int n = 0;
+    apr_status_t rv = prov_oauth_user_revoke(&n, store, sess->user_id, client_id, prov_now(),
+                                             r->pool);
+    provider_db_close(r, store);
+    if (rv != APR_SUCCESS)
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,
+                             "The application's access could not be revoked.");
+    if (!n)
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
+                             "No such authorized application.");
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00718: user %" APR_INT64_T_FMT " revoked "
+                  "client %s (%d grants)", sess->user_id, client_id, n);
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
+    r->status = HTTP_NO_CONTENT;
+    return OK;
+}
+
+/* GET /v1/mcp/clients and DELETE /v1/mcp/clients/{client_id}: the cabinet
+ * session's authorized MCP clients (Cache-Control: no-store; a DELETE
+ * only from this site). */
+int provider_mcp_clients_handler(request_rec *r)
+{
+    const char *id = r->uri[strlen("/v1/mcp/clients")] == '/'
+                     ? r->uri + strlen("/v1/mcp/clients/") : NULL;
+    int del = r->method_number == M_DELETE;
+    prov_session_t *sess = NULL;
+    prov_error_t *e = NULL;
+    prov_store_t *store;
+    apr_status_t rv;
+    if ((id && (!*id || !del)) || (!id && r->method_number != M_GET)) {
+        apr_table_setn(r->err_headers_out, "Allow", id ? "DELETE" : "GET, HEAD");
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_METHOD_NOT_ALLOWED, NULL,
+                             id ? "Use DELETE on an application." : "Use GET.");
+    }
+    if (del && !provider_same_site(r))
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_CROSS_SITE, NULL,
+                             "This request must come from this site.");
+    if (!(store = provider_db_open(r, &e)))
+        return provider_send_error(r, PROVIDER_FAMILY_OPENAI, e);
+    rv = provider_session_check(&sess, r, store);
+    if (rv != APR_SUCCESS) {
+        provider_db_close(r, store);
+        return provider_fail(r, PROVIDER_FAMILY_OPENAI, APR_STATUS_IS_NOTFOUND(rv)
+                             ? PROV_E_NOT_SIGNED_IN : PROV_E_SERVICE_UNAVAILABLE, NULL,
+                             APR_STATUS_IS_NOTFOUND(rv) ? "Not signed in."
+                             : "The session could not be checked.");
+    }
+    return del ? clients_revoke(r, store, sess, id) : clients_list(r, store, sess);
+}
+
 /* ---- routing ------------------------------------------------------------------------ */
 
 int provider_oauth_handler(request_rec *r)

@@ -29,6 +29,9 @@ int provider_oauth_error(request_rec *r, int status, const prov_oauth_err_t *err
 int provider_oauth_handler(request_rec *r);
 /* POST /v1/mcp/account: the bearer token checked, then MCP. */
 int provider_mcp_account_handler(request_rec *r);
+/* GET /v1/mcp/clients, DELETE /v1/mcp/clients/{client_id}: the cabinet's
+ * authorized MCP clients. */
+int provider_mcp_clients_handler(request_rec *r);
 
 /* mod_provider_consent.c: GET and POST /oauth/authorize. */
 int provider_consent_handler(request_rec *r);

@@ -164,4 +164,21 @@ apr_status_t prov_oauth_access_check(prov_oauth_access_t **a, prov_store_t *s,
 /* Non-zero when the space-separated scope holds want. */
 int prov_oauth_scope_has(const char *scope, const char *want);
 
+/* ---- a user's grants (prov_oauth_grant.c) ------------------------------------------ */
+
+typedef struct prov_oauth_user_client_t {
+    const char *client_id;
+    const char *name;           /* may be NULL */
+    apr_int64_t authorized_at;  /* the first live grant */
+    apr_int64_t last_used_at;   /* the newest token issued */
+} prov_oauth_user_client_t;
+
+/* The clients (prov_oauth_user_client_t *) user_id has authorized whose
+ * grants still hold a live refresh token, oldest first. */
+apr_status_t prov_oauth_user_clients(apr_array_header_t **clients, prov_store_t *s,
+                                     apr_int64_t user_id, apr_int64_t now, apr_pool_t *p);
+/* Revokes every grant of client_id by user_id (*revoked counts them). */
+apr_status_t prov_oauth_user_revoke(int *revoked, prov_store_t *s, apr_int64_t user_id,
+                                    const char *client_id, apr_int64_t now, apr_pool_t *p);
+
 #endif

@@ -346,6 +346,20 @@ static const prov_stmt_def_t statements[] = {
       "JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = %s" },
     { "oauth_token_revoke",
       "UPDATE oauth_tokens SET revoked_at = %lld WHERE token_hash = %s AND revoked_at IS NULL" },
+    /* args: user, now: the clients of the user's grants that hold a live
+     * refresh token (the cabinet's list) */
+    { "oauth_user_clients",
+      "SELECT g.client_id, c.name, MIN(g.created_at), MAX(t.created_at) FROM oauth_grants g "
+      "JOIN oauth_clients c ON c.client_id = g.client_id "
+      "JOIN oauth_tokens t ON t.grant_id = g.id "
+      "WHERE g.user_id = %lld AND g.revoked_at IS NULL AND EXISTS (SELECT 1 FROM oauth_tokens r "
+      "WHERE r.grant_id = g.id AND r.kind = 'refresh' AND r.used_at IS NULL "
+      "AND r.revoked_at IS NULL AND r.expires_at > %lld) "
+      "GROUP BY g.client_id, c.name ORDER BY MIN(g.created_at), g.client_id" },
+    /* args: now, user, client */
+    { "oauth_user_revoke",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE user_id = %lld AND client_id = %s "
+      "AND revoked_at IS NULL" },
     /* args: hash, now */
     { "oauth_access_check",
       "SELECT g.id, g.user_id, g.client_id, g.scope, g.resource FROM oauth_tokens t "

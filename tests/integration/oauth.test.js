@@ -413,6 +413,40 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     for (const secret of [got.code, t.access_token, t.refresh_token]) assert.ok(!dump.includes(secret));
   });
 
+  it('lists the authorized clients for the cabinet and revokes one from there', async () => {
+    const other = await client(stack, { name: 'Other tool', redirectUri: 'https://other.example/cb' });
+    const t = await exchange(stack, c, await authorizeCode(stack, jar, c));
+    const list = async (j) => {
+      const r = await j.fetch(`${stack.baseURL}/v1/mcp/clients`);
+      return { status: r.status, cache: r.headers.get('cache-control'), json: await r.json() };
+    };
+    let l = await list(jar);
+    assert.equal(l.status, 200, JSON.stringify(l.json));
+    assert.match(l.cache, /^no-store/);
+    const mine = l.json.data.find((x) => x.client_id === c.clientId);
+    assert.ok(mine, JSON.stringify(l.json));
+    assert.equal(mine.name, 'Test MCP client');
+    assert.equal(mine.scope, SCOPE);
+    assert.match(mine.authorized_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.ok(!l.json.data.some((x) => x.client_id === other.clientId), 'never authorized');
+    assert.equal((await list(new (jar.constructor)())).status, 401);
+    const del = (j, id, origin = stack.baseURL) => j.fetch(`${stack.baseURL}/v1/mcp/clients/${id}`,
+      { method: 'DELETE', headers: origin ? { origin } : {} });
+    let r = await del(jar, c.clientId, 'http://evil.example');
+    assert.equal(r.status, 403);
+    assert.equal((await r.json()).error.code, 'CROSS_SITE_REQUEST');
+    assert.equal((await listTools(stack, t.access_token)).status, 200);
+    r = await del(jar, c.clientId);
+    assert.equal(r.status, 204);
+    assert.equal((await listTools(stack, t.access_token)).status, 401);
+    assertOAuthError(await token(stack, { grant_type: 'refresh_token', refresh_token: t.refresh_token,
+      client_id: c.clientId }), 400, 'invalid_grant');
+    l = await list(jar);
+    assert.ok(!l.json.data.some((x) => x.client_id === c.clientId));
+    r = await del(jar, c.clientId);
+    assert.equal(r.status, 404);
+  });
+
   it('revokes every token when the user is blocked', async () => {
     const t = await exchange(stack, c, await authorizeCode(stack, jar, c));
     assert.equal((await listTools(stack, t.access_token)).status, 200);
