@@ -14,8 +14,9 @@
 // refused when expired (test clock), revoked, for another audience (a
 // second node with another ProviderPublicURL on the same database), in the
 // query string, of a blocked user or without account:read (403); its
-// tools' figures equal providerctl's. Runs on SQLite and, with
-// PROVIDER_TEST_PGSQL=1, on PostgreSQL.
+// tools' figures equal providerctl's. Two nodes behind one public URL share
+// codes, tokens and revocations through the database. Runs on SQLite and,
+// with PROVIDER_TEST_PGSQL=1, on PostgreSQL.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -463,5 +464,55 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
       stack.ctl('user', 'unblock', email);
     }
     assert.equal((await listTools(stack, t.access_token)).status, 401, 'unblocking brings nothing back');
+  });
+});
+
+describe('two nodes on one database behind one public URL', { timeout: 180000 }, () => {
+  let a;
+  let b;
+  let kit;
+  let jar;
+  let c;
+
+  before(async () => {
+    const [portA, portB] = [await freePort(), await freePort()];
+    const base = `http://127.0.0.1:${portA}`;
+    kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
+    const directives = `ProviderPublicURL ${base}\n${kit.directives()}`;
+    a = await startStack({ port: portA, seed: seedCatalog, directives });
+    b = await startStack({ port: portB, peer: a, directives });
+    b.publicURL = base;   // both behind one name, as behind a load balancer
+    jar = await signedIn(a);
+    c = await client(b);
+  });
+
+  after(async () => {
+    if (b) await b.stop();
+    if (a) {
+      a.secrets.push(...kit.secrets(), ...kit.subjects(), ...jar.cookies.map((x) => x.value));
+      await a.stop();
+    }
+    if (kit) await kit.stop();
+  });
+
+  it('redeems at one node a code issued by the other, and a revocation is seen by both at once', async () => {
+    const got = await authorizeCode(a, jar, c);
+    // The token endpoint of node B (the client's request went to another node).
+    const t = await token(b, { grant_type: 'authorization_code', code: got.code, redirect_uri: c.redirectUri,
+      client_id: c.clientId, code_verifier: got.verifier, resource: `${a.baseURL}/v1/mcp/account` });
+    assert.equal(t.status, 200, JSON.stringify(t.json));
+    a.secrets.push(t.json.access_token, t.json.refresh_token, got.code);
+    for (const node of [a, b]) assert.equal((await listTools(node, t.json.access_token)).status, 200);
+    // The code again, at the first node: refused there, and the tokens die on both.
+    assertOAuthError(await token(a, { grant_type: 'authorization_code', code: got.code, redirect_uri: c.redirectUri,
+      client_id: c.clientId, code_verifier: got.verifier }), 400, 'invalid_grant');
+    for (const node of [a, b]) assert.equal((await listTools(node, t.json.access_token)).status, 401);
+
+    const t2 = await exchange(a, c, await authorizeCode(b, jar, c));
+    const r = await token(b, { grant_type: 'refresh_token', refresh_token: t2.refresh_token, client_id: c.clientId });
+    assert.equal(r.status, 200);
+    a.secrets.push(r.json.access_token, r.json.refresh_token);
+    assert.equal((await revoke(b, { token: r.json.refresh_token, client_id: c.clientId })).status, 200);
+    for (const node of [a, b]) assert.equal((await listTools(node, r.json.access_token)).status, 401);
   });
 });

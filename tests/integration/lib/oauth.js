@@ -11,6 +11,9 @@ import crypto from 'node:crypto';
 import { CookieJar, signInAtProvider, pkcePair } from './idp-client.js';
 
 export const SCOPE = 'account:read';
+
+/** The site a stack serves: its own URL, or stack.publicURL when it is one node behind another name. */
+export function site(stack) { return stack.publicURL || stack.baseURL; }
 export const ACCEPT = 'application/json, text/event-stream';
 
 /** Signs login in at the kit's provider name: the browser's CookieJar. */
@@ -47,7 +50,7 @@ export function authParams(stack, c, extra = {}) {
   const params = {
     response_type: 'code', client_id: c.clientId, redirect_uri: c.redirectUri,
     code_challenge: pkce.challenge, code_challenge_method: 'S256', scope: SCOPE,
-    state: crypto.randomBytes(12).toString('base64url'), resource: `${stack.baseURL}/v1/mcp/account`,
+    state: crypto.randomBytes(12).toString('base64url'), resource: `${site(stack)}/v1/mcp/account`,
     ...extra,
   };
   for (const k of Object.keys(params)) if (params[k] === null) delete params[k];
@@ -77,7 +80,7 @@ export async function authorize(stack, jar, params) {
 }
 
 /** POSTs the consent form (fields) with decision: { status, location, html }. */
-export async function decide(stack, jar, fields, decision, { origin = stack.baseURL } = {}) {
+export async function decide(stack, jar, fields, decision, { origin = site(stack) } = {}) {
   const headers = { 'content-type': 'application/x-www-form-urlencoded' };
   if (origin) headers.origin = origin;
   const r = await jar.fetch(`${stack.baseURL}/oauth/authorize`, {
@@ -111,7 +114,7 @@ export async function token(stack, fields) {
 export async function exchange(stack, c, got, extra = {}) {
   const r = await token(stack, {
     grant_type: 'authorization_code', code: got.code, redirect_uri: c.redirectUri, client_id: c.clientId,
-    code_verifier: got.verifier, resource: `${stack.baseURL}/v1/mcp/account`, ...extra,
+    code_verifier: got.verifier, resource: `${site(stack)}/v1/mcp/account`, ...extra,
   });
   assert.equal(r.status, 200, JSON.stringify(r.json));
   stack.secrets.push(r.json.access_token, r.json.refresh_token, got.code);
