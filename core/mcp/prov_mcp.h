@@ -4,9 +4,10 @@
  * (prov_mcp, this header): one POST body in, an HTTP status and a body out.
  * The tools (prov_mcp_tools: search_docs and list_models, public;
  * prov_mcp_account: account_limits and account_usage, for the user an
- * access token names) read through core/account and core/billing's
- * account status. It calls billing, account, store and base; never oauth
- * (the glue checks the token and gives the user) or transport. docs/internals/mcp-oauth.md
+ * access token names) read through core/cabinet (the cabinet's account and
+ * usage answers), core/billing and core/account. It calls cabinet, billing,
+ * account, store and base; never oauth (the glue checks the token and
+ * gives the user) or transport. docs/internals/mcp-oauth.md
  * tells the whole flow. */
 /* prov_mcp.h: one MCP message handled. prov_mcp_handle takes a POST body
  * and says what to answer: 200 with a JSON-RPC response, 202 with nothing

@@ -1,59 +1,25 @@
 /* prov_mcp_account.c: the account endpoint's tools, for the user an access
  * token names (ctx->user_id; the glue checked the token). account_limits:
- * the balance (what requests in flight hold of it, what is available),
- * the plan with both rolling windows (quota, used, remaining, when capacity
- * returns) and each live key's weekly budget and its use, as core/billing
- * reads them for providerctl's `balance show` (key id, name and display
- * prefix only: never a secret). account_usage: requests, the four token
- * kinds and credits from the ledger over the last 1 to 30 UTC days (today
- * included), by day, key or model, as `providerctl usage report`. */
+ * the balance, what requests in flight hold of it and what is available,
+ * and the plan with both rolling windows (quota, used, remaining, when
+ * capacity returns, when it is full again), exactly as the cabinet's GET
+ * /v1/account (core/cabinet) has them; and each live key's weekly budget
+ * and its use in the budget's rolling week (core/billing's key status, as
+ * providerctl's `key show`; key id, name and display prefix only: never a
+ * secret). account_usage: the cabinet's GET /v1/usage (requests, the four
+ * token kinds and credits from the ledger over the last 1 to 30 UTC days,
+ * today included, by day, key or model). */
 #include <string.h>
 #include "prov_mcp.h"
 #include "prov_json.h"
 #include "prov_account.h"
 #include "prov_billing.h"
-#include "prov_usage.h"
-
-#define DAY 86400
+#include "prov_cabinet.h"
 
 /* seconds since the epoch as RFC 3339 UTC, or JSON null for 0. */
-static json_object *time_json(apr_int64_t t)
+static json_object *time_json(apr_int64_t t, apr_pool_t *p)
 {
-    char buf[32];
-    apr_time_exp_t x;
-    if (!t)
-        return NULL;
-    apr_time_exp_gmt(&x, apr_time_from_sec(t));
-    apr_snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", x.tm_year + 1900,
-                 x.tm_mon + 1, x.tm_mday, x.tm_hour, x.tm_min, x.tm_sec);
-    return json_object_new_string(buf);
-}
-
-static json_object *window(const char *name, prov_micro_t quota, prov_micro_t used,
-                           apr_int64_t reset, apr_int64_t now)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "window", json_object_new_string(name));
-    json_object_object_add(o, "quota", prov_json_credits(quota));
-    json_object_object_add(o, "used", prov_json_credits(used));
-    json_object_object_add(o, "remaining", prov_json_credits(used < quota ? quota - used : 0));
-    json_object_object_add(o, "returns_at", time_json(used > 0 ? now + reset : 0));
-    return o;
-}
-
-static json_object *plan_json(const prov_plan_windows_t *w, apr_int64_t now)
-{
-    json_object *o, *a;
-    if (!w->has_plan)
-        return NULL;
-    o = json_object_new_object();
-    a = json_object_new_array();
-    json_object_object_add(o, "name", json_object_new_string(w->plan_name));
-    json_object_object_add(o, "until", time_json(w->until_at));
-    json_object_array_add(a, window("5h", w->quota_5h, w->used_5h, w->reset_5h, now));
-    json_object_array_add(a, window("7d", w->quota_7d, w->used_7d, w->reset_7d, now));
-    json_object_object_add(o, "windows", a);
-    return o;
+    return t ? json_object_new_string(prov_cabinet_time(t, p)) : NULL;
 }
 
 static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apikey_t *k,
@@ -74,28 +40,28 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apik
     json_object_object_add(o, "week_used", prov_json_credits(spent));
     json_object_object_add(o, "week_remaining", !k->has_budget ? NULL : prov_json_credits(
                            spent < k->weekly_budget ? k->weekly_budget - spent : 0));
-    json_object_object_add(o, "returns_at", time_json(spent > 0 ? now + reset : 0));
+    json_object_object_add(o, "returns_at", time_json(spent > 0 ? now + reset : 0, p));
     *out = o;
     return APR_SUCCESS;
 }
 
+
 static apr_status_t limits(json_object *r, prov_store_t *s, apr_int64_t user_id,
                            apr_int64_t now, apr_pool_t *p)
 {
-    prov_account_status_t st;
+    static const char *const fields[] = { "balance", "held", "available", "plan", NULL };
     apr_array_header_t *keys = NULL;
-    json_object *a;
+    json_object *account = NULL, *a, *v;
     int i;
-    apr_status_t rv = prov_billing_account_status(&st, s, user_id, now, p);
+    apr_status_t rv = prov_cabinet_account(&account, s, user_id, now, p);
     if (rv == APR_SUCCESS)
         rv = prov_apikey_list(&keys, s, user_id, 0, p);
     if (rv != APR_SUCCESS)
         return rv;
-    json_object_object_add(r, "balance", prov_json_credits(st.balance));
-    json_object_object_add(r, "held", prov_json_credits(st.held));
-    json_object_object_add(r, "available", prov_json_credits(st.balance > st.held
-                                                             ? st.balance - st.held : 0));
-    json_object_object_add(r, "plan", plan_json(&st.windows, now));
+    for (i = 0; fields[i]; i++) {
+        if (json_object_object_get_ex(account, fields[i], &v))
+            json_object_object_add(r, fields[i], json_object_get(v));
+    }
     a = json_object_new_array();
     json_object_object_add(r, "keys", a);
     for (i = 0; i < keys->nelts; i++) {
@@ -132,65 +98,30 @@ static prov_mcp_tool_rc_e account_limits(json_object **result, const char **msg,
 
 /* ---- account_usage ------------------------------------------------------------- */
 
-static const char *const bys[] = { "day", "key", "model", NULL };
+#define BY_TEXT "by must be \"day\", \"key\" or \"model\""
 
-static apr_status_t usage_rows(json_object *a, prov_store_t *s, const prov_usage_filter_t *f,
-                               apr_pool_t *p)
+/* The arguments: days 1..30 (default 7), by day|key|model (default day),
+ * checked as GET /v1/usage checks its query. */
+static int usage_args(int *days, prov_usage_by_e *by, const char **msg, json_object *args,
+                      apr_pool_t *p)
 {
-    apr_array_header_t *rows = NULL, *keys = NULL;
-    int i, j;
-    apr_status_t rv = prov_usage_report(&rows, s, f, p);
-    if (rv == APR_SUCCESS && f->by == PROV_USAGE_BY_KEY)
-        rv = prov_apikey_list(&keys, s, f->user_id, 1, p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    for (i = 0; i < rows->nelts; i++) {
-        const prov_usage_row_t *u = APR_ARRAY_IDX(rows, i, const prov_usage_row_t *);
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "group", json_object_new_string(u->group));
-        for (j = 0; keys && j < keys->nelts; j++) {
-            const prov_apikey_t *k = APR_ARRAY_IDX(keys, j, const prov_apikey_t *);
-            if (!strcmp(prov_i64(k->id, p), u->group))
-                json_object_object_add(o, "name", k->name ? json_object_new_string(k->name)
-                                                          : NULL);
-        }
-        json_object_object_add(o, "requests", json_object_new_int64(u->requests));
-        json_object_object_add(o, "input_tokens", json_object_new_int64(u->tokens.input));
-        json_object_object_add(o, "output_tokens", json_object_new_int64(u->tokens.output));
-        json_object_object_add(o, "cache_tokens", json_object_new_int64(u->tokens.cache));
-        json_object_object_add(o, "reasoning_tokens",
-                               json_object_new_int64(u->tokens.reasoning));
-        json_object_object_add(o, "credits", prov_json_credits(u->credits));
-        json_object_array_add(a, o);
+    json_object *d = NULL, *b = NULL;
+    prov_error_t *err = NULL;
+    if (args && json_object_object_get_ex(args, "days", &d)
+        && (!json_object_is_type(d, json_type_int) || json_object_get_int64(d) < 1
+            || json_object_get_int64(d) > PROV_CABINET_DAYS_MAX)) {
+        *msg = "days must be an integer from 1 to 30";
+        return 0;
     }
-    return APR_SUCCESS;
-}
-
-/* The arguments: days 1..30 (default 7), by day|key|model (default day). */
-static int usage_args(prov_usage_filter_t *f, apr_int64_t *days, const char **by,
-                      const char **msg, json_object *args)
-{
-    json_object *v = NULL;
-    int i;
-    *days = 7;
-    *by = "day";
-    if (args && json_object_object_get_ex(args, "days", &v)) {
-        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1
-            || json_object_get_int64(v) > 30) {
-            *msg = "days must be an integer from 1 to 30";
-            return 0;
-        }
-        *days = json_object_get_int64(v);
+    if (args && json_object_object_get_ex(args, "by", &b)
+        && !json_object_is_type(b, json_type_string)) {
+        *msg = BY_TEXT;
+        return 0;
     }
-    if (args && json_object_object_get_ex(args, "by", &v)) {
-        *by = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-        for (i = 0; bys[i] && strcmp(bys[i], *by); i++)
-            ;
-        if (!bys[i]) {
-            *msg = "by must be \"day\", \"key\" or \"model\"";
-            return 0;
-        }
-        f->by = i == 0 ? PROV_USAGE_BY_DAY : i == 1 ? PROV_USAGE_BY_KEY : PROV_USAGE_BY_MODEL;
+    if (prov_cabinet_usage_args(days, by, &err, d ? json_object_get_string(d) : NULL,
+                                b ? json_object_get_string(b) : NULL, p) != APR_SUCCESS) {
+        *msg = BY_TEXT;
+        return 0;
     }
     return 1;
 }
@@ -199,33 +130,21 @@ static prov_mcp_tool_rc_e account_usage(json_object **result, const char **msg,
                                         json_object *args, const prov_mcp_ctx_t *ctx,
                                         apr_pool_t *p)
 {
-    prov_usage_filter_t f;
-    apr_int64_t days = 7;
-    const char *by = "day";
+    prov_usage_by_e by = PROV_USAGE_BY_DAY;
+    json_object *r = NULL;
     prov_store_t *s;
-    json_object *r, *a;
+    int days = 7;
     apr_status_t rv;
-    memset(&f, 0, sizeof(f));
-    f.by = PROV_USAGE_BY_DAY;
-    if (!usage_args(&f, &days, &by, msg, args))
+    if (!usage_args(&days, &by, msg, args, p))
         return PROV_MCP_TOOL_BAD_INPUT;
-    f.user_id = ctx->user_id;
-    f.since = ctx->now - ctx->now % DAY - (days - 1) * DAY;
     if (!(s = ctx->store_open(ctx->baton)))
         return PROV_MCP_TOOL_FAILED;
-    r = json_object_new_object();
-    a = json_object_new_array();
-    json_object_object_add(r, "days", json_object_new_int64(days));
-    json_object_object_add(r, "by", json_object_new_string(by));
-    json_object_object_add(r, "since", time_json(f.since));
-    json_object_object_add(r, "data", a);
-    rv = usage_rows(a, s, &f, p);
+    rv = prov_cabinet_usage(&r, s, ctx->user_id, days, by, ctx->now, p);
     ctx->store_close(ctx->baton, s);
-    if (rv != APR_SUCCESS) {
-        json_object_put(r);
+    if (rv != APR_SUCCESS)
         return PROV_MCP_TOOL_FAILED;
-    }
-    *result = r;
+    /* A tool's result is the caller's to put; the cabinet's tree is p's. */
+    *result = json_object_get(r);
     return PROV_MCP_TOOL_OK;
 }
 
@@ -239,15 +158,16 @@ static const prov_mcp_tool_t tool_account_limits = {
     "account_limits", "Account limits",
     "The signed-in account's credit balance (and what requests in flight hold of it), its "
     "plan with the rolling 5-hour and 7-day windows (quota, used, remaining, when capacity "
-    "returns), and each API key's weekly budget and its use in the last 7 days. Amounts are "
-    "credits. Keys are shown by id, name and display prefix only.",
+    "returns, when it is full again), and each API key's weekly budget and its use in the "
+    "last 7 days. Amounts are credits. Keys are shown by id, name and display prefix only.",
     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"balance\":" CREDITS ",\"held\":" CREDITS
     ",\"available\":" CREDITS ",\"plan\":{\"type\":[\"object\",\"null\"],\"properties\":{"
-    "\"name\":{\"type\":\"string\"},\"until\":" TIME_OR_NULL ",\"windows\":{\"type\":\"array\","
+    "\"name\":{\"type\":\"string\"},\"windows\":{\"type\":\"array\","
     "\"items\":{\"type\":\"object\",\"properties\":{\"window\":{\"type\":\"string\"},"
     "\"quota\":" CREDITS ",\"used\":" CREDITS ",\"remaining\":" CREDITS ",\"returns_at\":"
-    TIME_OR_NULL "},\"required\":[\"window\",\"quota\",\"used\",\"remaining\"]}}}},"
+    TIME_OR_NULL ",\"full_at\":" TIME_OR_NULL "},"
+    "\"required\":[\"window\",\"quota\",\"used\",\"remaining\"]}}}},"
     "\"keys\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
     "\"id\":{\"type\":\"string\"},\"name\":{\"type\":[\"string\",\"null\"]},"
     "\"prefix\":{\"type\":\"string\"},\"weekly_budget\":" CREDITS_OR_NULL ",\"week_used\":"
@@ -271,7 +191,7 @@ static const prov_mcp_tool_t tool_account_usage = {
     "\"by\":{\"type\":\"string\",\"enum\":[\"day\",\"key\",\"model\"],\"description\":"
     "\"How to group the rows (default day)\"}},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"days\":" COUNT ",\"by\":{\"type\":\"string\"},"
-    "\"since\":{\"type\":\"string\"},\"data\":{\"type\":\"array\",\"items\":{\"type\":"
+    "\"data\":{\"type\":\"array\",\"items\":{\"type\":"
     "\"object\",\"properties\":{\"group\":{\"type\":\"string\"},\"name\":{\"type\":"
     "[\"string\",\"null\"]},\"requests\":" COUNT ",\"input_tokens\":" COUNT
     ",\"output_tokens\":" COUNT ",\"cache_tokens\":" COUNT ",\"reasoning_tokens\":" COUNT

@@ -217,6 +217,12 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     assert.ok(s.keys[0].week_used > 0);
     assert.equal(s.keys[0].returns_at, k.budget_reset_at);
     assert.ok(!JSON.stringify(limits).includes(key.secret), 'no key secret');
+    // The cabinet's own answer, for the same user at the same time.
+    const cab = await jar.fetch(`${stack.baseURL}/v1/account`);
+    const cabJson = await cab.json();
+    assert.equal(cab.status, 200, JSON.stringify(cabJson));
+    assert.deepEqual(s.plan, cabJson.plan);
+    assert.deepEqual([s.balance, s.held, s.available], [cabJson.balance, cabJson.held, cabJson.available]);
 
     const day = new Date(now * 1000).toISOString().slice(0, 10);
     for (const by of ['day', 'key', 'model']) {
@@ -227,6 +233,8 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
       assert.deepEqual(usage.data.map((r) => ({ group: r.group, requests: r.requests, credits: r.credits })), rows, by);
       assert.equal(usage.data[0].requests, 1);
       if (by === 'key') assert.equal(usage.data[0].name, 'laptop');
+      const cabUsage = await (await jar.fetch(`${stack.baseURL}/v1/usage?days=1&by=${by}`)).json();
+      assert.deepEqual(usage, cabUsage, by);
     }
     const bad = await callAccount(stack, t.access_token, 'account_usage', { days: 31 });
     assert.equal(bad.isError, true);
