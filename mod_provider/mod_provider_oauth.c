@@ -12,6 +12,7 @@
 #include <string.h>
 #include "mod_provider_oauth.h"
 #include "util_script.h"
+#include "prov_cabinet.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -242,15 +243,10 @@ int provider_mcp_account_handler(request_rec *r)
 
 /* ---- the cabinet's list of authorized clients ------------------------------------------- */
 
+/* RFC 3339 UTC for t, or JSON null for 0. */
 static json_object *time_json(apr_int64_t t, apr_pool_t *p)
 {
-    apr_time_exp_t x;
-    if (!t)
-        return NULL;
-    apr_time_exp_gmt(&x, apr_time_from_sec(t));
-    return json_object_new_string(apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-                                  x.tm_year + 1900, x.tm_mon + 1, x.tm_mday, x.tm_hour,
-                                  x.tm_min, x.tm_sec));
+    return t ? json_object_new_string(prov_cabinet_time(t, p)) : NULL;
 }
 
 static int clients_list(request_rec *r, prov_store_t *store, const prov_session_t *sess)
