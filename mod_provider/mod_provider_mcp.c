@@ -9,6 +9,7 @@
  * core/mcp's (prov_mcp_handle). */
 #include <string.h>
 #include "mod_provider_oauth.h"
+#include "prov_docs.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -21,6 +22,35 @@ static prov_store_t *tool_store_open(void *baton)
 static void tool_store_close(void *baton, prov_store_t *s)
 {
     provider_db_close(baton, s);
+}
+
+/* The documentation's sections for search_docs (core/docs: the pages under
+ * ProviderDocsRoot), read once per request and only when a message asks. */
+static const apr_array_header_t *tool_docs(void *baton)
+{
+    request_rec *r = baton;
+    prov_docs_vars_t v = { provider_conf(r)->public_url, NULL, NULL };
+    apr_array_header_t *sections = NULL, *docs = NULL;
+    apr_status_t rv;
+    int i;
+    apr_pool_userdata_get((void **)&docs, "provider-mcp-docs", r->pool);
+    if (docs)
+        return docs;
+    docs = apr_array_make(r->pool, 32, sizeof(prov_mcp_doc_t *));
+    rv = prov_docs_sections(&sections, provider_docs_root(r), &v, r->pool);
+    if (rv != APR_SUCCESS)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r, "PROV00702: search_docs: cannot read "
+                      "the documentation in %s (ProviderDocsRoot)", provider_docs_root(r));
+    for (i = 0; rv == APR_SUCCESS && i < sections->nelts; i++) {
+        const prov_docs_section_t *s = APR_ARRAY_IDX(sections, i, const prov_docs_section_t *);
+        prov_mcp_doc_t *d = apr_pcalloc(r->pool, sizeof(*d));
+        d->path = s->link;
+        d->title = s->title;
+        d->text = s->text;
+        APR_ARRAY_PUSH(docs, prov_mcp_doc_t *) = d;
+    }
+    apr_pool_userdata_setn(docs, "provider-mcp-docs", NULL, r->pool);
+    return docs;
 }
 
 static int refuse(request_rec *r, int status, int code, const char *message)
@@ -94,6 +124,7 @@ int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t
     ctx.store_open = tool_store_open;
     ctx.store_close = tool_store_close;
     ctx.baton = r;
+    ctx.docs = tool_docs;
     ctx.catalog = c->catalog;
     ctx.gateway = c->gateway;
     ctx.public_url = c->public_url;

@@ -52,7 +52,9 @@ typedef struct prov_mcp_ctx_t {
     void *baton;
     prov_catalog_cache_t *catalog;   /* list_models: the gateway's model list */
     prov_gateway_t *gateway;
-    const apr_array_header_t *docs;  /* prov_mcp_doc_t *: search_docs' sections */
+    /* search_docs' sections (prov_mcp_doc_t *), read when a message needs
+     * them (the glue's: the docs room's pages); NULL, or an empty list: none. */
+    const apr_array_header_t *(*docs)(void *baton);
     const char *public_url;          /* the site's origin, for the docs' links */
     apr_int64_t user_id;             /* the account tools' user; 0 on the public endpoint */
     apr_int64_t now;

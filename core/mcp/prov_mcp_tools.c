@@ -230,7 +230,8 @@ static prov_mcp_tool_rc_e search_docs(json_object **result, const char **msg, js
     }
     r = json_object_new_object();
     json_object_object_add(r, "query", json_object_new_string(query));
-    json_object_object_add(r, "results", prov_mcp_docs_search(ctx->docs, query, limit,
+    json_object_object_add(r, "results", prov_mcp_docs_search(ctx->docs ? ctx->docs(ctx->baton) : NULL,
+                                                              query, limit,
                                                               ctx->public_url, p));
     *result = r;
     return PROV_MCP_TOOL_OK;
@@ -239,7 +240,8 @@ static prov_mcp_tool_rc_e search_docs(json_object **result, const char **msg, js
 /* search_docs serves once the documentation has sections to search. */
 static int docs_available(const prov_mcp_ctx_t *ctx)
 {
-    return ctx->docs && ctx->docs->nelts > 0;
+    const apr_array_header_t *docs = ctx->docs ? ctx->docs(ctx->baton) : NULL;
+    return docs && docs->nelts > 0;
 }
 
 /* ---- the public endpoint ------------------------------------------------------- */

@@ -8,7 +8,8 @@
 // negotiation, notifications and client responses answered 202, GET 405,
 // batches refused, a foreign Origin 403, an unsupported
 // MCP-Protocol-Version 400, and -32700/-32600/-32601/-32602 for malformed
-// messages, never a 5xx.
+// messages, never a 5xx; search_docs finds the served /docs pages' sections
+// and links to anchors that exist.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,6 +61,8 @@ describe('POST /v1/mcp, the public MCP endpoint', { timeout: 120000 }, () => {
       const { tools } = await client.listTools();
       const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
       assert.ok(byName.list_models, JSON.stringify(tools));
+      assert.ok(byName.search_docs, JSON.stringify(tools));
+      assert.deepEqual(byName.search_docs.inputSchema.required, ['query']);
       for (const t of tools) {
         assert.equal(t.inputSchema.type, 'object', t.name);
         assert.equal(t.outputSchema.type, 'object', t.name);
@@ -74,6 +77,29 @@ describe('POST /v1/mcp, the public MCP endpoint', { timeout: 120000 }, () => {
       assert.deepEqual(res.structuredContent, catalog.json);
       assert.deepEqual(JSON.parse(res.content[0].text), catalog.json);
       assert.ok(res.structuredContent.data.some((m) => m.publicId === 'prov-main' && m.pricing.input === 1.234567));
+
+      const found = await client.callTool({ name: 'search_docs', arguments: { query: 'weekly budget', limit: 3 } });
+      assert.notEqual(found.isError, true, JSON.stringify(found));
+      const hits = found.structuredContent.results;
+      assert.ok(hits.length > 0 && hits.length <= 3, JSON.stringify(hits));
+      for (const h of hits) {
+        assert.match(h.path, /^\/docs(\/[a-z0-9-]+)?#[\w-]+$/, h.path);
+        assert.equal(h.url, `${base}${h.path}`);
+        assert.match(`${h.title} ${h.excerpt}`.toLowerCase(), /budget/);
+        // The link leads to a served page holding that anchor.
+        const [page, anchor] = h.path.split('#');
+        const res = await stack.request('GET', page);
+        assert.equal(res.status, 200, page);
+        assert.ok(res.text.includes(`id="${anchor}"`), h.path);
+      }
+      const mcpDocs = await client.callTool({ name: 'search_docs', arguments: { query: 'oauth authorization server' } });
+      assert.ok(mcpDocs.structuredContent.results.some((h) => h.path.startsWith('/docs/mcp#')),
+        JSON.stringify(mcpDocs.structuredContent));
+      const none = await client.callTool({ name: 'search_docs', arguments: { query: 'zzqqxxyy' } });
+      assert.deepEqual(none.structuredContent.results, []);
+      const bad = await client.callTool({ name: 'search_docs', arguments: { query: '' } });
+      assert.equal(bad.isError, true);
+      assert.match(bad.content[0].text, /query/);
 
       await client.ping();
     } finally {
