@@ -75,7 +75,9 @@ describe('the examples of the /docs pages, run as written', { timeout: 300000 },
       assert.equal(r.status, 0, `${page}: ${text}\n${r.stderr}`);
       const answer = JSON.parse(r.stdout);
       assert.ok(!answer.error && answer.type !== 'error', `${page}: ${text}\n${r.stdout}`);
-      assert.ok(answer.data || answer.choices || answer.content || answer.output, r.stdout);
+      // A list, a completion, a message, a response, or MCP's JSON-RPC result.
+      assert.ok(answer.data || answer.choices || answer.content || answer.output
+        || (answer.jsonrpc === '2.0' && answer.result), r.stdout);
       ran++;
     }
     assert.ok(ran >= 4, `${ran} ran`);
