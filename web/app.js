@@ -6,7 +6,8 @@
 // /v1/usage), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
 // linked sign-in methods (GET /v1/auth/identities, /v1/auth/NAME/link,
-// DELETE /v1/auth/identities/NAME).
+// DELETE /v1/auth/identities/NAME), the authorized MCP clients (GET
+// /v1/mcp/clients, DELETE /v1/mcp/clients/ID).
 // Every request is same-origin with the session's cookies (HttpOnly: this
 // script never sees them); a 401 anywhere shows the sign-in view. A new
 // key's secret lives only in a local variable and the dialog's DOM, both
@@ -160,7 +161,7 @@
     view = 'out';
     $('session').replaceChildren();
     $('signed-in-view').hidden = true;
-    for (const id of ['account-body', 'key-list', 'usage-body', 'catalog-body', 'identity-list', 'link-list']) {
+    for (const id of ['account-body', 'key-list', 'usage-body', 'catalog-body', 'identity-list', 'link-list', 'mcp-client-list']) {
       $(id).replaceChildren();
     }
     closeDialogs();
@@ -193,6 +194,7 @@
       loadUsage();
       loadCatalog();
       loadIdentities();
+      loadMcpClients();
     });
   }
 
@@ -515,6 +517,28 @@
       $('link-list').replaceChildren(...providers.filter((p) => !linked.has(p.name)).map((p) => el('form',
         { id: `link-${p.name}`, method: 'get', action: p.link, onsubmit: go },
         el('button', { type: 'submit', class: 'secondary', text: `Link ${p.display}` }))));
+    });
+  }
+
+  /* ---- authorized MCP clients ------------------------------------------------ */
+
+  function loadMcpClients() {
+    return guarded('mcp-clients-error', async () => {
+      const r = await api('GET', '/v1/mcp/clients');
+      const list = (r && r.data) || [];
+      const revoke = (c) => confirmAction(`Revoke ${c.name || c.client_id}? It can no longer read `
+        + 'your account until you allow it again.', 'Revoke')
+        .then((ok) => ok && guarded('mcp-clients-error', async () => {
+          await api('DELETE', `/v1/mcp/clients/${encodeURIComponent(c.client_id)}`);
+          say(`${c.name || c.client_id} is revoked.`);
+          await loadMcpClients();
+        }));
+      $('mcp-client-list').replaceChildren(...(list.length ? list.map((c) => el('li',
+        { 'data-client': c.client_id },
+        el('strong', { text: c.name || c.client_id }), ` (${c.scope}), allowed `, when(c.authorized_at), ' ',
+        el('button', { type: 'button', class: 'secondary revoke', text: 'Revoke',
+          'aria-label': `Revoke ${c.name || c.client_id}`, onclick: () => revoke(c) })))
+        : [el('li', { text: 'None.' })]));
     });
   }
 

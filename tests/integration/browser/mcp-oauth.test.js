@@ -10,8 +10,9 @@
 // kit's identity provider, sees the consent page naming the client and
 // clicks Allow; the redirect brings the code (with state and iss) to the
 // client's loopback callback; the SDK exchanges it, lists the account's
-// tools and calls account_limits, whose figures equal providerctl's. The
-// public endpoint answers the same SDK without a token.
+// tools and calls account_limits, whose figures equal providerctl's; the
+// cabinet page then lists the client and its Revoke button ends its token.
+// The public endpoint answers the same SDK without a token.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -168,6 +169,21 @@ describe('the MCP SDK client through OAuth, with the user in a browser', { timeo
       } finally {
         await client.close();
       }
+
+      // The cabinet lists the client and revokes it: its token is refused at once.
+      await page.goto(`${base}/cabinet/`);
+      const item = page.locator(`#mcp-client-list li[data-client="${provider.info.client_id}"]`);
+      await item.waitFor();
+      assert.match(await item.textContent(), /SDK test client \(account:read\)/);
+      await item.locator('button.revoke').click();
+      await page.locator('#confirm-dialog').waitFor({ state: 'visible' });
+      assert.match(await page.textContent('#confirm-text'), /Revoke SDK test client\?/);
+      await page.click('#confirm-ok');
+      await page.locator('#mcp-client-list li', { hasText: 'None.' }).waitFor();
+      const after = await fetch(serverUrl, { method: 'POST', headers: { authorization: `Bearer ${provider.saved.access_token}`,
+        'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      assert.equal(after.status, 401);
     } finally {
       await context.close();
     }
