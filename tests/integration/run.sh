@@ -6,9 +6,10 @@
 # oidc-provider and jose), then runs every tests/integration/*.test.js with
 # node's built-in test runner, one file at a time (each file starts its own
 # apache2, mock gateway and database), then the files of
-# tests/integration/browser/ inside a network namespace whose only interface
-# is loopback (unshare -n; ip link set lo up: needs root), where Debian's
-# chromium (lib/browser.js) reaches nothing but the test's own servers. Exit
+# tests/integration/browser/, all inside network namespaces whose only
+# interface is loopback (unshare -n; ip link set lo up: needs root), where
+# the clients and Debian's chromium (lib/browser.js) reach nothing but the
+# test's own servers. Exit
 # 0 when all pass, 1 otherwise; it never skips (exit 77): a missing
 # prerequisite is a failure.
 #
@@ -82,18 +83,24 @@ if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="$flags --test-reporter=spec"
 fi
 status=0
+# Every file runs in a network namespace whose only interface is loopback
+# (PostgreSQL's socket is a file: reachable from there too): the service,
+# its gateway, the identity providers, the MCP and OAuth clients and the
+# browser reach nothing but the test's own servers.
+isolated() {
+  unshare -n sh -c 'ip link set lo up && exec node --test "$@"' sh "$@"
+}
 if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
-  node --test $flags --test-concurrency=1 "$here"/*.test.js || status=1
+  isolated $flags --test-concurrency=1 "$here"/*.test.js || status=1
 else
   for f in "$here"/*.test.js; do
-    node --test $flags "$f" || status=1
+    isolated $flags "$f" || status=1
   done
 fi
-# The browser tests, one file at a time, in a namespace of their own
-# (PostgreSQL's socket is a file: reachable from there too).
+# The browser tests, one file at a time, each in a namespace of its own.
 for f in "$here"/browser/*.test.js; do
   [ -f "$f" ] || continue
-  unshare -n sh -c 'ip link set lo up && exec node --test "$@"' sh $flags "$f" || status=1
+  isolated $flags "$f" || status=1
 done
 if [ -n "$pgdir" ]; then
   stop_pg || status=1
