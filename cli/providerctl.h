@@ -155,8 +155,6 @@ int ctl_find_user(ctl_t *ctl, prov_user_t **u, const char *ref);
 json_object *ctl_model_json(const void *rec);
 /* Finds a model; CTL_OK, or CTL_FAIL after "unknown model 'x'". */
 int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id);
-/* requests, input/output/cache/reasoning_tokens, credits (decimal) */
-json_object *ctl_usage_json(const prov_usage_row_t *r);
 /* id, user_id, plan (name), plan_id, both quotas, starts/until/cancelled_at */
 json_object *ctl_subscription_json(const prov_subscription_t *sub);
 

@@ -163,18 +163,6 @@ int ctl_find_model(ctl_t *ctl, prov_model_t **m, const char *public_id)
 
 /* ---- usage and the account ------------------------------------------------ */
 
-json_object *ctl_usage_json(const prov_usage_row_t *r)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "requests", json_object_new_int64(r->requests));
-    json_object_object_add(o, "input_tokens", json_object_new_int64(r->tokens.input));
-    json_object_object_add(o, "output_tokens", json_object_new_int64(r->tokens.output));
-    json_object_object_add(o, "cache_tokens", json_object_new_int64(r->tokens.cache));
-    json_object_object_add(o, "reasoning_tokens", json_object_new_int64(r->tokens.reasoning));
-    json_object_object_add(o, "credits", prov_json_credits(r->credits));
-    return o;
-}
-
 json_object *ctl_subscription_json(const prov_subscription_t *sub)
 {
     json_object *o = json_object_new_object();

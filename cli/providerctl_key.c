@@ -87,8 +87,8 @@ static int key_usage(ctl_t *ctl, prov_key_usage_t *ku, const prov_apikey_t *k)
 static json_object *key_usage_json(const prov_key_usage_t *ku)
 {
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "today", ctl_usage_json(&ku->today));
-    json_object_object_add(o, "7d", ctl_usage_json(&ku->week));
+    json_object_object_add(o, "today", prov_usage_fields(json_object_new_object(), &ku->today));
+    json_object_object_add(o, "7d", prov_usage_fields(json_object_new_object(), &ku->week));
     return o;
 }
 

@@ -83,7 +83,7 @@ static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *mod
     json_object_object_add(o, "by", json_object_new_string(by_names[f->by]));
     for (i = 0; f->by != PROV_USAGE_BY_NONE && i < rows->nelts; i++) {
         const prov_usage_row_t *r = APR_ARRAY_IDX(rows, i, prov_usage_row_t *);
-        json_object *x = ctl_usage_json(r);
+        json_object *x = prov_usage_fields(json_object_new_object(), r);
         apr_int64_t id = 0;
         if (f->by == PROV_USAGE_BY_KEY && prov_parse_i64(&id, r->group) == APR_SUCCESS)
             json_object_object_add(x, "key_id", json_object_new_int64(id));
@@ -92,7 +92,7 @@ static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *mod
         json_object_array_add(arr, x);
     }
     json_object_object_add(o, "rows", arr);
-    json_object_object_add(o, "total", ctl_usage_json(total));
+    json_object_object_add(o, "total", prov_usage_fields(json_object_new_object(), total));
     (void)ctl;
     ctl_json_print(o);
 }

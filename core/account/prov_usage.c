@@ -132,3 +132,14 @@ apr_status_t prov_usage_key_summary(prov_key_usage_t *out, prov_store_t *s, apr_
     *out = k;
     return APR_SUCCESS;
 }
+
+json_object *prov_usage_fields(json_object *o, const prov_usage_row_t *u)
+{
+    json_object_object_add(o, "requests", json_object_new_int64(u->requests));
+    json_object_object_add(o, "input_tokens", json_object_new_int64(u->tokens.input));
+    json_object_object_add(o, "output_tokens", json_object_new_int64(u->tokens.output));
+    json_object_object_add(o, "cache_tokens", json_object_new_int64(u->tokens.cache));
+    json_object_object_add(o, "reasoning_tokens", json_object_new_int64(u->tokens.reasoning));
+    json_object_object_add(o, "credits", prov_json_credits(u->credits));
+    return o;
+}

@@ -7,6 +7,7 @@
 
 #include "prov_common.h"
 #include "prov_store.h"
+#include "prov_json.h"
 
 typedef enum {
     PROV_USAGE_BY_NONE = 0,   /* one total row */
@@ -44,5 +45,10 @@ typedef struct prov_key_usage_t {
 
 apr_status_t prov_usage_key_summary(prov_key_usage_t *out, prov_store_t *s, apr_int64_t key_id,
                                     apr_int64_t now, apr_pool_t *p);
+
+/* Adds a row's figures to o (requests, the four token kinds by name, credits
+ * as a decimal) and returns o: the shape the cabinet API, MCP and providerctl's
+ * --json share. */
+json_object *prov_usage_fields(json_object *o, const prov_usage_row_t *u);
 
 #endif

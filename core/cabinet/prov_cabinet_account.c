@@ -9,17 +9,6 @@
 #include "prov_billing.h"
 #include "prov_identity.h"
 
-json_object *prov_cabinet_usage_fields(json_object *o, const prov_usage_row_t *u)
-{
-    json_object_object_add(o, "requests", json_object_new_int64(u->requests));
-    json_object_object_add(o, "input_tokens", json_object_new_int64(u->tokens.input));
-    json_object_object_add(o, "output_tokens", json_object_new_int64(u->tokens.output));
-    json_object_object_add(o, "cache_tokens", json_object_new_int64(u->tokens.cache));
-    json_object_object_add(o, "reasoning_tokens", json_object_new_int64(u->tokens.reasoning));
-    json_object_object_add(o, "credits", prov_json_credits(u->credits));
-    return o;
-}
-
 json_object *prov_cabinet_id(apr_int64_t id, apr_pool_t *p)
 {
     return json_object_new_string(prov_i64(id, p));
@@ -142,7 +131,7 @@ apr_status_t prov_cabinet_usage(json_object **out, prov_store_t *s, apr_int64_t 
             const char *n = apr_hash_get(names, u->group, APR_HASH_KEY_STRING);
             json_object_object_add(e, "name", n && *n ? json_object_new_string(n) : NULL);
         }
-        json_object_array_add(a, prov_cabinet_usage_fields(e, u));
+        json_object_array_add(a, prov_usage_fields(e, u));
     }
     json_object_object_add(o, "data", a);
     *out = o;

@@ -7,9 +7,6 @@
 
 #define PROV_CABINET_DAY 86400
 
-/* Adds a usage row's figures to o: requests, input_tokens, output_tokens,
- * cache_tokens, reasoning_tokens, credits. Returns o. */
-json_object *prov_cabinet_usage_fields(json_object *o, const prov_usage_row_t *u);
 /* An id as the API writes ids: a string of digits. */
 json_object *prov_cabinet_id(apr_int64_t id, apr_pool_t *p);
 

@@ -96,9 +96,9 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apik
                            k->has_budget ? prov_json_credits(k->weekly_budget) : NULL);
     json_object_object_add(o, "week_used", prov_json_credits(week));
     json_object_object_add(o, "today",
-                           prov_cabinet_usage_fields(json_object_new_object(), &ku.today));
+                           prov_usage_fields(json_object_new_object(), &ku.today));
     json_object_object_add(o, "last_7_days",
-                           prov_cabinet_usage_fields(json_object_new_object(), &ku.week));
+                           prov_usage_fields(json_object_new_object(), &ku.week));
     json_object_object_add(o, "daily", daily);
     *out = o;
     return APR_SUCCESS;
