@@ -1,11 +1,15 @@
 #!/bin/sh
-# bench/cpucost.sh: what one non-streamed chat completion costs mod_provider
-# in CPU, measured in a way a shared machine does not disturb: instructions
+# bench/cpucost.sh: what one request costs mod_provider in CPU (a
+# non-streamed chat completion, or with CPUCOST_MODE one of the streamed
+# requests of bench/run.sh's BENCH_MODE), measured in a way a shared machine does not disturb: instructions
 # (valgrind's callgrind, deterministic) and system calls per request, not
 # time. The stack is bench/run.sh's (lib.sh: the mock gateway, SQLite with a
 # user, a big balance, the priced model and a key; apache2 with the module)
 # and every request is bench/chat.lua's 105-byte POST /v1/chat/completions,
-# sent by ab with keep-alive.
+# sent by ab with keep-alive; with CPUCOST_MODE=messages (POST /v1/messages
+# stream:true, relayed) or responses (POST /v1/responses stream:true,
+# translated) bench/streamtime sends the streamed requests one at a time on
+# one kept connection (concurrency 1: ab does not read chunked answers).
 #
 #   sh bench/cpucost.sh        (as root, in a tree built without sanitizers)
 #
@@ -24,7 +28,8 @@
 # compare the request threads' figure between trees, and the writer's only
 # roughly.
 #
-# Environment: CPUCOST_N (2000 requests), CPUCOST_C (4), CPUCOST_WARM (200),
+# Environment: CPUCOST_MODE (chat, messages or responses), CPUCOST_N (2000
+# requests), CPUCOST_C (4; chat only), CPUCOST_WARM (200),
 # CPUCOST_TOP (25 functions), CPUCOST_PASS (both, perf or callgrind),
 # CPUCOST_STRACE=1 (pass 1 also counts the calls by name with strace),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the work directory, with the
@@ -40,8 +45,19 @@ WARM=${CPUCOST_WARM:-200}
 TOP=${CPUCOST_TOP:-25}
 PASS=${CPUCOST_PASS:-both}
 MODEL=${BENCH_MODEL:-gpt-4o-mini}
+MODE=${CPUCOST_MODE:-chat}
 BACKEND=sqlite3
 case $PASS in both|perf|callgrind) ;; *) die "CPUCOST_PASS must be both, perf or callgrind" ;; esac
+case $MODE in
+    chat) URLPATH=/v1/chat/completions ;;
+    messages) URLPATH=/v1/messages ;;
+    responses) URLPATH=/v1/responses ;;
+    *) die "CPUCOST_MODE must be chat, messages or responses" ;;
+esac
+if [ "$MODE" != chat ]; then
+    [ -x "$SRC/bench/streamtime" ] || (cd "$SRC" && make bench/streamtime >/dev/null) ||
+        die "could not build bench/streamtime"
+fi
 
 preflight
 command -v ab >/dev/null 2>&1 || die "ab is missing (apache2-utils)"
@@ -71,6 +87,10 @@ trap 'exit 130' INT TERM HUP PIPE
 
 start_mockgw
 make_database cpucost@example.com Cpucost cpucost
+if [ "$MODE" = messages ]; then
+    ctl model add claude --upstream claude-sonnet-4 --name claude --family anthropic --messages >/dev/null
+    ctl model price claude --input 0.15 --output 0.6 --cache 0.075 >/dev/null
+fi
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 PORT=$(free_port)
 
@@ -94,11 +114,28 @@ EOF
 "$HTTPD" -t -f "$W/provider.conf" >"$W/logs/configtest.log" 2>&1 ||
     { cat "$W/logs/configtest.log" >&2; die "apache2 -t failed"; }
 
-printf '{"model":"%s","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}' \
-    "$MODEL" >"$W/body.json"
+case $MODE in
+    chat) printf '{"model":"%s","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16}' \
+              "$MODEL" ;;
+    messages) printf '{"model":"claude","messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":16,"stream":true}' ;;
+    responses) printf '{"model":"%s","input":"Say hello in five words.","max_output_tokens":16,"stream":true}' \
+                   "$MODEL" ;;
+esac >"$W/body.json"
 
-# drive COUNT: COUNT requests at concurrency C; dies unless all were 2xx.
+# drive COUNT: COUNT requests (at concurrency C for chat, one at a time for a
+# stream); dies unless all were 2xx.
 drive() {
+    if [ "$MODE" = messages ]; then
+        "$SRC/bench/streamtime" "$PORT" "$URLPATH" "$W/body.json" "$1" 0 - \
+            "x-api-key: $KEY" "anthropic-version: 2023-06-01" >"$W/st.out" 2>&1 ||
+            { cat "$W/st.out" >&2; die "not every stream was answered 200"; }
+        return
+    elif [ "$MODE" = responses ]; then
+        "$SRC/bench/streamtime" "$PORT" "$URLPATH" "$W/body.json" "$1" 0 - \
+            "Authorization: Bearer $KEY" >"$W/st.out" 2>&1 ||
+            { cat "$W/st.out" >&2; die "not every stream was answered 200"; }
+        return
+    fi
     ab -q -k -n "$1" -c "$C" -p "$W/body.json" -T application/json \
        -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/chat/completions" \
        >"$W/ab.out" 2>&1 || { cat "$W/ab.out" >&2; die "ab failed"; }
@@ -111,7 +148,8 @@ drive() {
         { cat "$W/ab.out" >&2; die "not every request was answered 2xx"; }
 }
 
-echo "cpucost: $N requests (concurrency $C, keep-alive) of POST /v1/chat/completions," \
+[ "$MODE" = chat ] || C=1
+echo "cpucost: $N requests (concurrency $C, keep-alive) of POST $URLPATH," \
      "$(wc -c <"$W/body.json") bytes, mockgw on $GW, SQLite"
 echo "tree: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')" \
      "$(git -C "$SRC" diff --quiet 2>/dev/null || echo '(with uncommitted changes)')"
@@ -234,7 +272,8 @@ if [ "$PASS" != perf ]; then
     # fall into the writer's groups and the leases (compare them roughly).
     echo "steps, inclusive, per request (absent: not called):"
     per_request yes >"$W/steps"
-    for f in provider_chat_handler ap_read_request provider_infer_begin prov_key_hash \
+    for f in provider_chat_handler provider_messages_handler provider_responses_handler \
+             provider_stream_run provider_stream_write ap_read_request provider_infer_begin prov_key_hash \
              prov_chat_parse prov_chat_upstream_body prov_gateway_request \
              prov_chat_relay_read prov_json_scan_render prov_chat_read_answer \
              prov_json_answer_render provider_infer_answer provider_write_json \
