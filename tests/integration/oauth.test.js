@@ -149,6 +149,16 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     assert.equal(r.headers.get('x-frame-options'), 'DENY');
   });
 
+  it('takes a request without scope as asking for account:read (RFC 6749 3.3: the default scope)', async () => {
+    const { params } = authParams(stack, c, { scope: null });
+    assert.equal(params.scope, undefined);
+    const page = await authorize(stack, jar, params);
+    assert.equal(page.status, 200, page.html);
+    assert.match(page.html, /<code id="scope">account:read<\/code>/);
+    const empty = await authorize(stack, jar, { ...params, scope: '' });
+    assert.match(empty.html, /<code id="scope">account:read<\/code>/);
+  });
+
   it('completes the flow: consent, Allow, code with state and iss, tokens, the account tools', async () => {
     const { params, verifier } = authParams(stack, c);
     const page = await authorize(stack, jar, params);
