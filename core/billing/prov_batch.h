@@ -16,7 +16,7 @@
 /* A lease's row id ("lease_" and 24 hex digits) with room to spare, and the
  * plan name a lease keeps for the reservations drawn from it. */
 #define PROV_LEASE_ID_MAX 48
-#define PROV_PLAN_NAME_MAX 64
+#define PROV_PLAN_NAME_MAX 65     /* providerctl takes 64 characters; and the NUL */
 /* Room for a ledger status ("ok", "cut", "failed", ...) kept with an entry. */
 #define PROV_ENTRY_STATUS_MAX 24
 

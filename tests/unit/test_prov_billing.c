@@ -635,6 +635,42 @@ static void test_lease_exact_limit(void)
     apr_pool_destroy(f.p);
 }
 
+/* A plan name of the longest kind providerctl takes (64 characters) comes
+ * back whole from a reservation drawn on a lease (the lease keeps a copy). */
+static void test_lease_plan_name(void)
+{
+    fixture_t f;
+    prov_billing_writer_t *w = NULL;
+    prov_plan_t *plan = NULL;
+    prov_subscription_t *sub = NULL;
+    prov_reservation_t *rs[50];
+    char name[65];
+    int i, leased = 0;
+    memset(name, 'p', 64);
+    name[64] = '\0';
+    setup(&f, 1000000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_plan_add(&plan, f.s, name, 100000 * C, 500000 * C, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_subscription_set(&sub, f.s, f.u->id, plan->id, 0, T0 - 10, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    /* requests at once (none settled yet): the later ones draw on a lease */
+    for (i = 0; i < 50; i++) {
+        rs[i] = reserve(&f, apr_psprintf(f.p, "pn-%d", i), C, T0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rs[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rs[i]->windows.plan_name);
+        CU_ASSERT_STRING_EQUAL(rs[i]->windows.plan_name, name);
+        leased += rs[i]->leased;
+    }
+    CU_ASSERT_TRUE(leased > 0);
+    for (i = 0; i < 50; i++)
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 10, "ok", T0 + 1, f.p),
+                        APR_SUCCESS);
+    prov_billing_writer_stop(w);
+    apr_pool_destroy(f.p);
+}
+
 /* Builds a reserve op of f's key for the lease steps below. */
 static void lease_op(prov_op_t *op, fixture_t *f, const char *id, apr_int64_t now)
 {
@@ -972,6 +1008,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_lease_threads), PROV_TEST(test_no_writer_no_lease),
                PROV_TEST(test_lease_writer), PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit),
+               PROV_TEST(test_lease_plan_name),
                PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire), PROV_TEST(test_status),
                PROV_TEST(test_window_math), PROV_TEST(test_huge_holds));
