@@ -145,6 +145,24 @@ static json_object *tool_result(json_object *structured, const char *text, int i
     return r;
 }
 
+/* The first member of args that t's input schema does not name (its
+ * schemas say additionalProperties false), or NULL. */
+static const char *unknown_argument(const prov_mcp_tool_t *t, json_object *args, apr_pool_t *p)
+{
+    const char *perr = NULL;
+    json_object *schema, *props;
+    if (!args)
+        return NULL;
+    schema = prov_json_parse(t->input_schema, strlen(t->input_schema), &perr, p);
+    props = schema ? prov_json_get(schema, "properties", json_type_object) : NULL;
+    json_object_object_foreach(args, k, v) {
+        (void)v;
+        if (!props || !json_object_object_get_ex(props, k, NULL))
+            return k;
+    }
+    return NULL;
+}
+
 static void tools_call(prov_mcp_answer_t *out, const prov_mcp_server_t *srv,
                        const prov_mcp_ctx_t *ctx, json_object *id, json_object *params,
                        apr_pool_t *p)
@@ -168,6 +186,11 @@ static void tools_call(prov_mcp_answer_t *out, const prov_mcp_server_t *srv,
         && !json_object_is_type(args, json_type_object)) {
         answer_error(out, 200, id, PROV_MCP_INVALID_PARAMS,
                      "tools/call params.arguments must be an object", p);
+        return;
+    }
+    if ((msg = unknown_argument(t, args, p))) {
+        msg = apr_psprintf(p, "%s takes no argument \"%s\"", t->name, msg);
+        answer_result(out, id, tool_result(NULL, msg, 1, p), p);
         return;
     }
     rc = t->call(&result, &msg, args, ctx, p);

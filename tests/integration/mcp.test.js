@@ -100,6 +100,14 @@ describe('POST /v1/mcp, the public MCP endpoint', { timeout: 120000 }, () => {
       const bad = await client.callTool({ name: 'search_docs', arguments: { query: '' } });
       assert.equal(bad.isError, true);
       assert.match(bad.content[0].text, /query/);
+      // The schemas say additionalProperties false: an argument they do
+      // not name is refused, not ignored (a misspelt "limit" is not silent).
+      const extra = await client.callTool({ name: 'search_docs', arguments: { query: 'budget', limt: 2 } });
+      assert.equal(extra.isError, true);
+      assert.match(extra.content[0].text, /search_docs takes no argument "limt"/);
+      const models = await client.callTool({ name: 'list_models', arguments: { family: 'x' } });
+      assert.equal(models.isError, true);
+      assert.match(models.content[0].text, /"family"/);
 
       await client.ping();
     } finally {

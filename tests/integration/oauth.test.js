@@ -249,6 +249,9 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     const bad = await callAccount(stack, t.access_token, 'account_usage', { days: 31 });
     assert.equal(bad.isError, true);
     assert.match(bad.content[0].text, /days/);
+    const extra = await callAccount(stack, t.access_token, 'account_usage', { days: 1, user: 'someone' });
+    assert.equal(extra.isError, true);
+    assert.match(extra.content[0].text, /account_usage takes no argument "user"/);
   });
 
   it('refuses an unregistered client or redirect URI on its own page, never redirecting', async () => {
