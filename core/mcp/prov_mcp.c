@@ -145,16 +145,19 @@ static json_object *tool_result(json_object *structured, const char *text, int i
     return r;
 }
 
-/* The first member of args that t's input schema does not name (its
- * schemas say additionalProperties false), or NULL. */
+/* The first member of args that t's input schema does not name, when the
+ * schema says additionalProperties false (as all our tools' do), or NULL. */
 static const char *unknown_argument(const prov_mcp_tool_t *t, json_object *args, apr_pool_t *p)
 {
     const char *perr = NULL;
-    json_object *schema, *props;
+    json_object *schema, *props, *extra;
     if (!args)
         return NULL;
     schema = prov_json_parse(t->input_schema, strlen(t->input_schema), &perr, p);
-    props = schema ? prov_json_get(schema, "properties", json_type_object) : NULL;
+    extra = schema ? prov_json_get(schema, "additionalProperties", json_type_boolean) : NULL;
+    if (!extra || json_object_get_boolean(extra))
+        return NULL;
+    props = prov_json_get(schema, "properties", json_type_object);
     json_object_object_foreach(args, k, v) {
         (void)v;
         if (!props || !json_object_object_get_ex(props, k, NULL))

@@ -37,7 +37,10 @@ static const prov_mcp_tool_t t_echo = { "echo", "Echo", "Echoes v.",
     "{\"type\":\"object\"}", "{\"type\":\"object\"}", echo, NULL };
 static const prov_mcp_tool_t t_hidden = { "hidden", "Hidden", "Never there.",
     "{\"type\":\"object\"}", "{\"type\":\"object\"}", echo, never };
-static const prov_mcp_tool_t *const tools[] = { &t_echo, &t_hidden, NULL };
+static const prov_mcp_tool_t t_strict = { "strict", "Strict", "Echoes v, nothing else.",
+    "{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"}},"
+    "\"additionalProperties\":false}", "{\"type\":\"object\"}", echo, NULL };
+static const prov_mcp_tool_t *const tools[] = { &t_echo, &t_hidden, &t_strict, NULL };
 static const prov_mcp_server_t server = { "test", "Test instructions.", tools };
 
 /* The answer to msg: its status, and the parsed body in *o (NULL when none). */
@@ -102,7 +105,7 @@ static void test_tools(void)
     CU_ASSERT_EQUAL(handle(&o, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", p),
                     200);
     list = prov_json_get(prov_json_get(o, "result", json_type_object), "tools", json_type_array);
-    CU_ASSERT_EQUAL_FATAL(json_object_array_length(list), 1);
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(list), 2);
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(json_object_array_get_idx(list, 0), "name"), "echo");
     CU_ASSERT_PTR_NOT_NULL(prov_json_get(json_object_array_get_idx(list, 0), "outputSchema",
                                          json_type_object));
@@ -126,6 +129,23 @@ static void test_tools(void)
     CU_ASSERT_EQUAL(handle(&o, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\","
                            "\"params\":{\"name\":\"hidden\",\"arguments\":{\"v\":1}}}", p), 200);
     CU_ASSERT_EQUAL(error_code(o), PROV_MCP_INVALID_PARAMS);
+    /* additionalProperties false: an argument the schema does not name is
+     * bad input; a schema without it takes any */
+    CU_ASSERT_EQUAL(handle(&o, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\","
+                           "\"params\":{\"name\":\"strict\",\"arguments\":{\"v\":1,\"w\":2}}}",
+                           p), 200);
+    r = prov_json_get(o, "result", json_type_object);
+    CU_ASSERT_TRUE(json_object_get_boolean(prov_json_get(r, "isError", json_type_boolean)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(json_object_to_json_string(r), "\\\"w\\\""));
+    CU_ASSERT_EQUAL(handle(&o, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                           "\"params\":{\"name\":\"strict\",\"arguments\":{\"v\":1}}}", p), 200);
+    r = prov_json_get(o, "result", json_type_object);
+    CU_ASSERT_FALSE(json_object_get_boolean(prov_json_get(r, "isError", json_type_boolean)));
+    CU_ASSERT_EQUAL(handle(&o, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\","
+                           "\"params\":{\"name\":\"echo\",\"arguments\":{\"v\":1,\"w\":2}}}",
+                           p), 200);
+    r = prov_json_get(o, "result", json_type_object);
+    CU_ASSERT_FALSE(json_object_get_boolean(prov_json_get(r, "isError", json_type_boolean)));
     apr_pool_destroy(p);
 }
 
