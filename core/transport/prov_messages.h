@@ -100,6 +100,11 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
 /* Feeds gateway bytes (pieces of any size). */
 apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *buf,
                                        apr_size_t len);
+/* Whether events are read without json-c where prov_json_scan.h plainly
+ * recognises them (on from creation); off, every event takes the json-c
+ * path. For the tests that compare the two (tests/fuzz/fuzz_messages_relay.c,
+ * tests/unit/test_prov_messages_relay.c). */
+void prov_messages_stream_set_fast(prov_messages_stream_t *s, int on);
 /* Number of events relayed so far. */
 int prov_messages_stream_events(const prov_messages_stream_t *s);
 /* Non-zero once message_stop was relayed. */

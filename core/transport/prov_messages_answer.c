@@ -5,7 +5,11 @@
  * message_start and message_delta and counting the output text on the way,
  * so that the event that ends the answer (message_delta, or an error: a
  * gateway's error event is replaced by ours) tells the charge that
- * prov_estimate's rule gives. The request half is in prov_messages.c. */
+ * prov_estimate's rule gives. Events are read from their text
+ * (prov_json_scan.h: the deltas passed on as they came, the model and the
+ * credits spliced in) and only what that scan declines goes through json-c.
+ * The request half is in prov_messages.c. */
+#include <stdio.h>
 #include <string.h>
 #include "prov_messages.h"
 #include "prov_estimate.h"
@@ -92,8 +96,15 @@ const char *prov_messages_render(json_object *answer, const char *public_id,
 
 /* ---- streaming relay ------------------------------------------------------- */
 
+/* The counts a usage object reports, by the place they keep in a stream. */
+enum { C_INPUT, C_CREATION, C_CACHE_READ, C_OUTPUT, C_KINDS };
+static const char *const count_keys[C_KINDS] = { "input_tokens",
+    "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens" };
+
 struct prov_messages_stream_t {
     const char *public_id;
+    const char *quoted_id;      /* "public_id" as JSON, or NULL: no splicing */
+    const char *model_member;   /* ,"model":"public_id" */
     prov_rates_t rates;
     apr_int64_t input_estimate;
     apr_int64_t max_output;
@@ -105,33 +116,31 @@ struct prov_messages_stream_t {
     apr_pool_t *scratch;        /* cleared after each feed */
     int events, complete, failed, final_usage, has_usage;
     int told;                   /* the charge was told to the client: counting stops */
+    int fast;                   /* events read without json-c where they can be */
     apr_uint64_t output_bytes;  /* output text relayed */
     prov_gwerror_t gw_error;    /* the gateway's error event, when failed */
-    apr_int64_t input, creation, cache_read, output;
+    apr_int64_t count[C_KINDS];
 };
 
 /* Later events override the counts that they repeat. */
 static void take_usage(prov_messages_stream_t *s, json_object *usage)
 {
     json_object *v;
+    int i;
     if (!usage || !json_object_is_type(usage, json_type_object))
         return;
     s->has_usage = 1;
-    if ((v = prov_json_get(usage, "input_tokens", json_type_int)))
-        s->input = json_object_get_int64(v);
-    if ((v = prov_json_get(usage, "cache_creation_input_tokens", json_type_int)))
-        s->creation = json_object_get_int64(v);
-    if ((v = prov_json_get(usage, "cache_read_input_tokens", json_type_int)))
-        s->cache_read = json_object_get_int64(v);
-    if ((v = prov_json_get(usage, "output_tokens", json_type_int)))
-        s->output = json_object_get_int64(v);
+    for (i = 0; i < C_KINDS; i++) {
+        if ((v = prov_json_get(usage, count_keys[i], json_type_int)))
+            s->count[i] = json_object_get_int64(v);
+    }
 }
 
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t)
 {
-    t->input = input_of(s->input, s->creation);
-    t->cache = count_of(s->cache_read);
-    t->output = count_of(s->output);
+    t->input = input_of(s->count[C_INPUT], s->count[C_CREATION]);
+    t->cache = count_of(s->count[C_CACHE_READ]);
+    t->output = count_of(s->count[C_OUTPUT]);
     t->reasoning = 0;
     return s->has_usage;
 }
@@ -176,35 +185,38 @@ static const char *error_event(const prov_error_t *e, const char *type, prov_mic
     return prov_sse_encode("error", prov_json_dump(ev, p), p);
 }
 
-/* The charge the client is told in the event that ends the answer. */
-static void tell(prov_messages_stream_t *s, json_object *ev, int complete)
+/* The charge the client is told in the event that ends the answer (after
+ * its usage was taken): from then on, output is no longer counted. */
+static prov_micro_t tell_charge(prov_messages_stream_t *s)
 {
-    json_object *usage = prov_json_get(ev, "usage", json_type_object);
     prov_bill_e how;
     prov_tokens_t t;
-    prov_micro_t charge = prov_messages_stream_bill(s, complete, 0, &how, &t);
+    prov_micro_t charge = prov_messages_stream_bill(s, 1, 0, &how, &t);
+    s->told = 1;
+    return charge;
+}
+
+static void tell(prov_messages_stream_t *s, json_object *ev)
+{
+    json_object *usage = prov_json_get(ev, "usage", json_type_object);
+    prov_micro_t charge = tell_charge(s);
     if (!usage) {
         usage = json_object_new_object();
         json_object_object_add(ev, "usage", usage);
     }
     json_object_object_add(usage, "credits", prov_json_credits(charge));
-    s->told = 1;
 }
 
-static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
+/* An event read with json-c, the path for whatever fast_event declines:
+ * *out (*olen when it is known) and the output bytes it carries. */
+static void slow_event(prov_messages_stream_t *s, const char *name, const char *data,
+                       apr_size_t len, const char **out, apr_size_t *olen,
+                       apr_uint64_t *bytes)
 {
-    prov_messages_stream_t *s = baton;
-    const char *out = NULL, *perr = NULL;
+    const char *perr = NULL;
     json_object *ev = NULL;
-    apr_uint64_t bytes = 0;
-    apr_size_t olen = 0;
     int rewrite = 1;
-    apr_status_t rv;
 
-    /* Nothing after the end of the answer or an error: the client has the
-     * figure it is charged. */
-    if (s->complete || s->failed)
-        return APR_SUCCESS;
     if (strcmp(name, "ping") && strcmp(name, "content_block_stop")
         && strcmp(name, "message_stop") && strcmp(name, "error"))
         ev = prov_json_parse(data, len, &perr, s->scratch);
@@ -225,7 +237,7 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
         if (usage)
             s->final_usage = 1;
         /* Headers are long gone: the charge travels in the last usage. */
-        tell(s, ev, 1);
+        tell(s, ev);
     }
     else if (!strcmp(name, "error")) {
         /* The gateway's words may hold its address or a token: the client
@@ -234,20 +246,221 @@ static apr_status_t on_event(void *baton, const char *name, const char *data, ap
         prov_tokens_t t;
         prov_micro_t charge = prov_messages_stream_bill(s, 0, 0, &how, &t);
         prov_gwerror_read(&s->gw_error, 0, data, len, s->p);
-        out = error_event(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
-                          charge, s->scratch);
+        *out = error_event(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
+                           charge, s->scratch);
         s->failed = 1;
         s->told = 1;
+        return;
     }
     else {
         rewrite = 0;
         if (ev && !s->told)
-            bytes = prov_estimate_messages_event(name, ev);
+            *bytes = prov_estimate_messages_event(name, ev);
     }
-    if (!out && ev && rewrite)
-        out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
-    else if (!out)      /* passed on byte for byte: data may hold NUL bytes */
-        out = prov_sse_encode_len(name, data, len, &olen, s->scratch);
+    if (ev && rewrite)
+        *out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
+    else        /* passed on byte for byte: data may hold NUL bytes */
+        *out = prov_sse_encode_len(name, data, len, olen, s->scratch);
+}
+
+/* ---- events read without json-c ----
+ * What slow_event does, for the events prov_json_scan.h plainly recognises
+ * (it declines anything json-c could read otherwise): the counts read from
+ * the text, the model and the credits spliced into the gateway's bytes where
+ * json-c's tree would put them (for a gateway that writes as json-c prints,
+ * the same bytes; otherwise the same JSON), content deltas passed on as they
+ * came. tests/fuzz/fuzz_messages_relay.c compares the two paths. */
+
+typedef struct counts_t {
+    apr_int64_t v[C_KINDS];
+    int set[C_KINDS];
+} counts_t;
+
+/* A count as take_usage reads it: 1 with *v for an integer, 0 when absent
+ * or another value, -1 when declined (too long to read as json-c does). */
+static int scan_count(apr_int64_t *v, const prov_jobject_t *usage, const char *key)
+{
+    const prov_jmember_t *m = prov_json_scan_member(usage, key);
+    apr_size_t i;
+    if (!m)
+        return 0;
+    for (i = *m->val == '-' ? 1 : 0; i < m->vlen; i++) {
+        if (m->val[i] < '0' || m->val[i] > '9')
+            return 0;
+    }
+    return prov_json_scan_int(v, usage, key) == APR_SUCCESS ? 1 : -1;
+}
+
+/* A usage object's counts; 0 when one of them is declined. */
+static int scan_counts(counts_t *c, const prov_jobject_t *usage)
+{
+    int i;
+    for (i = 0; i < C_KINDS; i++) {
+        if ((c->set[i] = scan_count(&c->v[i], usage, count_keys[i])) < 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void take_counts(prov_messages_stream_t *s, const counts_t *c)
+{
+    int i;
+    s->has_usage = 1;
+    for (i = 0; i < C_KINDS; i++) {
+        if (c->set[i])
+            s->count[i] = c->v[i];
+    }
+}
+
+/* The event's object (without the white space around it) with the bytes
+ * [at, at + cut) replaced by the k bytes of ins, in p; *n its length. */
+static const char *splice(apr_size_t *n, const prov_jobject_t *top, const char *data,
+                          const char *at, apr_size_t cut, const char *ins, apr_size_t k,
+                          apr_pool_t *p)
+{
+    const char *b = data, *e = top->close + 1;
+    apr_size_t head, tail;
+    char *out;
+    while (*b != '{')
+        b++;
+    head = (apr_size_t)(at - b);
+    tail = (apr_size_t)(e - (at + cut));
+    out = apr_palloc(p, head + k + tail + 1);
+    memcpy(out, b, head);
+    memcpy(out + head, ins, k);
+    memcpy(out + head + k, at + cut, tail);
+    *n = head + k + tail;
+    out[*n] = '\0';
+    return out;
+}
+
+/* message_start: the message's usage taken, its model replaced (or added
+ * last, where json-c adds a member). */
+static int start_event(prov_messages_stream_t *s, const prov_jobject_t *top, const char *data,
+                       const char **text, apr_size_t *tlen)
+{
+    prov_jobject_t msg, usage;
+    const prov_jmember_t *model;
+    counts_t c;
+    apr_status_t rv;
+    if (!s->quoted_id || prov_json_scan_sub(&msg, top, "message") != APR_SUCCESS
+        || (rv = prov_json_scan_sub(&usage, &msg, "usage")) == APR_EGENERAL
+        || (rv == APR_SUCCESS && !scan_counts(&c, &usage)))
+        return 0;
+    if (rv == APR_SUCCESS)
+        take_counts(s, &c);
+    if ((model = prov_json_scan_member(&msg, "model")))
+        *text = splice(tlen, top, data, model->val, model->vlen, s->quoted_id,
+                       strlen(s->quoted_id), s->scratch);
+    else        /* ,"model":"ID" (without its comma in an empty message) */
+        *text = splice(tlen, top, data, msg.close, 0, s->model_member + !msg.n,
+                       strlen(s->model_member + !msg.n), s->scratch);
+    return 1;
+}
+
+/* message_delta: its usage taken (final), the charge told in usage.credits:
+ * added last to usage, or usage made {"credits":X} (replacing a value that
+ * is not an object, or added last to the event). */
+static int delta_event(prov_messages_stream_t *s, const prov_jobject_t *top, const char *data,
+                       const char **text, apr_size_t *tlen)
+{
+    prov_jobject_t usage;
+    const prov_jmember_t *m = prov_json_scan_member(top, "usage");
+    char money[PROV_MONEY_BUFSIZE], ins[PROV_MONEY_BUFSIZE + 32];
+    counts_t c;
+    apr_status_t rv = prov_json_scan_sub(&usage, top, "usage");
+    if (rv == APR_EGENERAL || (rv == APR_SUCCESS && (prov_json_scan_member(&usage, "credits")
+                                                     || !scan_counts(&c, &usage))))
+        return 0;
+    if (rv == APR_SUCCESS) {
+        take_counts(s, &c);
+        s->final_usage = 1;
+    }
+    prov_money_format_buf(money, tell_charge(s));
+    if (rv == APR_SUCCESS)
+        *text = splice(tlen, top, data, usage.close, 0, ins,
+                       (apr_size_t)sprintf(ins, "%s\"credits\":%s", usage.n ? "," : "", money),
+                       s->scratch);
+    else if (m)
+        *text = splice(tlen, top, data, m->val, m->vlen, ins,
+                       (apr_size_t)sprintf(ins, "{\"credits\":%s}", money), s->scratch);
+    else
+        *text = splice(tlen, top, data, top->close, 0, ins,
+                       (apr_size_t)sprintf(ins, "%s\"usage\":{\"credits\":%s}",
+                                           top->n ? "," : "", money), s->scratch);
+    return 1;
+}
+
+/* The output bytes of a content_block_delta's delta (text, thinking,
+ * partial_json) or a content_block_start's block (text, thinking, a tool's
+ * name), as prov_estimate_messages_event counts them; 0 when declined (a
+ * tool's input other than {}: json-c's print of it counts). */
+static int block_bytes(apr_uint64_t *bytes, const prov_jobject_t *top, int delta)
+{
+    static const char *const keys[2][3] = { { "text", "thinking", "name" },
+                                            { "text", "thinking", "partial_json" } };
+    prov_jobject_t b, input;
+    apr_uint64_t n = 0;
+    apr_status_t rv = prov_json_scan_sub(&b, top, delta ? "delta" : "content_block");
+    int i;
+    if (rv == APR_EGENERAL)
+        return 0;
+    for (i = 0; rv == APR_SUCCESS && i < 3; i++) {
+        const prov_jmember_t *m = prov_json_scan_member(&b, keys[delta][i]);
+        if (m && *m->val == '"')
+            n += prov_json_scan_strlen(m->val, m->vlen);
+    }
+    if (rv == APR_SUCCESS && !delta) {
+        apr_status_t in = prov_json_scan_sub(&input, &b, "input");
+        if (in == APR_EGENERAL || (in == APR_SUCCESS && input.n > 0))
+            return 0;
+    }
+    *bytes = n;
+    return 1;
+}
+
+/* An event read as slow_event would read it, when the scan plainly
+ * recognises it: 1 with *out, *olen and *bytes; 0 (nothing changed) to
+ * leave it to slow_event. Events whose JSON slow_event only reads for
+ * nothing pass untouched. */
+static int fast_event(prov_messages_stream_t *s, const char *name, const char *data,
+                      apr_size_t len, const char **out, apr_size_t *olen, apr_uint64_t *bytes)
+{
+    prov_jobject_t top;
+    const char *text = data;
+    apr_size_t tlen = len;
+    int start = !strcmp(name, "message_start"), delta = !strcmp(name, "content_block_delta");
+
+    if (!strcmp(name, "error"))
+        return 0;
+    if (start || !strcmp(name, "message_delta")) {
+        if (prov_json_scan_object(&top, data, len) != APR_SUCCESS
+            || !(start ? start_event : delta_event)(s, &top, data, &text, &tlen))
+            return 0;
+    }
+    else if (!s->told && (delta || !strcmp(name, "content_block_start"))) {
+        if (prov_json_scan_object(&top, data, len) != APR_SUCCESS
+            || !block_bytes(bytes, &top, delta))
+            return 0;
+    }
+    *out = prov_sse_encode_len(name, text, tlen, olen, s->scratch);
+    return 1;
+}
+
+static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
+{
+    prov_messages_stream_t *s = baton;
+    const char *out = NULL;
+    apr_uint64_t bytes = 0;
+    apr_size_t olen = 0;
+    apr_status_t rv;
+
+    /* Nothing after the end of the answer or an error: the client has the
+     * figure it is charged. */
+    if (s->complete || s->failed)
+        return APR_SUCCESS;
+    if (!s->fast || !fast_event(s, name, data, len, &out, &olen, &bytes))
+        slow_event(s, name, data, len, &out, &olen, &bytes);
     if (!strcmp(name, "message_stop"))
         s->complete = 1;
     s->events++;
@@ -267,6 +480,11 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
 {
     prov_messages_stream_t *s = apr_pcalloc(p, sizeof(*s));
     s->public_id = apr_pstrdup(p, public_id);
+    if (prov_json_scan_plain(public_id)) {
+        s->quoted_id = apr_pstrcat(p, "\"", public_id, "\"", NULL);
+        s->model_member = apr_pstrcat(p, ",\"model\":", s->quoted_id, NULL);
+    }
+    s->fast = 1;
     s->rates = *effective;
     s->input_estimate = input_estimate;
     s->max_output = max_output;
@@ -285,6 +503,11 @@ apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *bu
     apr_status_t rv = prov_sse_feed(s->parser, buf, len);
     apr_pool_clear(s->scratch);
     return rv;
+}
+
+void prov_messages_stream_set_fast(prov_messages_stream_t *s, int on)
+{
+    s->fast = on;
 }
 
 int prov_messages_stream_events(const prov_messages_stream_t *s)
