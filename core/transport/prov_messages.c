@@ -368,6 +368,19 @@ apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
                                  const char *body, apr_size_t len, int count_tokens,
                                  apr_pool_t *p)
 {
+    prov_messages_req_t *req = count_tokens ? NULL : apr_palloc(p, sizeof(*req));
+    if (req && prov_messages_parse_fast(req, body, len, p)) {
+        *preq = req;
+        *err = NULL;
+        return APR_SUCCESS;
+    }
+    return prov_messages_parse_json(preq, err, body, len, count_tokens, p);
+}
+
+apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t **err,
+                                      const char *body, apr_size_t len, int count_tokens,
+                                      apr_pool_t *p)
+{
     const char *perr = NULL;
     json_object *root = prov_json_parse_body(body, len, &perr, p);
     json_object *v = NULL, *msgs;
@@ -417,8 +430,18 @@ apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
 const char *prov_messages_upstream_body(const prov_messages_req_t *req,
                                         const char *upstream_id, apr_pool_t *p)
 {
-    json_object_object_add(req->body, "model", json_object_new_string(upstream_id));
-    return prov_json_dump(req->body, p);
+    json_object *body = req->body;
+    if (!body && prov_json_scan_plain(upstream_id))
+        return prov_messages_upstream_raw(req, upstream_id, p);
+    if (!body) {
+        /* taken by the fast path: nothing to normalise, only parse */
+        const char *perr = NULL;
+        if (!(body = prov_json_parse_body(req->raw, (apr_size_t)(req->raw_end - req->raw),
+                                          &perr, p)))
+            return NULL;
+    }
+    json_object_object_add(body, "model", json_object_new_string(upstream_id));
+    return prov_json_dump(body, p);
 }
 
 apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req)

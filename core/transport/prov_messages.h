@@ -28,7 +28,13 @@
     "[%s content is not supported by this service and was removed]"
 
 typedef struct prov_messages_req_t {
-    json_object *body;          /* the normalised request; owned by p */
+    json_object *body;          /* the normalised request; owned by p; NULL when it
+                                 * was read without a tree (raw, below) */
+    const char *raw;            /* the client's body as it is, when body is NULL: its
+                                 * object from raw to raw_end, its model's value at
+                                 * model_val (model_len bytes, quotes included) */
+    const char *raw_end, *model_val;
+    apr_size_t model_len;
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent (count_tokens) */
     int stream;
@@ -50,6 +56,21 @@ apr_status_t prov_messages_version_check(const char *v);
 apr_status_t prov_messages_parse(prov_messages_req_t **req, prov_error_t **err,
                                  const char *body, apr_size_t len, int count_tokens,
                                  apr_pool_t *p);
+/* The same through a json-c tree always (prov_messages_parse's path for
+ * what the fast path below declines, and count_tokens'). */
+apr_status_t prov_messages_parse_json(prov_messages_req_t **req, prov_error_t **err,
+                                      const char *body, apr_size_t len, int count_tokens,
+                                      apr_pool_t *p);
+/* prov_messages_parse's fast path for /v1/messages (prov_messages_fast.c):
+ * non-zero when body is plainly a request prov_messages_parse accepts with
+ * nothing to normalise, *req then filled with body kept raw; zero to let the
+ * json-c path decide. */
+int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_size_t len,
+                             apr_pool_t *p);
+/* The client's raw body (a request the fast path took) with its model's
+ * value replaced by upstream_id, which must need no escaping. */
+const char *prov_messages_upstream_raw(const prov_messages_req_t *req,
+                                       const char *upstream_id, apr_pool_t *p);
 /* The JSON sent to the gateway: the normalised request with model = upstream_id. */
 const char *prov_messages_upstream_body(const prov_messages_req_t *req,
                                         const char *upstream_id, apr_pool_t *p);

@@ -8,7 +8,10 @@
  * object naming the upstream model whose messages are user or assistant
  * messages without image, document or thinking blocks, with no cache_control
  * where the normaliser strips it, no thinking field, and (count_tokens) none
- * of the fields that endpoint does not take. */
+ * of the fields that endpoint does not take. A body the fast path
+ * (prov_messages_parse_fast) takes, the json-c path (prov_messages_parse_json)
+ * takes too, with the same model, cap, stream flag and counts, and the
+ * gateway gets the same JSON either way. */
 #include "fuzz_common.h"
 #include "prov_messages.h"
 #include "prov_error.h"
@@ -85,6 +88,25 @@ static void parse(const uint8_t *data, size_t size, int count_tokens)
     apr_pool_destroy(p);
 }
 
+/* The fast path only ever takes what the json-c path takes, alike. */
+static void compare_fast(const uint8_t *data, size_t size)
+{
+    apr_pool_t *p = fuzz_pool();
+    prov_messages_req_t fast, *req = NULL;
+    prov_error_t *err = NULL;
+    if (prov_messages_parse_fast(&fast, (const char *)data, size, p)) {
+        FUZZ_CHECK(prov_messages_parse_json(&req, &err, (const char *)data, size, 0, p)
+                   == APR_SUCCESS);
+        FUZZ_CHECK(!strcmp(fast.model, req->model) && fast.max_tokens == req->max_tokens
+                   && fast.stream == req->stream && fast.prompt_bytes == req->prompt_bytes
+                   && fast.n_messages == req->n_messages);
+        FUZZ_CHECK(json_object_equal(
+            fuzz_reparse(prov_messages_upstream_body(&fast, "upstream/model", p), p),
+            fuzz_reparse(prov_messages_upstream_body(req, "upstream/model", p), p)));
+    }
+    apr_pool_destroy(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char version[16];
@@ -99,5 +121,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rv != APR_SUCCESS || (strlen(version) == 10 && strcmp(version, "2023-06-01") >= 0));
     parse(data, size, 0);
     parse(data, size, 1);
+    compare_fast(data, size);
     return 0;
 }

@@ -155,6 +155,7 @@ int main(int argc, char **argv)
     prov_test_suite_cache();
     prov_test_suite_messages();
     prov_test_suite_messages_relay();
+    prov_test_suite_messages_fast();
     prov_test_suite_responses();
     prov_test_suite_gateway();
     prov_test_suite_redact();

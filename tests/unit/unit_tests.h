@@ -47,6 +47,7 @@ void prov_test_suite_sse(void);
 void prov_test_suite_cache(void);
 void prov_test_suite_messages(void);
 void prov_test_suite_messages_relay(void);
+void prov_test_suite_messages_fast(void);
 void prov_test_suite_responses(void);
 void prov_test_suite_gateway(void);
 void prov_test_suite_redact(void);
