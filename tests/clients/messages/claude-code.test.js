@@ -140,7 +140,7 @@ describe('Claude Code against /v1/messages', { timeout: 300000 }, () => {
       && s.url.split('?')[0] === '/v1/messages');
     assert.ok(calls.length >= 1, `no /v1/messages request: ${ctx}`);
     const rows = stack.sql(`SELECT status, CAST(credits AS TEXT) AS credits FROM ledger
-      WHERE user_id = ${user.id} ORDER BY rowid`).slice(-calls.length);
+      WHERE user_id = ${user.id} ORDER BY id`).slice(-calls.length);
     assert.equal(rows.length, calls.length, 'a ledger row per request');
     let total = 0n;
     for (const row of rows) {

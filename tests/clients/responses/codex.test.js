@@ -106,7 +106,7 @@ describe('Codex (codex exec) on /v1/responses', { timeout: 300000 }, () => {
   function ledgerSince(before) {
     return stack.sql(`SELECT request_id, transport, status, input_tokens, output_tokens,
         cache_tokens, reasoning_tokens, CAST(credits AS TEXT) AS credits FROM ledger
-        WHERE user_id = ${Number(user.id)} ORDER BY rowid`).slice(before);
+        WHERE user_id = ${Number(user.id)} ORDER BY id`).slice(before);
   }
 
   it('edits a file with apply_patch and is charged for each request', async () => {
