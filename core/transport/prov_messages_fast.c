@@ -201,19 +201,18 @@ int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_siz
             return 0;
     }
     memset(req, 0, sizeof(*req));
-    if (!caps_ok(req, &top) || !messages_ok(req, prov_json_scan_member(&top, "messages"))
-        || !system_ok(req, prov_json_scan_member(&top, "system"))) {
-        memset(req, 0, sizeof(*req));
-        return 0;
+    if (caps_ok(req, &top) && messages_ok(req, prov_json_scan_member(&top, "messages"))
+        && system_ok(req, prov_json_scan_member(&top, "system"))) {
+        /* the client's object as it is, and its model's value in it */
+        req->raw = memchr(body, '{', len);
+        req->raw_end = top.close + 1;
+        req->model_val = model->val;
+        req->model_len = model->vlen;
+        req->model = apr_pstrmemdup(p, model->val + 1, model->vlen - 2);
+        return 1;
     }
-    req->model = apr_pstrmemdup(p, model->val + 1, model->vlen - 2);
-    req->raw = body;
-    while (*req->raw != '{')
-        req->raw++;
-    req->raw_end = top.close + 1;
-    req->model_val = model->val;
-    req->model_len = model->vlen;
-    return 1;
+    memset(req, 0, sizeof(*req));
+    return 0;
 }
 
 const char *prov_messages_upstream_raw(const prov_messages_req_t *req,
