@@ -37,6 +37,10 @@
 # /v1/responses stream:true to mod_provider (translated from the gateway's
 # chat stream) against that chat stream relayed by mod_proxy (POST
 # /v1/chat/completions stream:true): the issue 17 comparisons.
+# "streams10k": many slow streams open at once through both servers, one
+# after the other (bench/streams10k.sh, which this mode runs with the same
+# environment: STREAMS=10000 for issue 17's ten thousand; its table and
+# ledger check instead of wrk's).
 #
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
@@ -77,7 +81,8 @@ esac
 MODE=${BENCH_MODE:-chat}
 case $MODE in
     chat|messages|responses) ;;
-    *) echo "bench: BENCH_MODE must be chat, messages or responses" >&2; exit 2 ;;
+    streams10k) exec sh "$SRC/bench/streams10k.sh" ;;
+    *) echo "bench: BENCH_MODE must be chat, messages, responses or streams10k" >&2; exit 2 ;;
 esac
 MPM=${BENCH_MPM:-one}
 case $MPM in

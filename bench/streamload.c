@@ -6,10 +6,12 @@
  * the connection (refused, reset, closed early). It prints one line,
  *
  *   STREAMLOAD open=N connected=C completed=K s502=A s504=B other=O conn=E
- *              opened_ms=T all_ms=U
+ *              unfinished=L opened_ms=T first_ms=F all_ms=U
  *
- * (opened_ms: when the last request was written; all_ms: when the last
- * answer ended), and writes "OPEN\n" to stderr once every request is
+ * (opened_ms: when the last request was written; first_ms: when the first
+ * answer ended, so that what a script measured "with every stream open"
+ * can be checked to have ended before it; all_ms: when the last answer
+ * ended; all from the start), and writes "OPEN\n" to stderr once every request is
  * written, for the script that watches memory meanwhile.
  * bench/streams10k.sh runs it.
  *
@@ -105,7 +107,7 @@ int main(int argc, char **argv)
     const char *end;
     conn_t *cs;
     FILE *bf;
-    double t0, opened = 0, all = 0;
+    double t0, opened = 0, first = 0, all = 0;
     struct epoll_event ev, evs[256];
 
     if (argc < 6) {
@@ -191,14 +193,16 @@ int main(int argc, char **argv)
                     other++;
                 else
                     conn_err++;
+                if (first == 0)
+                    first = now_ms() - t0;
                 if (!left)
                     all = now_ms() - t0;
             }
         }
     }
     printf("STREAMLOAD open=%d connected=%d completed=%d s502=%d s504=%d other=%d conn=%d "
-           "unfinished=%d opened_ms=%.0f all_ms=%.0f\n", n, connected, completed, s502, s504,
-           other, conn_err, left, opened, all);
+           "unfinished=%d opened_ms=%.0f first_ms=%.0f all_ms=%.0f\n", n, connected, completed,
+           s502, s504, other, conn_err, left, opened, first, all);
     free(cs);
     free(req);
     return 0;
