@@ -238,9 +238,11 @@ run() {
     gwopens=$(($(tcp ActiveOpens) - act0 - N))
     [ "${STREAMS_SHOW:-0}" != 1 ] || gwopens=$((gwopens - 1))
     p0=$(($(now_ms) - t0))
-    c0=$(cpu_ticks $(server_pids "$name")) g0=$(cpu_ticks "$MOCKGW_PID")
+    c0=$(cpu_ticks $(server_pids "$name")) g0=$(cpu_ticks "$MOCKGW_PID") act2=$(tcp ActiveOpens)
     lat=$(plain "$port" "$auth" "$MODEL")
     p1=$(($(now_ms) - t0))
+    # the connects made meanwhile less curl's: the server's for the plain requests
+    plainopens=$(($(tcp ActiveOpens) - act2 - PLAIN_N))
     # CPU meanwhile, in % of one CPU (ticks are 1/CLK_TCK s)
     hz=$(getconf CLK_TCK)
     cpu=$(( ($(cpu_ticks $(server_pids "$name")) - c0) * 100000 / hz / (p1 - p0 + 1) ))
@@ -256,7 +258,7 @@ run() {
         gwopens2=$(($(tcp ActiveOpens) - act1 - N))
     fi
     echo "before=$before during=$during gwconns=$gwconns gwopens=$gwopens gwopens2=$gwopens2 over=$over syn=$syn" \
-         "queues=\"$(cat "$W/$name.queues")\" idle=\"$idle\" lat=\"$lat\" plain_from=$p0 plain_to=$p1 cpu=$cpu gcpu=$gcpu" >"$W/$name.vars"
+         "queues=\"$(cat "$W/$name.queues")\" idle=\"$idle\" lat=\"$lat\" plain_from=$p0 plain_to=$p1 plainopens=$plainopens cpu=$cpu gcpu=$gcpu" >"$W/$name.vars"
 }
 
 echo "streams10k: $N streams at once, one event every $PACE ms, $EVENTS text events;" \
@@ -307,6 +309,7 @@ lat "plain request meanwhile, p90 (ms)" 2 lat
 lat "plain request meanwhile, max (ms)" 3 lat
 both "plain requests from (ms)" plain_from
 both "plain requests to (ms)" plain_to
+both "their connects to the gateway" plainopens
 both "server's CPU meanwhile (% of a CPU)" cpu
 both "gateway's CPU meanwhile (% of a CPU)" gcpu
 if [ "$WAVES" = 2 ]; then
