@@ -1,8 +1,12 @@
 /* prov_gateway_conn.c: the sockets of the plain HTTP/1.1 gateway client.
- * Each thread keeps, per gateway, one keep-alive connection and the answer
- * buffers of its last call (a few slots, the oldest given up first); a kept
- * connection is checked before reuse, as mod_proxy does: one the gateway
- * closed, reset or wrote to while idle is not used again. Connecting,
+ * Each thread keeps, per gateway, the answer buffers of its last call (a few
+ * slots, the oldest given up first); a call's kept connection goes back to
+ * the process's idle ones, which any thread's next call to that gateway
+ * takes (the last given back first), so that a spare thread among thousands
+ * of streaming ones need not connect anew (a thread keeps it in its slot
+ * when the process holds SPARE_MAX already). A kept connection is checked
+ * before reuse, as mod_proxy does: one the gateway closed, reset or wrote
+ * to while idle is not used again. Connecting,
  * sending and receiving are non-blocking, bounded by a deadline, and never
  * raise SIGPIPE. Nothing here knows HTTP (prov_gateway_answer.c reads the
  * answer, prov_gateway_http.c decides when a request may go again). */
@@ -82,6 +86,69 @@ apr_status_t prov_gw_conn_slot(prov_gw_slot_t **slot, const void *owner)
     slots[i].fd = -1;
     *slot = &slots[i];
     return APR_SUCCESS;
+}
+
+/* The process's idle connections, under spare_mutex; spare_pid: the process
+ * they belong to (a child forked after calls closes the ones it inherited). */
+#define SPARE_MAX 1024
+static pthread_mutex_t spare_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct { const void *owner; int fd; } spare[SPARE_MAX];
+static int spare_n;
+static pid_t spare_pid;
+
+/* Under spare_mutex: forgets (and closes) another process's connections. */
+static void spare_own(void)
+{
+    if (spare_pid != getpid()) {
+        while (spare_n > 0)
+            close(spare[--spare_n].fd);
+        spare_pid = getpid();
+    }
+}
+
+void prov_gw_conn_park(prov_gw_slot_t *s)
+{
+    if (s->fd < 0)
+        return;
+    pthread_mutex_lock(&spare_mutex);
+    spare_own();
+    if (spare_n < SPARE_MAX) {
+        spare[spare_n].owner = s->owner;
+        spare[spare_n++].fd = s->fd;
+        s->fd = -1;
+    }
+    pthread_mutex_unlock(&spare_mutex);
+}
+
+/* Under spare_mutex: the last idle connection to owner given back, taken
+ * out, or -1. */
+static int spare_pop(const void *owner)
+{
+    int i, fd;
+    spare_own();
+    for (i = spare_n - 1; i >= 0; i--) {
+        if (spare[i].owner == owner) {
+            fd = spare[i].fd;
+            memmove(spare + i, spare + i + 1, (size_t)(spare_n - i - 1) * sizeof(spare[0]));
+            spare_n--;
+            return fd;
+        }
+    }
+    return -1;
+}
+
+void prov_gw_conn_take(prov_gw_slot_t *s)
+{
+    int fd;
+    for (;;) {
+        pthread_mutex_lock(&spare_mutex);
+        fd = spare_pop(s->owner);
+        pthread_mutex_unlock(&spare_mutex);
+        if (fd < 0 || prov_gw_conn_usable(fd))
+            break;
+        close(fd);
+    }
+    s->fd = fd;
 }
 
 void prov_gw_conn_drop(prov_gw_slot_t *s)

@@ -2,7 +2,8 @@
  * for answers and streams when the gateway is reached over plain
  * http:// (the usual case: an internal service on the same host or
  * network). It speaks just enough HTTP/1.1 for one request at a time on
- * this thread's kept connection to the gateway (prov_gateway_conn.c): the
+ * a kept connection to the gateway (prov_gateway_conn.c: the process's
+ * idle ones, given back after each call): the
  * request is written with one sendmsg and the answer read within the
  * connect and total timeouts (prov_gateway_answer.c). A request is never
  * sent twice once the gateway may have read all of it: it is sent again
@@ -225,12 +226,14 @@ static apr_status_t receive(prov_gw_response_t **resp, prov_gw_slot_t *s, apr_ti
     /* bytes beyond the answer: the connection is out of step */
     if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
         prov_gw_conn_drop(s);
+    prov_gw_conn_park(s);
     keep_buffers(s, &a);
     return rv;
 }
 
-/* The request on this thread's connection to req->owner (checked before
- * reuse, made when there is none), sent by send_request's rule; *s is the
+/* The request on a kept connection to req->owner (the thread's own, else
+ * the process's idle one last given back; checked before reuse, made when
+ * there is none), sent by send_request's rule; *s is the
  * slot. Once this succeeds the gateway may have the whole request: whatever
  * fails afterwards, it is not sent again. */
 static apr_status_t open_and_send(prov_gw_slot_t **s, const prov_gw_req_t *req,
@@ -242,6 +245,8 @@ static apr_status_t open_and_send(prov_gw_slot_t **s, const prov_gw_req_t *req,
         return rv;
     if ((*s)->fd >= 0 && !prov_gw_conn_usable((*s)->fd))
         prov_gw_conn_drop(*s);
+    if ((*s)->fd < 0)
+        prov_gw_conn_take(*s);
     return send_request(*s, req, head_of(req->where, req, p), deadline, why);
 }
 
@@ -289,6 +294,7 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
     rv = prov_gw_answer_read(&a, p);
     if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
         prov_gw_conn_drop(s);
+    prov_gw_conn_park(s);
     keep_buffers(s, &a);
     return rv;
 }

@@ -47,6 +47,15 @@ typedef struct prov_gw_slot_t {
  * the thread has none for owner); APR_ENOMEM. */
 apr_status_t prov_gw_conn_slot(prov_gw_slot_t **slot, const void *owner);
 
+/* Gives the slot's kept connection (if any) to the process's idle ones,
+ * unless they are full. */
+void prov_gw_conn_park(prov_gw_slot_t *s);
+
+/* For a slot without a connection: the process's idle connection to the
+ * slot's owner last given back (a dead one closed, the next tried), or
+ * none (fd stays -1). */
+void prov_gw_conn_take(prov_gw_slot_t *s);
+
 /* Closes the slot's connection, if any (its buffers stay). */
 void prov_gw_conn_drop(prov_gw_slot_t *s);
 

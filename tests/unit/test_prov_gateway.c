@@ -313,6 +313,60 @@ static void test_idle_close_seen_before_reuse(void)
     apr_pool_destroy(p);
 }
 
+/* A call made from a thread of its own (the test's thread waits for it). */
+typedef struct other_call_t {
+    server_t *s;
+    const void *gw;
+    apr_pool_t *p;
+    call_t c;
+} other_call_t;
+
+static void *post_elsewhere(void *v)
+{
+    other_call_t *o = v;
+    o->c = post(o->s, o->gw, "", 2000, o->p);
+    return NULL;
+}
+
+static void test_idle_connection_shared_by_threads(void)
+{
+    /* one thread's call leaves its connection idle; another thread, which
+     * never called, takes it (the server answers one connection at a time:
+     * a second one would wait unanswered) */
+    static const step_t steps[] = {
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, 0 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain", 0, 0, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    call_t c;
+    other_call_t o;
+    prov_gw_slot_t *slot;
+    pthread_t th;
+    static int gw;
+    begin(&s, &p, steps, 2);
+    c = post(&s, &gw, "", 2000, p);
+    CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
+    memset(&o, 0, sizeof(o));
+    o.s = &s;
+    o.gw = &gw;
+    o.p = p;
+    CU_ASSERT_FATAL(pthread_create(&th, NULL, post_elsewhere, &o) == 0);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(o.c.rv, APR_SUCCESS);
+    if (o.c.rv == APR_SUCCESS)
+        CU_ASSERT_STRING_EQUAL(o.c.resp->body, "again");
+    /* the connection left idle closed (else the server would wait on it) */
+    CU_ASSERT_EQUAL_FATAL(prov_gw_conn_slot(&slot, &gw), APR_SUCCESS);
+    if (slot->fd < 0)
+        prov_gw_conn_take(slot);
+    prov_gw_conn_drop(slot);
+    finish(&s);
+    CU_ASSERT_EQUAL(s.accepted, 1);
+    CU_ASSERT_EQUAL(s.seen, 2);
+    apr_pool_destroy(p);
+}
+
 static void test_read_request_never_resent(void)
 {
     /* a kept connection; the gateway reads the second request whole, then
@@ -571,6 +625,7 @@ void prov_test_suite_gateway(void)
 {
     PROV_SUITE("gateway", PROV_TEST(test_target_parse), PROV_TEST(test_keepalive_and_encodings),
                PROV_TEST(test_idle_close_seen_before_reuse),
+               PROV_TEST(test_idle_connection_shared_by_threads),
                PROV_TEST(test_read_request_never_resent),
                PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures),
                PROV_TEST(test_streams_plain), PROV_TEST(test_streams_libcurl),
