@@ -3,9 +3,13 @@
  * which turns the gateway's chat.completion.chunk stream into the response.*
  * events Codex reads, for a Codex-like request with function, custom and
  * namespaced tools.
- * The input is the gateway's SSE stream, fed twice, whole and in pieces of a
- * size drawn from the input: the client must get the same bytes and the same
- * result either way. The stream is then ended as the module ends it
+ * The input is the gateway's SSE stream, fed three times: whole and in
+ * pieces of a size drawn from the input (each chunk read by the scanner
+ * and its events written as text where the fast path takes it), and whole
+ * with every chunk read by json-c and every event built as a json-c tree
+ * (prov_resp_stream_tree_only: the reference). The client must get the same
+ * bytes, and the settlement the same usage, output count and gateway error,
+ * all three ways. The stream is then ended as the module ends it
  * (prov_resp_stream_complete, or prov_resp_stream_fail after a failed feed).
  * Checked: every event decodes, its name is its data's type and its
  * sequence_number counts from 0; it ends with response.completed,
@@ -13,7 +17,7 @@
  * function_call and custom_tool_call items, and whose usage shows no
  * negative token count. */
 #include "fuzz_stream_util.h"
-#include "prov_responses.h"
+#include "prov_responses_stream_int.h"
 
 static const char codex_request[] =
     "{\"model\":\"m\",\"stream\":true,\"input\":\"hi\",\"tools\":["
@@ -29,15 +33,21 @@ typedef struct run_t {
     int finished, started;
     apr_status_t tokens_rv;
     prov_tokens_t t;
+    prov_delivery_t d;
+    const char *gw_error;       /* the gateway's error text, or NULL */
+    apr_int64_t n_fast, n_tree;
 } run_t;
 
 static void translate(run_t *r, const prov_resp_req_t *req, const uint8_t *data, size_t size,
-                      size_t piece, apr_pool_t *p)
+                      size_t piece, int tree_only, apr_pool_t *p)
 {
     prov_resp_stream_t *s;
+    const prov_gwerror_t *gw;
     size_t at = 0;
     collected_init(&r->out, p);
     s = prov_resp_stream_create(req, "resp_abc", "public-model", 1700000000, collect, &r->out, p);
+    if (tree_only)
+        prov_resp_stream_tree_only(s);
     r->rv = APR_SUCCESS;
     while (at < size && r->rv == APR_SUCCESS) {
         size_t n = piece && size - at > piece ? piece : size - at;
@@ -48,8 +58,26 @@ static void translate(run_t *r, const prov_resp_req_t *req, const uint8_t *data,
     r->started = prov_resp_stream_started(s);
     memset(&r->t, 0, sizeof(r->t));
     r->tokens_rv = prov_resp_stream_tokens(s, &r->t);
+    gw = prov_resp_stream_error(s);
+    r->gw_error = gw ? apr_pstrdup(p, gw->text ? gw->text : "") : NULL;
     r->end_rv = r->rv == APR_SUCCESS ? prov_resp_stream_complete(s, 12000000)
                                      : prov_resp_stream_fail(s, "GATEWAY_ERROR", "failed", -1);
+    prov_resp_stream_delivery(s, &r->d);
+    prov_resp_stream_paths(s, &r->n_fast, &r->n_tree);
+}
+
+/* Two runs that the client and the settlement cannot tell apart. */
+static void check_same(const run_t *a, const run_t *b)
+{
+    FUZZ_CHECK(a->rv == b->rv && a->end_rv == APR_SUCCESS && b->end_rv == APR_SUCCESS);
+    FUZZ_CHECK(a->finished == b->finished && a->started == b->started);
+    FUZZ_CHECK(a->tokens_rv == b->tokens_rv && !memcmp(&a->t, &b->t, sizeof(a->t)));
+    FUZZ_CHECK(a->d.output_bytes == b->d.output_bytes && a->d.usage == b->d.usage
+               && a->d.started == b->d.started);
+    FUZZ_CHECK(!a->gw_error == !b->gw_error && (!a->gw_error || !strcmp(a->gw_error,
+                                                                         b->gw_error)));
+    FUZZ_CHECK(a->out.n == b->out.n && a->out.len == b->out.len
+               && !memcmp(a->out.buf, b->out.buf, a->out.len));
 }
 
 static void check_output(json_object *resp)
@@ -94,20 +122,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     apr_pool_t *p = fuzz_pool();
     prov_resp_req_t *req = NULL;
     prov_error_t *err = NULL;
-    run_t whole, pieces;
+    run_t whole, pieces, tree;
 
     FUZZ_CHECK(prov_resp_parse(&req, &err, codex_request, sizeof(codex_request) - 1, p)
                == APR_SUCCESS);
-    translate(&whole, req, data, size, 0, p);
-    translate(&pieces, req, data, size, piece_of(data, size), p);
+    translate(&whole, req, data, size, 0, 0, p);
+    translate(&pieces, req, data, size, piece_of(data, size), 0, p);
+    translate(&tree, req, data, size, 0, 1, p);
     FUZZ_CHECK(whole.rv == APR_SUCCESS || whole.rv == APR_EINVAL || whole.rv == APR_ENOSPC);
-    FUZZ_CHECK(whole.rv == pieces.rv && whole.end_rv == APR_SUCCESS
-               && pieces.end_rv == APR_SUCCESS);
-    FUZZ_CHECK(whole.finished == pieces.finished && whole.started == pieces.started);
-    FUZZ_CHECK(whole.tokens_rv == pieces.tokens_rv && !memcmp(&whole.t, &pieces.t,
-                                                              sizeof(whole.t)));
-    FUZZ_CHECK(whole.out.len == pieces.out.len && !memcmp(whole.out.buf, pieces.out.buf,
-                                                          whole.out.len));
+    FUZZ_CHECK(tree.n_fast == 0);
+    check_same(&whole, &pieces);
+    check_same(&whole, &tree);
     check_events(&whole, p);
     apr_pool_destroy(p);
     return 0;

@@ -1,0 +1,194 @@
+/* prov_responses_fast.c: the Responses stream's fast reader. A gateway chunk
+ * (chat.completion.chunk) is read with the scanner (prov_json_scan.h):
+ * its usage, the first choice's delta (content, refusal, the arguments of
+ * tool calls already open) and finish_reason, then applied to the stream
+ * as the json-c path applies them, its events written as text. It reads
+ * the same values json-c reads (prov_json_get's typing: a member of
+ * another type counts as absent) and takes only what it plainly
+ * recognises: an error member, a call that opens (its item is json-c's),
+ * an escaped finish_reason, more than MAX_CALLS call deltas, or anything
+ * the scanner declines leave the chunk untouched for json-c
+ * (prov_responses_tree.c), which decides. */
+#include <string.h>
+#include "prov_responses_stream_int.h"
+#include "prov_json_scan.h"
+
+/* Tool-call deltas of one chunk read here (a gateway sends one). */
+#define MAX_CALLS 8
+
+/* What a chunk says, read before anything is done with it. */
+typedef struct chunk_t {
+    int have_usage;
+    prov_resp_usage_t usage;
+    const prov_jmember_t *content, *refusal;    /* string values, or NULL */
+    const char *finish;
+    apr_size_t finish_len;
+    int n_calls;
+    struct {
+        int idx;
+        prov_jmember_t args;                    /* a string value, or val NULL */
+    } calls[MAX_CALLS];
+} chunk_t;
+
+/* The integer a.b of o, 0 when a is not an object: zero when declined. */
+static int read_detail(apr_int64_t *v, const prov_jobject_t *o, const char *a, const char *b)
+{
+    prov_jobject_t d;
+    apr_status_t rv = prov_json_scan_sub(&d, o, a);
+    *v = 0;
+    if (rv == APR_NOTFOUND)
+        return 1;
+    return rv == APR_SUCCESS && prov_json_scan_int(v, &d, b) == APR_SUCCESS;
+}
+
+/* As prov_resp_usage_read: only a usage object counts. */
+static int read_usage(chunk_t *k, const prov_jobject_t *top, prov_jobject_t *u)
+{
+    apr_status_t rv = prov_json_scan_sub(u, top, "usage");
+    if (rv == APR_NOTFOUND)
+        return 1;
+    k->have_usage = k->usage.have = 1;
+    return rv == APR_SUCCESS
+        && prov_json_scan_int(&k->usage.input, u, "prompt_tokens") == APR_SUCCESS
+        && prov_json_scan_int(&k->usage.output, u, "completion_tokens") == APR_SUCCESS
+        && read_detail(&k->usage.cached, u, "prompt_tokens_details", "cached_tokens")
+        && read_detail(&k->usage.reasoning, u, "completion_tokens_details", "reasoning_tokens");
+}
+
+static const prov_jmember_t *string_member(const prov_jobject_t *o, const char *key)
+{
+    const prov_jmember_t *m = prov_json_scan_member(o, key);
+    return m && *m->val == '"' ? m : NULL;
+}
+
+/* Deltas of calls already open; anything else is json-c's. */
+static int read_calls(chunk_t *k, const prov_resp_stream_t *s, const prov_jmember_t *m,
+                      prov_jobject_t *tc, prov_jobject_t *fn)
+{
+    const char *at = m->val, *v;
+    apr_size_t vlen;
+    apr_status_t rv;
+    while ((rv = prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen)) == APR_SUCCESS) {
+        const prov_jmember_t *args;
+        apr_int64_t idx;
+        apr_status_t frv;
+        if (*v != '{' || k->n_calls == MAX_CALLS
+            || prov_json_scan_object(tc, v, vlen) != APR_SUCCESS
+            || prov_json_scan_int(&idx, tc, "index") != APR_SUCCESS
+            || idx < 0 || idx >= s->calls->nelts
+            || APR_ARRAY_IDX(s->calls, idx, prov_resp_call_t).index < 0
+            || (frv = prov_json_scan_sub(fn, tc, "function")) == APR_EGENERAL)
+            return 0;
+        k->calls[k->n_calls].idx = (int)idx;
+        if (frv == APR_SUCCESS && (args = string_member(fn, "arguments")))
+            k->calls[k->n_calls].args = *args;  /* (fn is scanned again for the next) */
+        k->n_calls++;
+    }
+    return rv == APR_EOF;
+}
+
+/* The first choice (none when it is not an object, as for json-c). */
+static int read_choice(chunk_t *k, const prov_resp_stream_t *s, const prov_jobject_t *top,
+                       prov_jobject_t *scan)
+{
+    const prov_jmember_t *m = prov_json_scan_member(top, "choices"), *f;
+    prov_jobject_t *choice = scan, *delta = scan + 1;
+    const char *at, *v;
+    apr_size_t vlen;
+    apr_status_t rv;
+
+    if (!m || *m->val != '[')
+        return 1;
+    at = m->val;
+    rv = prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen);
+    if (rv == APR_EOF || (rv == APR_SUCCESS && *v != '{'))
+        return 1;
+    if (rv != APR_SUCCESS || prov_json_scan_object(choice, v, vlen) != APR_SUCCESS
+        || (rv = prov_json_scan_sub(delta, choice, "delta")) == APR_EGENERAL)
+        return 0;
+    if (rv == APR_SUCCESS) {
+        k->content = string_member(delta, "content");
+        k->refusal = string_member(delta, "refusal");
+        if ((m = prov_json_scan_member(delta, "tool_calls")) && *m->val == '['
+            && !read_calls(k, s, m, scan + 2, scan + 3))
+            return 0;
+    }
+    if ((f = string_member(choice, "finish_reason"))) {
+        if (memchr(f->val, '\\', f->vlen))
+            return 0;
+        k->finish = f->val + 1;
+        k->finish_len = f->vlen - 2;
+    }
+    return 1;
+}
+
+/* The text a scanned string value holds: its own bytes when it has no
+ * escape, else decoded into s->dec. */
+static apr_status_t decoded(prov_resp_stream_t *s, const prov_jmember_t *m, const char **t,
+                            apr_size_t *n)
+{
+    if (!memchr(m->val, '\\', m->vlen)) {
+        *t = m->val + 1;
+        *n = m->vlen - 2;
+        return APR_SUCCESS;
+    }
+    s->dec.len = 0;
+    *n = prov_jwrite_decode(&s->dec, m->val, m->vlen);
+    *t = s->dec.p;
+    return s->dec.oom ? APR_ENOMEM : APR_SUCCESS;
+}
+
+static apr_status_t text(prov_resp_stream_t *s, const prov_jmember_t *m, int refusal)
+{
+    const char *t;
+    apr_size_t n;
+    apr_status_t rv = decoded(s, m, &t, &n);
+    return rv == APR_SUCCESS ? prov_resp_op_text(s, t, n, refusal) : rv;
+}
+
+/* The chunk applied, in the json-c path's order (prov_responses_tree.c). */
+static apr_status_t apply(prov_resp_stream_t *s, const chunk_t *k)
+{
+    apr_status_t rv;
+    int i;
+    if ((rv = prov_resp_op_start(s)) != APR_SUCCESS)
+        return rv;
+    if (k->have_usage)
+        s->usage = k->usage;
+    if (k->content && k->content->vlen > 2 && (rv = text(s, k->content, 0)) != APR_SUCCESS)
+        return rv;
+    if (k->refusal && k->refusal->vlen > 2 && (rv = text(s, k->refusal, 1)) != APR_SUCCESS)
+        return rv;
+    for (i = 0; i < k->n_calls; i++) {
+        const char *a;
+        apr_size_t n;
+        if (!k->calls[i].args.val)
+            continue;
+        if ((rv = decoded(s, &k->calls[i].args, &a, &n)) != APR_SUCCESS
+            || (rv = prov_resp_op_args(s, &APR_ARRAY_IDX(s->calls, k->calls[i].idx,
+                                                          prov_resp_call_t), a, n))
+               != APR_SUCCESS)
+            return rv;
+    }
+    if (k->finish) {
+        s->finish_reason = apr_pstrmemdup(s->p, k->finish, k->finish_len);
+        s->finished = 1;
+    }
+    return APR_SUCCESS;
+}
+
+int prov_resp_fast_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len,
+                         apr_status_t *rv)
+{
+    /* the chunk, its usage, choice, delta, a tool call and its function */
+    prov_jobject_t top, u, scan[4];
+    chunk_t k;
+
+    memset(&k, 0, sizeof(k));
+    if (prov_json_scan_object(&top, data, len) != APR_SUCCESS
+        || prov_json_scan_member(&top, "error") || !read_usage(&k, &top, &u)
+        || !read_choice(&k, s, &top, scan))
+        return 0;
+    *rv = apply(s, &k);
+    return 1;
+}
