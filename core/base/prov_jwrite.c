@@ -46,15 +46,6 @@ int prov_jwrite_room(prov_jwrite_t *w, apr_size_t n)
     return 1;
 }
 
-void prov_jwrite_mem(prov_jwrite_t *w, const char *s, apr_size_t n)
-{
-    if (!prov_jwrite_room(w, n))
-        return;
-    memcpy(w->p + w->len, s, n);
-    w->len += n;
-    w->p[w->len] = '\0';
-}
-
 /* How json-c writes each byte in a string: 0 as it is, else the letter
  * after the backslash ('u' for \u00xx). */
 static const char esc[256] = {

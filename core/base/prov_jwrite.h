@@ -7,6 +7,7 @@
 #ifndef PROV_JWRITE_H
 #define PROV_JWRITE_H
 
+#include <string.h>
 #include "prov_common.h"
 
 /* A buffer (malloc'd, grown as written; always NUL-terminated once written
@@ -25,8 +26,15 @@ void prov_jwrite_free(prov_jwrite_t *w);
 /* Makes room for n more bytes: zero when it could not (w->oom set). */
 int prov_jwrite_room(prov_jwrite_t *w, apr_size_t n);
 
-/* n bytes as they are. */
-void prov_jwrite_mem(prov_jwrite_t *w, const char *s, apr_size_t n);
+/* n bytes as they are (inline: events are written in many small pieces). */
+static APR_INLINE void prov_jwrite_mem(prov_jwrite_t *w, const char *s, apr_size_t n)
+{
+    if (w->len + n + 1 > w->cap && !prov_jwrite_room(w, n))
+        return;
+    memcpy(w->p + w->len, s, n);
+    w->len += n;
+    w->p[w->len] = '\0';
+}
 /* A string literal as it is. */
 #define prov_jwrite_lit(w, s) prov_jwrite_mem((w), (s), sizeof(s) - 1)
 /* n bytes (any bytes, NUL too) as a JSON string, quotes included, escaped as

@@ -99,12 +99,16 @@ static int read_choice(chunk_t *k, const prov_resp_stream_t *s, const prov_jobje
 
     if (!m || *m->val != '[')
         return 1;
-    at = m->val;
-    rv = prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen);
-    if (rv == APR_EOF || (rv == APR_SUCCESS && *v != '{'))
-        return 1;
-    if (rv != APR_SUCCESS || prov_json_scan_object(choice, v, vlen) != APR_SUCCESS
-        || (rv = prov_json_scan_sub(delta, choice, "delta")) == APR_EGENERAL)
+    /* one choice, as a gateway streams: the array holds just that object */
+    if (prov_json_scan_object(choice, m->val + 1, m->vlen - 2) != APR_SUCCESS) {
+        at = m->val;
+        rv = prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen);
+        if (rv == APR_EOF || (rv == APR_SUCCESS && *v != '{'))
+            return 1;
+        if (rv != APR_SUCCESS || prov_json_scan_object(choice, v, vlen) != APR_SUCCESS)
+            return 0;
+    }
+    if ((rv = prov_json_scan_sub(delta, choice, "delta")) == APR_EGENERAL)
         return 0;
     if (rv == APR_SUCCESS) {
         k->content = string_member(delta, "content");

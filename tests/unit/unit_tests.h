@@ -49,6 +49,8 @@ void prov_test_suite_messages(void);
 void prov_test_suite_messages_relay(void);
 void prov_test_suite_messages_fast(void);
 void prov_test_suite_responses(void);
+void prov_test_suite_responses_fast(void);
+void prov_test_suite_jwrite(void);
 void prov_test_suite_gateway(void);
 void prov_test_suite_redact(void);
 void prov_test_suite_header(void);
