@@ -254,14 +254,99 @@ apr_status_t prov_resp_text_msg_done(prov_resp_stream_t *s)
     return end(s);
 }
 
-apr_status_t prov_resp_text_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
-                                       const char *a, apr_size_t n)
+/* A call's item as prov_resp_call_item makes it: in progress (empty
+ * arguments or input), or a function call's completed with args (JSON
+ * text, escaped) as its arguments. Returns where it begins in w. */
+static apr_size_t call_item(prov_resp_stream_t *s, prov_jwrite_t *w, const prov_resp_call_t *c,
+                            const char *args, apr_size_t n)
 {
-    prov_jwrite_t *w = BEGIN(s, "response.function_call_arguments.delta");
+    const prov_resp_tool_t *t = prov_resp_tool_by_flat(s->req, c->flat);
+    apr_size_t at = w->len;
+    prov_jwrite_lit(w, "{\"id\":");
+    prov_jwrite_cstr(w, c->id);
+    if (c->custom)
+        prov_jwrite_lit(w, ",\"type\":\"custom_tool_call\"");
+    else
+        prov_jwrite_lit(w, ",\"type\":\"function_call\"");
+    if (args)
+        prov_jwrite_lit(w, ",\"status\":\"completed\",\"call_id\":");
+    else
+        prov_jwrite_lit(w, ",\"status\":\"in_progress\",\"call_id\":");
+    prov_jwrite_cstr(w, c->call_id);
+    prov_jwrite_lit(w, ",\"name\":");
+    prov_jwrite_cstr(w, t ? t->name : c->flat);
+    if (t && t->ns) {
+        prov_jwrite_lit(w, ",\"namespace\":");
+        prov_jwrite_cstr(w, t->ns);
+    }
+    if (c->custom)
+        prov_jwrite_lit(w, ",\"input\":\"\"}");
+    else if (!args)
+        prov_jwrite_lit(w, ",\"arguments\":\"\"}");
+    else {
+        prov_jwrite_lit(w, ",\"arguments\":");
+        prov_jwrite_mem(w, args, n);
+        prov_jwrite_lit(w, "}");
+    }
+    return at;
+}
+
+apr_status_t prov_resp_text_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
+{
+    prov_jwrite_t *w = BEGIN(s, "response.output_item.added");
+    prov_jwrite_lit(w, ",\"output_index\":");
+    prov_jwrite_int(w, c->index);
+    prov_jwrite_lit(w, ",\"item\":");
+    call_item(s, w, c, NULL, 0);
+    return end(s);
+}
+
+/* ,"item_id":..,"output_index":.. of call c */
+static void call_ref(prov_jwrite_t *w, const prov_resp_call_t *c)
+{
     prov_jwrite_lit(w, ",\"item_id\":");
     prov_jwrite_cstr(w, c->id);
     prov_jwrite_lit(w, ",\"output_index\":");
     prov_jwrite_int(w, c->index);
+}
+
+apr_status_t prov_resp_text_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
+{
+    const prov_resp_tool_t *t = prov_resp_tool_by_flat(s->req, c->flat);
+    prov_jwrite_t *a = &s->dec, *w;
+    apr_size_t at;
+    apr_status_t rv;
+
+    /* the arguments escaped once, for both events */
+    a->len = 0;
+    prov_jwrite_str(a, c->args.p ? c->args.p : "", c->args.len);
+    if (a->oom)
+        return APR_ENOMEM;
+    w = BEGIN(s, "response.function_call_arguments.done");
+    call_ref(w, c);
+    prov_jwrite_lit(w, ",\"name\":");
+    prov_jwrite_cstr(w, t ? t->name : c->flat);
+    prov_jwrite_lit(w, ",\"arguments\":");
+    prov_jwrite_mem(w, a->p, a->len);
+    if ((rv = end(s)) != APR_SUCCESS)
+        return rv;
+    w = BEGIN(s, "response.output_item.done");
+    prov_jwrite_lit(w, ",\"output_index\":");
+    prov_jwrite_int(w, c->index);
+    prov_jwrite_lit(w, ",\"item\":");
+    at = call_item(s, w, c, a->p, a->len);
+    if (w->oom)
+        return APR_ENOMEM;
+    prov_resp_item_keep(s, c->index, w->p + at, w->len - at);
+    c->index = -1;
+    return end(s);
+}
+
+apr_status_t prov_resp_text_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
+                                       const char *a, apr_size_t n)
+{
+    prov_jwrite_t *w = BEGIN(s, "response.function_call_arguments.delta");
+    call_ref(w, c);
     prov_jwrite_lit(w, ",\"delta\":");
     prov_jwrite_str(w, a, n);
     return end(s);

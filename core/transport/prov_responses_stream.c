@@ -89,6 +89,35 @@ prov_resp_call_t *prov_resp_op_call(prov_resp_stream_t *s, int idx)
     return &APR_ARRAY_IDX(s->calls, idx, prov_resp_call_t);
 }
 
+apr_status_t prov_resp_op_open_call(prov_resp_stream_t *s, prov_resp_call_t *c, const char *id,
+                                    apr_size_t idn, const char *name, apr_size_t namen)
+{
+    const prov_resp_tool_t *t;
+    apr_status_t rv;
+    if ((rv = prov_resp_op_close_message(s)) != APR_SUCCESS)
+        return rv;
+    c->index = s->n_items++;
+    c->id = prov_resp_item_id(s->resp_id, "fc", c->index, s->p);
+    c->call_id = id ? apr_pstrmemdup(s->p, id, idn) : c->id;
+    c->flat = name ? apr_pstrmemdup(s->p, name, namen) : "";
+    t = prov_resp_tool_by_flat(s->req, c->flat);
+    c->custom = t && t->custom;
+    /* c->args stays zeroed: calls move when s->calls grows, so their
+     * buffers are freed by the stream's cleanup, not one of their own */
+    rv = s->tree ? prov_resp_tree_call_added(s, c) : prov_resp_text_call_added(s, c);
+    if (rv == APR_SUCCESS)
+        s->out_bytes += strlen(c->flat);
+    return rv;
+}
+
+apr_status_t prov_resp_op_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
+{
+    if (c->index < 0)
+        return APR_SUCCESS;
+    return s->tree || c->custom ? prov_resp_tree_close_call(s, c)
+                                : prov_resp_text_close_call(s, c);
+}
+
 apr_status_t prov_resp_op_args(prov_resp_stream_t *s, prov_resp_call_t *c, const char *a,
                                apr_size_t n)
 {
@@ -263,7 +292,7 @@ apr_status_t prov_resp_stream_complete(prov_resp_stream_t *s, prov_micro_t charg
         || (rv = prov_resp_op_close_message(s)) != APR_SUCCESS)
         return rv;
     for (i = 0; i < s->calls->nelts; i++) {
-        rv = prov_resp_tree_close_call(s, &APR_ARRAY_IDX(s->calls, i, prov_resp_call_t));
+        rv = prov_resp_op_close_call(s, &APR_ARRAY_IDX(s->calls, i, prov_resp_call_t));
         if (rv != APR_SUCCESS)
             return rv;
     }

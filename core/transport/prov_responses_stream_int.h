@@ -89,6 +89,13 @@ apr_status_t prov_resp_op_text(prov_resp_stream_t *s, const char *t, apr_size_t 
 apr_status_t prov_resp_op_close_message(prov_resp_stream_t *s);
 /* The call of the gateway's index idx (0 to 1024), made (not opened) when new. */
 prov_resp_call_t *prov_resp_op_call(prov_resp_stream_t *s, int idx);
+/* Opens call c (the message closes first): its item is added. id and name
+ * (the gateway's call id and flat name, idn and namen bytes) may be NULL. */
+apr_status_t prov_resp_op_open_call(prov_resp_stream_t *s, prov_resp_call_t *c, const char *id,
+                                    apr_size_t idn, const char *name, apr_size_t namen);
+/* Closes an open call: its last events and output_item.done (a custom
+ * tool call's through json-c: its input is read from the arguments). */
+apr_status_t prov_resp_op_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
 /* n bytes of arguments for the open call c (a delta event unless custom). */
 apr_status_t prov_resp_op_args(prov_resp_stream_t *s, prov_resp_call_t *c, const char *a,
                                apr_size_t n);
@@ -109,8 +116,6 @@ int prov_resp_fast_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len
 /* Reads one chunk with json-c and applies it (APR_EINVAL: not a chunk, or
  * the gateway's error chunk, kept in s->gw_error). */
 apr_status_t prov_resp_tree_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len);
-/* Closes an open call: its last events and output_item.done. */
-apr_status_t prov_resp_tree_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
 
 /* ---- the events, as json-c trees (prov_responses_tree.c) and as text
  * (prov_responses_events.c), the same bytes either way ----------------------- */
@@ -134,6 +139,14 @@ apr_status_t prov_resp_text_part_done(prov_resp_stream_t *s);
 /* The open message's item kept, then output_item.done. */
 apr_status_t prov_resp_tree_msg_done(prov_resp_stream_t *s);
 apr_status_t prov_resp_text_msg_done(prov_resp_stream_t *s);
+/* output_item.added for call c, just opened. */
+apr_status_t prov_resp_tree_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c);
+apr_status_t prov_resp_text_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c);
+/* The end of open call c: function_call_arguments.done (or, for a custom
+ * tool call, custom_tool_call_input.delta and .done), its item kept,
+ * c->index -1, output_item.done. Text for function calls only. */
+apr_status_t prov_resp_tree_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
+apr_status_t prov_resp_text_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
 /* function_call_arguments.delta of n bytes for call c. */
 apr_status_t prov_resp_tree_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
                                        const char *a, apr_size_t n);

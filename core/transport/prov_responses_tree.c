@@ -1,9 +1,9 @@
 /* prov_responses_tree.c: the Responses stream's json-c path: a gateway
- * chunk that the scanner does not plainly recognise (an error chunk, a tool
- * call that opens, escaped keys, odd Unicode, deep nesting...) read with
- * json-c, and each event of it built as a json-c tree and printed, as the
- * translator always did; also the end of every tool call (its item comes
- * from prov_resp_call_item, json-c). The finished parts and items are kept
+ * chunk that the scanner does not plainly recognise (an error chunk,
+ * escaped keys, odd Unicode, deep nesting...) read with json-c, and each
+ * event of it built as a json-c tree and printed, as the translator always
+ * did; also the end of every custom tool call (its input is read from the
+ * arguments by prov_resp_call_item, json-c). The finished parts and items are kept
  * as JSON text (the state both paths share) and go into a tree as values
  * that print that text. With prov_resp_stream_tree_only, every chunk and
  * event goes this way: the reference that the text path is compared with. */
@@ -179,29 +179,14 @@ apr_status_t prov_resp_tree_args_delta(prov_resp_stream_t *s, const prov_resp_ca
     return emit(s, "response.function_call_arguments.delta", ev);
 }
 
-/* A call's first chunk: the message closes, the call's item is added. */
-static apr_status_t open_call(prov_resp_stream_t *s, prov_resp_call_t *c, json_object *tc,
-                              json_object *fn)
+apr_status_t prov_resp_tree_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
 {
-    const char *name = prov_json_get_str(fn, "name");
-    const char *id = prov_json_get_str(tc, "id");
-    json_object *ev;
-    apr_status_t rv;
-
-    if ((rv = prov_resp_op_close_message(s)) != APR_SUCCESS)
-        return rv;
-    c->index = s->n_items++;
-    c->id = prov_resp_item_id(s->resp_id, "fc", c->index, s->p);
-    c->call_id = apr_pstrdup(s->p, id ? id : c->id);
-    c->flat = apr_pstrdup(s->p, name ? name : "");
-    ev = json_object_new_object();
+    json_object *ev = json_object_new_object();
+    int custom;
     ev_int(ev, "output_index", c->index);
     json_object_object_add(ev, "item", prov_resp_call_item(s->req, c->id, "in_progress",
-                                                           c->call_id, c->flat, "", 0,
-                                                           &c->custom));
-    if ((rv = emit(s, "response.output_item.added", ev)) == APR_SUCCESS)
-        s->out_bytes += strlen(c->flat);
-    return rv;
+                                                           c->call_id, c->flat, "", 0, &custom));
+    return emit(s, "response.output_item.added", ev);
 }
 
 static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
@@ -216,8 +201,13 @@ static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
     if (idx < 0 || idx > 1024)
         return APR_EINVAL;
     c = prov_resp_op_call(s, (int)idx);
-    if (c->index < 0 && (rv = open_call(s, c, tc, fn)) != APR_SUCCESS)
-        return rv;
+    if (c->index < 0) {
+        const char *name = prov_json_get_str(fn, "name");
+        const char *id = prov_json_get_str(tc, "id");
+        rv = prov_resp_op_open_call(s, c, id, id ? strlen(id) : 0, name, name ? strlen(name) : 0);
+        if (rv != APR_SUCCESS)
+            return rv;
+    }
     if (!args)
         return APR_SUCCESS;
     return prov_resp_op_args(s, c, json_object_get_string(args),

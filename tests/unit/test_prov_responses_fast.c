@@ -38,7 +38,8 @@ static prov_resp_req_t *request(apr_pool_t *p)
 {
     static const char body[] = "{\"model\":\"m\",\"input\":\"x\",\"stream\":true,"
         "\"instructions\":\"Be \\\"brief\\\"\\n\",\"max_output_tokens\":99,\"tools\":["
-        "{\"type\":\"function\",\"name\":\"shell\"},{\"type\":\"custom\",\"name\":\"apply_patch\"}]}";
+        "{\"type\":\"function\",\"name\":\"shell\"},{\"type\":\"custom\",\"name\":\"apply_patch\"},"
+        "{\"type\":\"namespace\",\"name\":\"crm\",\"tools\":[{\"type\":\"function\",\"name\":\"lookup\"}]}]}";
     prov_resp_req_t *req = NULL;
     prov_error_t *err = NULL;
     CU_ASSERT_EQUAL_FATAL(prov_resp_parse(&req, &err, body, sizeof(body) - 1, p), APR_SUCCESS);
@@ -131,7 +132,8 @@ static void test_odd_but_plain(void)
     same(CH("{\"content\":\"a\"}", "\"length\"") "data: [DONE]\n\n", 1, 0);
 }
 
-/* A call opens through json-c; its arguments then come through the scanner. */
+/* Tool calls, opened and filled, through the scanner; a custom tool
+ * call's end is json-c's (its input is read from the arguments). */
 static void test_tool_calls(void)
 {
     const char *out = same(
@@ -145,11 +147,16 @@ static void test_tool_calls(void)
            "\"arguments\":\"{\\\"input\\\":\"}}]}", "null")
         CH("{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"\\\"*** P\\\\n\\\"}\"}},"
            "{\"index\":0,\"function\":{}}]}", "null")
-        CH("{}", "\"tool_calls\"") USAGE, 6, 2);
+        CH("{\"tool_calls\":[{\"index\":2,\"id\":\"call_3\",\"function\":{\"name\":\"crm__lookup\","
+           "\"arguments\":\"{\\\"q\\\":\\\"\\u00e9\\\"}\"}}]}", "null")
+        CH("{}", "\"tool_calls\"") USAGE, 9, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"type\":\"response.function_call_arguments.delta\","
         "\"sequence_number\":9,\"item_id\":\"fc_f1_1\",\"output_index\":1,"
         "\"delta\":\"{\\\"cmd\\\":\"}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"input\":\"*** P\\n\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "{\"id\":\"fc_f1_3\",\"type\":\"function_call\",\"status\":"
+        "\"completed\",\"call_id\":\"call_3\",\"name\":\"lookup\",\"namespace\":\"crm\","
+        "\"arguments\":\"{\\\"q\\\":\\\"\xc3\xa9\\\"}\"}"));
 }
 
 /* Chunks the scanner does not plainly recognise go to json-c, one by one,
@@ -168,11 +175,13 @@ static void test_handed_to_json_c(void)
         D("{\"choices\":[],\"x\":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]}"),
         /* an escaped key, lenient JSON json-c refuses too */
         CH("{\"cont\\u0065nt\":\"esc\"}", "null"),
-        /* a call's first delta; a delta of a call not open; an index not a number */
-        CH("{\"tool_calls\":[{\"index\":0,\"id\":\"c9\",\"function\":{\"name\":\"shell\"}}]}",
+        /* a call's id or name with an escape; a call that is not an object */
+        CH("{\"tool_calls\":[{\"index\":0,\"id\":\"c\\u0039\",\"function\":{\"name\":\"shell\"}}]}",
            "null"),
-        CH("{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{}\"}}]}", "null"),
+        CH("{\"tool_calls\":[{\"index\":3,\"function\":{\"name\":\"sh\\u0065ll\"}}]}", "null"),
         CH("{\"tool_calls\":[{\"function\":{\"arguments\":\"{}\"}},7]}", "null"),
+        /* more call deltas in one chunk than the scanner reads */
+        CH("{\"tool_calls\":[{},{},{},{},{},{},{},{},{\"index\":1}]}", "null"),
         NULL
     };
     int i;
@@ -193,6 +202,9 @@ static void test_errors(void)
                                        "\"cut \\\"short\\\"\"}"));
     same(CH("{\"content\":\"part\"}", "null") D("not json"), 1, 1);
     same(D("[1,2]"), 0, 1);
+    /* a call index json-c refuses */
+    same(CH("{\"tool_calls\":[{\"index\":1025,\"function\":{\"name\":\"shell\"}}]}", "null"),
+         0, 1);
     same(D("{\"choices\":[{\"delta\":{\"content\":\"x\"}}]} trailing"), 0, 1);
 }
 
