@@ -31,6 +31,7 @@
 #include "prov_redact.h"
 #include "prov_json_scan.h"
 #include "prov_json.h"
+#include "prov_sse.h"
 #include "prov_idp.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
@@ -281,7 +282,9 @@ typedef struct provider_stream_t {
     int undelivered;              /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
     int malformed;                /* the translator refused the gateway's bytes */
     int feeding;                  /* inside on_data: events wait for its end */
-    int pending;                  /* events in bb, not yet passed on */
+    prov_sse_buf_t *out;          /* events not yet passed on; a translator may
+                                   * encode into it (prov_sse_put_*) instead of
+                                   * calling provider_stream_write */
     apr_time_t last_write;
     apr_interval_time_t ping;     /* ProviderStreamPingInterval */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */

@@ -21,16 +21,32 @@ APLOG_USE_MODULE(provider);
 /* A gateway refusal that arrives on a stream request is kept up to this size. */
 #define REFUSAL_MAX (64 * 1024)
 
-/* Passes the events waiting in x->bb to the client with a flush. */
+/* The 200 and the stream's headers, with the first events. */
+static void start_answer(provider_stream_t *x)
+{
+    request_rec *r = x->r;
+    r->status = HTTP_OK;
+    ap_set_content_type(r, x->how->content_type);
+    apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
+    apr_table_setn(r->headers_out, "X-Accel-Buffering", "no");
+}
+
+/* Passes the events waiting in x->out to the client with a flush: one
+ * bucket over the buffer (transient: the flush writes it before
+ * ap_pass_brigade returns, and a filter that keeps it sets it aside). */
 static apr_status_t flush_events(provider_stream_t *x)
 {
     request_rec *r = x->r;
+    apr_bucket_alloc_t *ba = r->connection->bucket_alloc;
     int w;
 
-    if (!x->pending)
+    if (!x->out->len)
         return APR_SUCCESS;
-    x->pending = 0;
-    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(r->connection->bucket_alloc));
+    if (!x->started)
+        start_answer(x);
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_transient_create(x->out->data, x->out->len, ba));
+    APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_flush_create(ba));
+    prov_sse_buf_reset(x->out);
     w = provider_pass(r, x->bb);
     if (w != PROVIDER_WRITE_OK) {
         if (w == PROVIDER_WRITE_GONE)
@@ -47,20 +63,12 @@ static apr_status_t flush_events(provider_stream_t *x)
 apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t len)
 {
     provider_stream_t *x = baton;
-    request_rec *r = x->r;
 
     if (x->client_gone || x->undelivered)
         return APR_ECONNABORTED;
-    if (!x->started && !x->pending) {
-        r->status = HTTP_OK;
-        ap_set_content_type(r, x->how->content_type);
-        apr_table_setn(r->headers_out, "Cache-Control", "no-cache");
-        apr_table_setn(r->headers_out, "X-Accel-Buffering", "no");
-    }
-    /* copied (the translator reuses its buffer), small events into one bucket */
-    if (apr_brigade_write(x->bb, NULL, NULL, event, len) != APR_SUCCESS)
+    /* copied (the translator reuses its buffer) after the read's other events */
+    if (prov_sse_put_bytes(x->out, event, len) != APR_SUCCESS)
         return APR_ENOMEM;
-    x->pending = 1;
     return x->feeding ? APR_SUCCESS : flush_events(x);
 }
 
@@ -181,6 +189,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     x.r = r;
     x.how = how;
     x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    x.out = prov_sse_buf_create(r->pool);
     x.ping = apr_time_from_sec(in->conf->ping_interval);
     x.translator = how->open(in, &x);
     rv = prov_gateway_stream_tick(&x.status, in->conf->gateway, path, body, strlen(body),
