@@ -95,25 +95,42 @@ static apr_status_t http_setup(const void **where, const char *base_url, apr_poo
 
 /* ---- the request ------------------------------------------------------------ */
 
-static const char *head_of(const prov_gw_target_t *t, const prov_gw_req_t *req, apr_pool_t *p)
+/* Appends n bytes of s at out + *at (out NULL: counts only). */
+static void put(char *out, apr_size_t *at, const char *s, apr_size_t n)
 {
-    apr_array_header_t *parts = apr_array_make(p, 16, sizeof(const char *));
-    APR_ARRAY_PUSH(parts, const char *) = req->body ? "POST " : "GET ";
-    APR_ARRAY_PUSH(parts, const char *) = t->prefix;
-    APR_ARRAY_PUSH(parts, const char *) = req->path;
-    APR_ARRAY_PUSH(parts, const char *) = " HTTP/1.1\r\nHost: ";
-    APR_ARRAY_PUSH(parts, const char *) = t->host_header;
+    if (out)
+        memcpy(out + *at, s, n);
+    *at += n;
+}
+
+#define PUT_LIT(out, at, lit) put(out, at, lit, sizeof(lit) - 1)
+
+/* Writes the request's head at out (NULL: only measures it); its length. */
+static apr_size_t head_write(char *out, const prov_gw_target_t *t, const prov_gw_req_t *req,
+                             const char *clen)
+{
+    apr_size_t at = 0;
+    if (req->body)
+        PUT_LIT(out, &at, "POST ");
+    else
+        PUT_LIT(out, &at, "GET ");
+    put(out, &at, t->prefix, strlen(t->prefix));
+    put(out, &at, req->path, strlen(req->path));
+    PUT_LIT(out, &at, " HTTP/1.1\r\nHost: ");
+    put(out, &at, t->host_header, strlen(t->host_header));
     /* a stream's caller names its own (text/event-stream) */
-    APR_ARRAY_PUSH(parts, const char *) = req->headers && apr_table_get(req->headers, "Accept")
-                                          ? "\r\n" : "\r\nAccept: */*\r\n";
+    if (req->headers && apr_table_get(req->headers, "Accept"))
+        PUT_LIT(out, &at, "\r\n");
+    else
+        PUT_LIT(out, &at, "\r\nAccept: */*\r\n");
     if (req->auth_header) {
-        APR_ARRAY_PUSH(parts, const char *) = req->auth_header;
-        APR_ARRAY_PUSH(parts, const char *) = "\r\n";
+        put(out, &at, req->auth_header, strlen(req->auth_header));
+        PUT_LIT(out, &at, "\r\n");
     }
     if (req->body) {
-        APR_ARRAY_PUSH(parts, const char *) = "Content-Type: application/json\r\nContent-Length: ";
-        APR_ARRAY_PUSH(parts, const char *) = apr_psprintf(p, "%" APR_SIZE_T_FMT "\r\n",
-                                                           req->len);
+        PUT_LIT(out, &at, "Content-Type: application/json\r\nContent-Length: ");
+        put(out, &at, clen, strlen(clen));
+        PUT_LIT(out, &at, "\r\n");
     }
     if (req->headers) {
         const apr_array_header_t *arr = apr_table_elts(req->headers);
@@ -123,12 +140,27 @@ static const char *head_of(const prov_gw_target_t *t, const prov_gw_req_t *req, 
             /* a header value never carries a line break onto the wire */
             if (strpbrk(e[i].key, "\r\n:") || strpbrk(e[i].val, "\r\n"))
                 continue;
-            APR_ARRAY_PUSH(parts, const char *) = apr_pstrcat(p, e[i].key, ": ", e[i].val,
-                                                             "\r\n", NULL);
+            put(out, &at, e[i].key, strlen(e[i].key));
+            PUT_LIT(out, &at, ": ");
+            put(out, &at, e[i].val, strlen(e[i].val));
+            PUT_LIT(out, &at, "\r\n");
         }
     }
-    APR_ARRAY_PUSH(parts, const char *) = "\r\n";
-    return apr_array_pstrcat(p, parts, 0);
+    PUT_LIT(out, &at, "\r\n");
+    return at;
+}
+
+/* The request's head, measured then written into one allocation. */
+static const char *head_of(const prov_gw_target_t *t, const prov_gw_req_t *req, apr_pool_t *p)
+{
+    char clen[24], *head;
+    apr_size_t n;
+    prov_u64_format_buf(clen, (apr_uint64_t)req->len);
+    n = head_write(NULL, t, req, clen);
+    head = apr_palloc(p, n + 1);
+    head_write(head, t, req, clen);
+    head[n] = '\0';
+    return head;
 }
 
 /* The result of a call whose connection was made, with *why for the log;

@@ -567,6 +567,58 @@ static void test_streams_plain(void)
     test_streams(&prov_gw_http_backend, 1);
 }
 
+/* The plain client's request head, whole: the caller's Accept instead of
+ * the default one, the token, the length, the caller's headers but those that would
+ * break a line or name a field with ':'. */
+static void test_stream_head(void)
+{
+    static const step_t steps[] = {
+        { SSE_HEAD "7\r\ndata: a\r\n0\r\n\r\n", 0, 0, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    stream_call_t c;
+    const void *where = NULL;
+    prov_gw_req_t req;
+    apr_table_t *h;
+    char *end;
+    int gw = 0;
+    begin(&s, &p, steps, 1);
+    h = apr_table_make(p, 4);
+    apr_table_setn(h, "Accept", "text/event-stream");
+    apr_table_setn(h, "anthropic-version", "2023-06-01");
+    apr_table_setn(h, "X-Split", "a\r\nInjected: 1");
+    apr_table_setn(h, "X-Odd:", "b");
+    CU_ASSERT_EQUAL_FATAL(prov_gw_http_backend.setup(&where, apr_psprintf(p,
+                          "http://127.0.0.1:%d/pre", s.port), p), APR_SUCCESS);
+    memset(&req, 0, sizeof(req));
+    memset(&c, 0, sizeof(c));
+    req.owner = &gw;
+    req.where = where;
+    req.auth_header = "Authorization: Bearer tok-9";
+    req.connect_timeout_ms = 1000;
+    req.timeout_ms = 2000;
+    req.path = "/v1/messages";
+    req.body = "{\"a\":12345}";
+    req.len = 11;
+    req.headers = h;
+    req.cb = stream_piece;
+    req.baton = &c;
+    c.rv = prov_gw_http_backend.stream(&c.status, &req, &c.why, p);
+    CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_EQUAL(c.status, 200);
+    end = strstr(s.last_request, "\r\n\r\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    end[4] = '\0';
+    CU_ASSERT_STRING_EQUAL(s.last_request, apr_psprintf(p,
+        "POST /pre/v1/messages HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+        "Authorization: Bearer tok-9\r\n"
+        "Content-Type: application/json\r\nContent-Length: 11\r\n"
+        "Accept: text/event-stream\r\nanthropic-version: 2023-06-01\r\n\r\n", s.port));
+    finish(&s);
+    apr_pool_destroy(p);
+}
+
 static void test_streams_libcurl(void)
 {
     CU_ASSERT_EQUAL_FATAL(prov_gw_curl_backend.init(), APR_SUCCESS);
@@ -629,5 +681,6 @@ void prov_test_suite_gateway(void)
                PROV_TEST(test_read_request_never_resent),
                PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures),
                PROV_TEST(test_streams_plain), PROV_TEST(test_streams_libcurl),
+               PROV_TEST(test_stream_head),
                PROV_TEST(test_front_answers_and_streams));
 }
