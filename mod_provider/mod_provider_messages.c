@@ -102,11 +102,17 @@ static const char *render(provider_infer_t *in, json_object *answer)
 
 /* ---- streaming ---------------------------------------------------------------- */
 
+/* The relay encodes straight into the stream's output (x->out): it is only
+ * fed inside a read of the gateway (x->feeding), whose events go out together
+ * when the read is done, as provider_stream_write would have them go. */
 static void *stream_open(provider_infer_t *in, provider_stream_t *x)
 {
-    return prov_messages_stream_create(in->model->public_id, &in->eff, in->input_estimate,
-                                       in->max_output, in->hold, provider_stream_write, x,
-                                       in->r->pool);
+    prov_messages_stream_t *s = prov_messages_stream_create(in->model->public_id, &in->eff,
+                                                            in->input_estimate, in->max_output,
+                                                            in->hold, provider_stream_write, x,
+                                                            in->r->pool);
+    prov_messages_stream_set_out(s, x->out);
+    return s;
 }
 
 static apr_status_t stream_feed(void *s, const char *data, apr_size_t len)

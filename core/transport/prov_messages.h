@@ -18,6 +18,7 @@
 #include "prov_json_scan.h"
 #include "prov_money.h"
 #include "prov_estimate.h"
+#include "prov_sse.h"
 
 /* The version the gateway is always called with: later date versions that
  * clients send are served with its semantics. */
@@ -118,6 +119,10 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
                                                     prov_micro_t hold,
                                                     prov_messages_emit_cb *emit, void *baton,
                                                     apr_pool_t *p);
+/* Events are appended to out (encoded, for the caller to send) instead of
+ * going through emit, which is then never called: events the relay passes
+ * unchanged are copied there once, as the gateway's own bytes. */
+void prov_messages_stream_set_out(prov_messages_stream_t *s, prov_sse_buf_t *out);
 /* Feeds gateway bytes (pieces of any size). */
 apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *buf,
                                        apr_size_t len);

@@ -112,8 +112,13 @@ struct prov_messages_stream_t {
     prov_messages_emit_cb *emit;
     void *baton;
     prov_sse_parser_t *parser;
+    prov_sse_buf_t *out;        /* where events are encoded: the caller's
+                                 * (prov_messages_stream_set_out) or own */
+    prov_sse_buf_t *own;        /* emptied into emit after each event */
+    prov_sse_buf_t *tmp;        /* a spliced event's JSON, reused */
     apr_pool_t *p;
-    apr_pool_t *scratch;        /* cleared after each feed */
+    apr_pool_t *scratch;        /* json-c's path: cleared after a feed that used it */
+    int dirty;                  /* scratch was used */
     int events, complete, failed, final_usage, has_usage;
     int told;                   /* the charge was told to the client: counting stops */
     int fast;                   /* events read without json-c where they can be */
@@ -167,22 +172,22 @@ prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int comp
                               s->max_output, s->hold);
 }
 
-/* An error event: e in the Anthropic shape (error.type = type when given),
- * with usage.credits = charge. */
-static const char *error_event(const prov_error_t *e, const char *type, prov_micro_t charge,
-                               apr_pool_t *p)
+/* An error event's data: e in the Anthropic shape (error.type = type when
+ * given), with usage.credits = charge. */
+static const char *error_json(const prov_error_t *e, const char *type, prov_micro_t charge,
+                              apr_pool_t *p)
 {
     const char *perr = NULL, *json = prov_error_anthropic_json(e, p);
     json_object *ev = prov_json_parse(json, strlen(json), &perr, p), *usage;
     if (!ev)
-        return prov_sse_encode("error", json, p);
+        return json;
     if (type)
         json_object_object_add(prov_json_get(ev, "error", json_type_object), "type",
                                json_object_new_string(type));
     usage = json_object_new_object();
     json_object_object_add(usage, "credits", prov_json_credits(charge));
     json_object_object_add(ev, "usage", usage);
-    return prov_sse_encode("error", prov_json_dump(ev, p), p);
+    return prov_json_dump(ev, p);
 }
 
 /* The charge the client is told in the event that ends the answer (after
@@ -208,15 +213,21 @@ static void tell(prov_messages_stream_t *s, json_object *ev)
 }
 
 /* An event read with json-c, the path for whatever fast_event declines:
- * *out (*olen when it is known) and the output bytes it carries. */
+ * the data to send in *text (*tlen bytes; data itself when it passes as it
+ * came) and the output bytes it carries. */
 static void slow_event(prov_messages_stream_t *s, const char *name, const char *data,
-                       apr_size_t len, const char **out, apr_size_t *olen,
+                       apr_size_t len, const char **text, apr_size_t *tlen,
                        apr_uint64_t *bytes)
 {
     const char *perr = NULL;
     json_object *ev = NULL;
     int rewrite = 1;
 
+    if (!s->scratch)
+        apr_pool_create(&s->scratch, s->p);
+    s->dirty = 1;
+    *text = data;
+    *tlen = len;
     if (strcmp(name, "ping") && strcmp(name, "content_block_stop")
         && strcmp(name, "message_stop") && strcmp(name, "error"))
         ev = prov_json_parse(data, len, &perr, s->scratch);
@@ -246,8 +257,9 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
         prov_tokens_t t;
         prov_micro_t charge = prov_messages_stream_bill(s, 0, 0, &how, &t);
         prov_gwerror_read(&s->gw_error, 0, data, len, s->p);
-        *out = error_event(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
+        *text = error_json(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
                            charge, s->scratch);
+        *tlen = strlen(*text);
         s->failed = 1;
         s->told = 1;
         return;
@@ -257,10 +269,10 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
         if (ev && !s->told)
             *bytes = prov_estimate_messages_event(name, ev);
     }
-    if (ev && rewrite)
-        *out = prov_sse_encode(name, prov_json_dump(ev, s->scratch), s->scratch);
-    else        /* passed on byte for byte: data may hold NUL bytes */
-        *out = prov_sse_encode_len(name, data, len, olen, s->scratch);
+    if (ev && rewrite) {
+        *text = prov_json_dump(ev, s->scratch);
+        *tlen = strlen(*text);
+    }
 }
 
 /* ---- events read without json-c ----
@@ -313,25 +325,24 @@ static void take_counts(prov_messages_stream_t *s, const counts_t *c)
 }
 
 /* The event's object (without the white space around it) with the bytes
- * [at, at + cut) replaced by the k bytes of ins, in p; *n its length. */
-static const char *splice(apr_size_t *n, const prov_jobject_t *top, const char *data,
-                          const char *at, apr_size_t cut, const char *ins, apr_size_t k,
-                          apr_pool_t *p)
+ * [at, at + cut) replaced by the k bytes of ins, in the stream's reused
+ * buffer; *n its length. NULL when memory ran out. */
+static const char *splice(apr_size_t *n, prov_messages_stream_t *s, const prov_jobject_t *top,
+                          const char *data, const char *at, apr_size_t cut, const char *ins,
+                          apr_size_t k)
 {
     const char *b = data, *e = top->close + 1;
-    apr_size_t head, tail;
-    char *out;
     while (*b != '{')
         b++;
-    head = (apr_size_t)(at - b);
-    tail = (apr_size_t)(e - (at + cut));
-    out = apr_palloc(p, head + k + tail + 1);
-    memcpy(out, b, head);
-    memcpy(out + head, ins, k);
-    memcpy(out + head + k, at + cut, tail);
-    *n = head + k + tail;
-    out[*n] = '\0';
-    return out;
+    if (!s->tmp)
+        s->tmp = prov_sse_buf_create(s->p);
+    prov_sse_buf_reset(s->tmp);
+    if (prov_sse_put_bytes(s->tmp, b, (apr_size_t)(at - b)) != APR_SUCCESS
+        || prov_sse_put_bytes(s->tmp, ins, k) != APR_SUCCESS
+        || prov_sse_put_bytes(s->tmp, at + cut, (apr_size_t)(e - (at + cut))) != APR_SUCCESS)
+        return NULL;
+    *n = s->tmp->len;
+    return s->tmp->data;
 }
 
 /* message_start: the message's usage taken, its model replaced (or added
@@ -350,11 +361,11 @@ static int start_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
     if (rv == APR_SUCCESS)
         take_counts(s, &c);
     if ((model = prov_json_scan_member(&msg, "model")))
-        *text = splice(tlen, top, data, model->val, model->vlen, s->quoted_id,
-                       strlen(s->quoted_id), s->scratch);
+        *text = splice(tlen, s, top, data, model->val, model->vlen, s->quoted_id,
+                       strlen(s->quoted_id));
     else        /* ,"model":"ID" (without its comma in an empty message) */
-        *text = splice(tlen, top, data, msg.close, 0, s->model_member + !msg.n,
-                       strlen(s->model_member + !msg.n), s->scratch);
+        *text = splice(tlen, s, top, data, msg.close, 0, s->model_member + !msg.n,
+                       strlen(s->model_member + !msg.n));
     return 1;
 }
 
@@ -378,16 +389,15 @@ static int delta_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
     }
     prov_money_format_buf(money, tell_charge(s));
     if (rv == APR_SUCCESS)
-        *text = splice(tlen, top, data, usage.close, 0, ins,
-                       (apr_size_t)sprintf(ins, "%s\"credits\":%s", usage.n ? "," : "", money),
-                       s->scratch);
+        *text = splice(tlen, s, top, data, usage.close, 0, ins,
+                       (apr_size_t)sprintf(ins, "%s\"credits\":%s", usage.n ? "," : "", money));
     else if (m)
-        *text = splice(tlen, top, data, m->val, m->vlen, ins,
-                       (apr_size_t)sprintf(ins, "{\"credits\":%s}", money), s->scratch);
+        *text = splice(tlen, s, top, data, m->val, m->vlen, ins,
+                       (apr_size_t)sprintf(ins, "{\"credits\":%s}", money));
     else
-        *text = splice(tlen, top, data, top->close, 0, ins,
+        *text = splice(tlen, s, top, data, top->close, 0, ins,
                        (apr_size_t)sprintf(ins, "%s\"usage\":{\"credits\":%s}",
-                                           top->n ? "," : "", money), s->scratch);
+                                           top->n ? "," : "", money));
     return 1;
 }
 
@@ -419,52 +429,92 @@ static int block_bytes(apr_uint64_t *bytes, const prov_jobject_t *top, int delta
     return 1;
 }
 
+/* The events the relay tells apart by name. */
+enum { K_OTHER, K_START, K_MDELTA, K_STOP, K_BSTART, K_BDELTA, K_ERROR };
+
+static int kind_of(const char *name)
+{
+    if (!strncmp(name, "message_", 8)) {
+        name += 8;
+        return !strcmp(name, "start") ? K_START : !strcmp(name, "delta") ? K_MDELTA
+             : !strcmp(name, "stop") ? K_STOP : K_OTHER;
+    }
+    if (!strncmp(name, "content_block_", 14)) {
+        name += 14;
+        return !strcmp(name, "delta") ? K_BDELTA : !strcmp(name, "start") ? K_BSTART
+             : K_OTHER;
+    }
+    return !strcmp(name, "error") ? K_ERROR : K_OTHER;
+}
+
 /* An event read as slow_event would read it, when the scan plainly
- * recognises it: 1 with *out, *olen and *bytes; 0 (nothing changed) to
- * leave it to slow_event. Events whose JSON slow_event only reads for
- * nothing pass untouched. */
-static int fast_event(prov_messages_stream_t *s, const char *name, const char *data,
-                      apr_size_t len, const char **out, apr_size_t *olen, apr_uint64_t *bytes)
+ * recognises it: 1 with *text, *tlen and *bytes (*text is ev->data when it
+ * passes as it came); 0 (nothing changed) to leave it to slow_event. Events
+ * whose JSON slow_event only reads for nothing pass untouched. */
+static int fast_event(prov_messages_stream_t *s, int kind, const prov_sse_ev_t *ev,
+                      const char **text, apr_size_t *tlen, apr_uint64_t *bytes)
 {
     prov_jobject_t top;
-    const char *text = data;
-    apr_size_t tlen = len;
-    int start = !strcmp(name, "message_start"), delta = !strcmp(name, "content_block_delta");
 
-    if (!strcmp(name, "error"))
+    *text = ev->data;
+    *tlen = ev->len;
+    if (kind == K_ERROR)
         return 0;
-    if (start || !strcmp(name, "message_delta")) {
-        if (prov_json_scan_object(&top, data, len) != APR_SUCCESS
-            || !(start ? start_event : delta_event)(s, &top, data, &text, &tlen))
+    if (kind == K_START || kind == K_MDELTA) {
+        if (prov_json_scan_object(&top, ev->data, ev->len) != APR_SUCCESS
+            || !(kind == K_START ? start_event : delta_event)(s, &top, ev->data, text, tlen))
             return 0;
     }
-    else if (!s->told && (delta || !strcmp(name, "content_block_start"))) {
-        if (prov_json_scan_object(&top, data, len) != APR_SUCCESS
-            || !block_bytes(bytes, &top, delta))
+    else if (!s->told && (kind == K_BDELTA || kind == K_BSTART)) {
+        if (prov_json_scan_object(&top, ev->data, ev->len) != APR_SUCCESS
+            || !block_bytes(bytes, &top, kind == K_BDELTA))
             return 0;
     }
-    *out = prov_sse_encode_len(name, text, tlen, olen, s->scratch);
     return 1;
 }
 
-static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
+/* The event into the output: its own bytes when it passes as it came and
+ * they are the encoder's form, else encoded; then, without a caller's
+ * buffer, handed to emit. */
+static apr_status_t put(prov_messages_stream_t *s, const prov_sse_ev_t *ev, const char *text,
+                        apr_size_t tlen)
+{
+    prov_sse_buf_t *b = s->out;
+    apr_status_t rv;
+
+    if (!text)
+        return APR_ENOMEM;
+    if (!b && !(b = s->own))
+        b = s->own = prov_sse_buf_create(s->p);
+    rv = text == ev->data && ev->raw ? prov_sse_put_bytes(b, ev->raw, ev->raw_len)
+                                     : prov_sse_put_event(b, ev->name, text, tlen);
+    if (rv != APR_SUCCESS || b == s->out)
+        return rv;
+    rv = s->emit(s->baton, b->data, b->len);
+    prov_sse_buf_reset(b);
+    return rv;
+}
+
+static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
 {
     prov_messages_stream_t *s = baton;
-    const char *out = NULL;
+    const char *text = NULL;
     apr_uint64_t bytes = 0;
-    apr_size_t olen = 0;
+    apr_size_t tlen = 0;
     apr_status_t rv;
+    int kind;
 
     /* Nothing after the end of the answer or an error: the client has the
      * figure it is charged. */
     if (s->complete || s->failed)
         return APR_SUCCESS;
-    if (!s->fast || !fast_event(s, name, data, len, &out, &olen, &bytes))
-        slow_event(s, name, data, len, &out, &olen, &bytes);
-    if (!strcmp(name, "message_stop"))
+    kind = kind_of(ev->name);
+    if (!s->fast || !fast_event(s, kind, ev, &text, &tlen, &bytes))
+        slow_event(s, ev->name, ev->data, ev->len, &text, &tlen, &bytes);
+    if (kind == K_STOP)
         s->complete = 1;
     s->events++;
-    rv = s->emit(s->baton, out, olen ? olen : strlen(out));
+    rv = put(s, ev, text, tlen);
     if (rv == APR_SUCCESS)
         s->output_bytes += bytes;
     return rv;
@@ -492,8 +542,7 @@ prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
     s->emit = emit;
     s->baton = baton;
     s->p = p;
-    apr_pool_create(&s->scratch, p);
-    s->parser = prov_sse_parser_create(on_event, s, 4 * 1024 * 1024, p);
+    s->parser = prov_sse_parser_create_ev(on_event, s, 4 * 1024 * 1024, p);
     return s;
 }
 
@@ -501,8 +550,16 @@ apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *bu
                                        apr_size_t len)
 {
     apr_status_t rv = prov_sse_feed(s->parser, buf, len);
-    apr_pool_clear(s->scratch);
+    if (s->dirty) {
+        apr_pool_clear(s->scratch);
+        s->dirty = 0;
+    }
     return rv;
+}
+
+void prov_messages_stream_set_out(prov_messages_stream_t *s, prov_sse_buf_t *out)
+{
+    s->out = out;
 }
 
 void prov_messages_stream_set_fast(prov_messages_stream_t *s, int on)
@@ -538,5 +595,5 @@ const char *prov_messages_ping_event(void)
 const char *prov_messages_error_event(const prov_error_t *e, prov_micro_t charge,
                                       apr_pool_t *p)
 {
-    return error_event(e, NULL, charge, p);
+    return prov_sse_encode("error", error_json(e, NULL, charge, p), p);
 }

@@ -8,7 +8,10 @@
  * charges (complete or not, client gone or not); every event the client
  * gets has the same name and the same bytes when the gateway wrote it as
  * json-c prints it (else the same JSON, or the same bytes when it is not
- * JSON). */
+ * JSON). A third relay, the fast one encoding into a buffer of its own
+ * (prov_messages_stream_set_out, as mod_provider_messages.c has it) and fed
+ * the stream in two pieces, must end in the same state with the same bytes
+ * as the fast one that emits each event. */
 #include "fuzz_stream_util.h"
 #include "prov_messages.h"
 
@@ -98,6 +101,25 @@ static void same_events(const run_t *fast, const run_t *slow, const uint8_t *dat
     }
 }
 
+/* The fast relay into a buffer, fed data in two pieces cut at opt's byte. */
+static void relay_into(const run_t *emitted, unsigned opt, const uint8_t *data, size_t size,
+                       apr_pool_t *p)
+{
+    static const prov_rates_t rates = { 3, 15, 1, 15 };
+    prov_sse_buf_t *out = prov_sse_buf_create(p);
+    size_t cut = size ? (opt * 7u) % (size + 1) : 0;
+    run_t r;
+    r.s = prov_messages_stream_create(ids[opt % 3], &rates, 100, PROV_OUTPUT_TOKENS_MAX,
+                                      opt & 4 ? 50 : 1000000000, NULL, NULL, p);
+    prov_messages_stream_set_out(r.s, out);
+    r.rv = prov_messages_stream_feed(r.s, (const char *)data, cut);
+    if (r.rv == APR_SUCCESS)
+        r.rv = prov_messages_stream_feed(r.s, (const char *)data + cut, size - cut);
+    same_state(&r, emitted);
+    FUZZ_CHECK(out->len == emitted->out.len
+               && (!out->len || !memcmp(out->data, emitted->out.buf, out->len)));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     apr_pool_t *p = fuzz_pool();
@@ -107,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     relay(&slow, opt, data, size, 0, p);
     same_state(&fast, &slow);
     same_events(&fast, &slow, data, size, p);
+    relay_into(&fast, opt, data, size, p);
     apr_pool_destroy(p);
     return 0;
 }
