@@ -434,17 +434,18 @@ enum { K_OTHER, K_START, K_MDELTA, K_STOP, K_BSTART, K_BDELTA, K_ERROR };
 
 static int kind_of(const char *name)
 {
-    if (!strncmp(name, "message_", 8)) {
-        name += 8;
-        return !strcmp(name, "start") ? K_START : !strcmp(name, "delta") ? K_MDELTA
-             : !strcmp(name, "stop") ? K_STOP : K_OTHER;
+    switch (name[0]) {      /* a content_block_delta, the usual event: one strcmp */
+    case 'm':
+        return !strcmp(name, "message_start") ? K_START : !strcmp(name, "message_delta")
+             ? K_MDELTA : !strcmp(name, "message_stop") ? K_STOP : K_OTHER;
+    case 'c':
+        return !strcmp(name, "content_block_delta") ? K_BDELTA
+             : !strcmp(name, "content_block_start") ? K_BSTART : K_OTHER;
+    case 'e':
+        return !strcmp(name, "error") ? K_ERROR : K_OTHER;
+    default:
+        return K_OTHER;
     }
-    if (!strncmp(name, "content_block_", 14)) {
-        name += 14;
-        return !strcmp(name, "delta") ? K_BDELTA : !strcmp(name, "start") ? K_BSTART
-             : K_OTHER;
-    }
-    return !strcmp(name, "error") ? K_ERROR : K_OTHER;
 }
 
 /* An event read as slow_event would read it, when the scan plainly
