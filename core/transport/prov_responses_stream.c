@@ -164,12 +164,15 @@ void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w)
 
 /* ---- the stream ------------------------------------------------------------- */
 
-static apr_status_t on_event(void *baton, const char *name, const char *data, apr_size_t len)
+/* One gateway event, its data a slice of the fed bytes (not copied, not
+ * NUL-terminated): both readers take it by length. */
+static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
 {
     prov_resp_stream_t *s = baton;
+    const char *data = ev->data;
+    apr_size_t len = ev->len;
     apr_status_t rv;
 
-    (void)name;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         s->finished = 1;
         return APR_SUCCESS;
@@ -209,7 +212,7 @@ prov_resp_stream_t *prov_resp_stream_create(const prov_resp_req_t *req, const ch
     s->baton = baton;
     s->p = p;
     apr_pool_create(&s->scratch, p);
-    s->parser = prov_sse_parser_create(on_event, s, 4 * 1024 * 1024, p);
+    s->parser = prov_sse_parser_create_ev(on_event, s, 4 * 1024 * 1024, p);
     s->items = apr_array_make(p, 4, sizeof(prov_resp_span_t));
     s->msg_index = -1;
     s->part_index = -1;
