@@ -197,6 +197,20 @@ run_wrk() {
 field() { sed -n "s/^BENCH .*[[:space:]]$2=\([0-9]*\).*/\1/p; s/^BENCH $2=\([0-9]*\).*/\1/p" "$W/$1.wrk" | head -n 1; }
 
 ledger_rows() { q "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
+# settled_rows: ledger_rows once two reads a second apart agree (at most
+# 30 s): settlements are written by the billing engine's batches and
+# writer, which may still be at work when the load stops (on PostgreSQL a
+# warm-up's last rows were once counted in the measured run's window).
+settled_rows() {
+    _prev=$(ledger_rows); _i=0
+    while [ "$_i" -lt 30 ]; do
+        sleep 1
+        _now=$(ledger_rows)
+        [ "$_now" = "$_prev" ] && break
+        _prev=$_now; _i=$((_i + 1))
+    done
+    echo "$_prev"
+}
 
 echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
 
@@ -206,12 +220,12 @@ run_wrk proxy "$PROXY_PORT"
 request provider
 warm_up "$PROVIDER_PORT"
 # The warm-up and readiness requests are in the ledger already: count from here.
-ROWS_BEFORE=$(ledger_rows)
+ROWS_BEFORE=$(settled_rows)
 run_wrk provider "$PROVIDER_PORT"
 CHILDREN=$(pgrep -c -P "$(cat "$W/run/provider.pid")" || true)
 # Requests still in flight when wrk stops are finished (and written) by the server.
-sleep 2
-ROWS_AFTER=$(ledger_rows)
+sleep 1
+ROWS_AFTER=$(settled_rows)
 
 # ---- the table ---------------------------------------------------------------
 # mod_provider's database lines other than the driver and the file, as one line.

@@ -101,7 +101,13 @@ describe(`SQLite with ${CHILDREN} httpd children of ${THREADS} threads`, { timeo
       }
     }
     const t = Date.now();
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker));
+    // The event MPM counts a worker busy until its connection is closed
+    // (KeepAlive Off), while the client already sends its next request on a
+    // new one: with 10 clients on 12 workers its once-a-second count may
+    // find none idle and log AH00484 (a sizing notice, once per start);
+    // what this test holds the module to is that no request fails.
+    await stack.expectingLog(/AH00484/, () =>
+      Promise.all(Array.from({ length: Math.min(CONCURRENCY, count) }, worker)));
     // eslint-disable-next-line no-console
     console.log(`# ${count - failed.length} answered, ${failed.length} failed in ${Date.now() - t} ms`);
     return failed;
