@@ -88,30 +88,43 @@ apr_status_t prov_gw_conn_slot(prov_gw_slot_t **slot, const void *owner)
     return APR_SUCCESS;
 }
 
-/* The process's idle connections, under spare_mutex; spare_pid: the process
- * they belong to (a child forked after calls closes the ones it inherited). */
+/* The process's idle connections, under spare_mutex. A child forked after
+ * calls closes the ones it inherited: the fork handlers hold the mutex
+ * across the fork, and the child's empties the list. */
 #define SPARE_MAX 1024
 static pthread_mutex_t spare_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static struct { const void *owner; int fd; } spare[SPARE_MAX];
 static int spare_n;
-static pid_t spare_pid;
 
-/* Under spare_mutex: forgets (and closes) another process's connections. */
-static void spare_own(void)
+static void spare_fork_prepare(void)
 {
-    if (spare_pid != getpid()) {
-        while (spare_n > 0)
-            close(spare[--spare_n].fd);
-        spare_pid = getpid();
-    }
+    pthread_mutex_lock(&spare_mutex);
+}
+
+static void spare_fork_parent(void)
+{
+    pthread_mutex_unlock(&spare_mutex);
+}
+
+static void spare_fork_child(void)
+{
+    while (spare_n > 0)
+        close(spare[--spare_n].fd);
+    pthread_mutex_unlock(&spare_mutex);
+}
+
+static void spare_init(void)
+{
+    pthread_atfork(spare_fork_prepare, spare_fork_parent, spare_fork_child);
 }
 
 void prov_gw_conn_park(prov_gw_slot_t *s)
 {
     if (s->fd < 0)
         return;
+    pthread_once(&spare_once, spare_init);
     pthread_mutex_lock(&spare_mutex);
-    spare_own();
     if (spare_n < SPARE_MAX) {
         spare[spare_n].owner = s->owner;
         spare[spare_n++].fd = s->fd;
@@ -125,7 +138,6 @@ void prov_gw_conn_park(prov_gw_slot_t *s)
 static int spare_pop(const void *owner)
 {
     int i, fd;
-    spare_own();
     for (i = spare_n - 1; i >= 0; i--) {
         if (spare[i].owner == owner) {
             fd = spare[i].fd;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include "unit_tests.h"
@@ -367,6 +368,45 @@ static void test_idle_connection_shared_by_threads(void)
     apr_pool_destroy(p);
 }
 
+/* A process forked after calls (an httpd child) does not use the idle
+ * connections it inherited; its parent still does. */
+static void test_idle_connection_not_inherited(void)
+{
+    static const step_t steps[] = {
+        { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, 0, 0 },
+        { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain", 0, 0, 0 },
+    };
+    apr_pool_t *p = NULL;
+    server_t s;
+    call_t c;
+    prov_gw_slot_t *slot;
+    int status = -1;
+    pid_t pid;
+    static int gw;
+    begin(&s, &p, steps, 2);
+    c = post(&s, &gw, "", 2000, p);
+    CU_ASSERT_EQUAL_FATAL(c.rv, APR_SUCCESS);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        if (prov_gw_conn_slot(&slot, &gw) != APR_SUCCESS)
+            _exit(2);
+        if (slot->fd < 0)
+            prov_gw_conn_take(slot);
+        _exit(slot->fd < 0 ? 0 : 1);
+    }
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_EQUAL_FATAL(prov_gw_conn_slot(&slot, &gw), APR_SUCCESS);
+    if (slot->fd < 0)
+        prov_gw_conn_take(slot);
+    CU_ASSERT_TRUE(slot->fd >= 0);
+    prov_gw_conn_drop(slot);
+    finish(&s);
+    CU_ASSERT_EQUAL(s.accepted, 1);
+    apr_pool_destroy(p);
+}
+
 static void test_read_request_never_resent(void)
 {
     /* a kept connection; the gateway reads the second request whole, then
@@ -678,6 +718,7 @@ void prov_test_suite_gateway(void)
     PROV_SUITE("gateway", PROV_TEST(test_target_parse), PROV_TEST(test_keepalive_and_encodings),
                PROV_TEST(test_idle_close_seen_before_reuse),
                PROV_TEST(test_idle_connection_shared_by_threads),
+               PROV_TEST(test_idle_connection_not_inherited),
                PROV_TEST(test_read_request_never_resent),
                PROV_TEST(test_unsent_request_sent_again), PROV_TEST(test_failures),
                PROV_TEST(test_streams_plain), PROV_TEST(test_streams_libcurl),
