@@ -82,7 +82,8 @@ struct prov_slot_t {
     apr_int64_t at;                 /* engine time the lease was last placed */
     prov_plan_windows_t windows;    /* for the reservations drawn */
     char plan_name[PROV_PLAN_NAME_MAX];
-    prov_entry_t *pending;          /* drawn, not written, newest first */
+    prov_entry_t *pending;          /* drawn, not written */
+    apr_time_t pending_oldest;      /* no entry of pending drawn before (wall clock) */
     int settled_n;                  /* of them settled ... */
     apr_time_t settled_since;       /* ... the first at (wall clock) */
     apr_time_t last_draw;           /* wall clock */

@@ -93,6 +93,14 @@ int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t
     return !s->busy && (!L->keep_idle || L->stopping || wall - s->idle_since >= L->keep_idle);
 }
 
+void prov_slot_pend(prov_slot_t *s, prov_entry_t *e)
+{
+    if (!s->pending || e->drawn_at < s->pending_oldest)
+        s->pending_oldest = e->drawn_at;
+    e->next = s->pending;
+    s->pending = e;
+}
+
 void prov_entry_free(prov_entry_t *e)
 {
     free(e->request_id);
@@ -147,8 +155,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     e->drawn_at = apr_time_now();
     e->from_plan = s->from_plan;
     e->hold = hold;
-    e->next = s->pending;
-    s->pending = e;
+    prov_slot_pend(s, e);
     s->drawn = prov_i64_add_sat(s->drawn, hold);
     s->busy++;
     s->last_draw = e->drawn_at;
@@ -230,6 +237,8 @@ static int slot_due(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wal
                          || wall - s->settled_since >= PROV_WRITER_WAIT
                          || wall - s->last_draw >= PROV_WRITER_WAIT))
         return 1;
+    if (!s->pending || wall - s->pending_oldest < PROV_ENTRY_WRITE_AFTER)
+        return 0;                    /* (no walk through the entries of a busy key) */
     for (e = s->pending; e; e = e->next) {
         if (e->state == PROV_ENT_INFLIGHT && wall - e->drawn_at >= PROV_ENTRY_WRITE_AFTER)
             return 1;

@@ -36,6 +36,8 @@ static int take_slot(const prov_leases_t *L, prov_slot_t *s, apr_time_t wall, in
             s->taken = e;
         }
         else {
+            if (!keep || e->drawn_at < s->pending_oldest)
+                s->pending_oldest = e->drawn_at;
             e->next = keep;
             keep = e;
             left += e->state == PROV_ENT_SETTLED;
@@ -231,8 +233,7 @@ static void entry_back(prov_slot_t *s, prov_entry_t *e)
     else {
         e->state = PROV_ENT_INFLIGHT;
     }
-    e->next = s->pending;
-    s->pending = e;
+    prov_slot_pend(s, e);
 }
 
 /* s's lease after the batch (rv): returned, or kept with what the batch

@@ -49,6 +49,8 @@ int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t
 int prov_slot_has_work(const prov_slot_t *s);
 /* s no longer holds a lease. */
 void prov_slot_clear(prov_slot_t *s);
+/* e joins s's pending entries (pending_oldest kept a lower bound). */
+void prov_slot_pend(prov_slot_t *s, prov_entry_t *e);
 void prov_entry_free(prov_entry_t *e);
 /* What an entry holds of its lease: its charge once settled, else its hold. */
 prov_micro_t prov_entry_amount(const prov_entry_t *e);
