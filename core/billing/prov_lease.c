@@ -103,8 +103,6 @@ void prov_slot_pend(prov_slot_t *s, prov_entry_t *e)
 
 void prov_entry_free(prov_entry_t *e)
 {
-    free(e->request_id);
-    free(e->transport);
     free(e);
 }
 
@@ -126,6 +124,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
     prov_reservation_t *r;
     prov_entry_t *e;
+    apr_size_t lid, lt;
 
     /* keep_idle 0: no writer thread to write the entry (a lease a stopped
      * writer left is only returned). */
@@ -138,14 +137,13 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
         s->exhausted = 1;
         return 0;
     }
-    if ((e = calloc(1, sizeof(*e))) == NULL)
+    /* one allocation: the entry, then its two strings */
+    lid = strlen(request_id) + 1;
+    lt = strlen(transport) + 1;
+    if ((e = calloc(1, sizeof(*e) + lid + lt)) == NULL)
         return 0;
-    e->request_id = strdup(request_id);
-    e->transport = strdup(transport);
-    if (!e->request_id || !e->transport) {
-        prov_entry_free(e);
-        return 0;
-    }
+    e->request_id = memcpy((char *)(e + 1), request_id, lid);
+    e->transport = memcpy(e->request_id + lid, transport, lt);
     e->slot = s;
     e->state = PROV_ENT_INFLIGHT;
     e->user_id = auth->user_id;

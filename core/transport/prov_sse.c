@@ -350,7 +350,7 @@ static apr_status_t buf_free(void *data)
 prov_sse_buf_t *prov_sse_buf_create(apr_pool_t *p)
 {
     prov_sse_buf_t *b = apr_pcalloc(p, sizeof(*b));
-    apr_pool_cleanup_register(p, b, buf_free, apr_pool_cleanup_null);
+    b->p = p;
     return b;
 }
 
@@ -359,7 +359,9 @@ void prov_sse_buf_reset(prov_sse_buf_t *b)
     b->len = 0;
 }
 
-/* Room for n more bytes. */
+/* Room for n more bytes: the first BUF_POOLED from the pool (a stream's
+ * events fit), past that malloc'ed, freed with the pool. */
+#define BUF_POOLED 4096
 static apr_status_t reserve(prov_sse_buf_t *b, apr_size_t n)
 {
     apr_size_t cap;
@@ -368,10 +370,23 @@ static apr_status_t reserve(prov_sse_buf_t *b, apr_size_t n)
         return APR_SUCCESS;
     if (n > APR_SIZE_MAX / 2 - b->len)
         return APR_ENOMEM;
-    cap = b->cap ? b->cap : 4096;
+    if (!b->cap && n <= BUF_POOLED) {
+        b->data = apr_palloc(b->p, BUF_POOLED);
+        b->cap = BUF_POOLED;
+        return APR_SUCCESS;
+    }
+    cap = b->cap ? b->cap : BUF_POOLED;
     while (cap - b->len < n)
         cap *= 2;
-    if (!(nb = realloc(b->data, cap)))
+    if (!b->heap) {
+        if (!(nb = malloc(cap)))
+            return APR_ENOMEM;
+        if (b->len)
+            memcpy(nb, b->data, b->len);
+        b->heap = 1;
+        apr_pool_cleanup_register(b->p, b, buf_free, apr_pool_cleanup_null);
+    }
+    else if (!(nb = realloc(b->data, cap)))
         return APR_ENOMEM;
     b->data = nb;
     b->cap = cap;

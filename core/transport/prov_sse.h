@@ -60,11 +60,14 @@ const char *prov_sse_encode_len(const char *name, const char *data, apr_size_t d
 
 /* A stream's output waiting to be sent: events are encoded straight into it
  * (one copy of their data), and the caller sends data[0..len) at once. Its
- * memory is malloc'ed, grows as needed and is freed with the pool it was
- * made in; prov_sse_buf_reset empties it for reuse. */
+ * first 4 KiB come from the pool it was made in; past that it is malloc'ed,
+ * grows as needed and is freed with that pool; prov_sse_buf_reset empties
+ * it for reuse. */
 typedef struct prov_sse_buf_t {
     char *data;
     apr_size_t len, cap;
+    apr_pool_t *p;
+    int heap;                   /* data is malloc'ed */
 } prov_sse_buf_t;
 
 /* An empty buffer, freed with p. */

@@ -18,6 +18,7 @@
 #include "unit_tests.h"
 #include "prov_account.h"
 #include "prov_billing_int.h"
+#include "prov_lease_int.h"
 #include "prov_models.h"
 
 #define C PROV_MICRO_PER_CREDIT
@@ -153,9 +154,7 @@ static void drop_slots(prov_leases_t *L)
             while (sl->pending) {
                 prov_entry_t *e = sl->pending;
                 sl->pending = e->next;
-                free(e->request_id);
-                free(e->transport);
-                free(e);
+                prov_entry_free(e);
             }
             L->buckets[i] = sl->next;
             free(sl->key_hash);

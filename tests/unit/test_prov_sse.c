@@ -265,6 +265,16 @@ static void test_buf(void)
     CU_ASSERT_EQUAL(memcmp(b->data, enc, n), 0);
     CU_ASSERT_EQUAL(prov_sse_put_event(b, "e", "", 0), APR_SUCCESS);
     CU_ASSERT_EQUAL(memcmp(b->data + n, "event: e\ndata: \n\n", b->len - n), 0);
+    /* what a buffer holds is kept as it outgrows its first memory, and
+     * again as it grows further */
+    b = prov_sse_buf_create(p);
+    CU_ASSERT_EQUAL(prov_sse_put_bytes(b, "head", 4), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_sse_put_bytes(b, big, 5000), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_sse_put_bytes(b, big, 10000), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(b->len, 15004);
+    CU_ASSERT_EQUAL(memcmp(b->data, "head", 4), 0);
+    CU_ASSERT_EQUAL(memcmp(b->data + 4, big, 5000), 0);
+    CU_ASSERT_EQUAL(memcmp(b->data + 5004, big, 10000), 0);
 }
 
 void prov_test_suite_sse(void)
