@@ -180,6 +180,14 @@ static const prov_stmt_def_t statements[] = {
       "SELECT bucket, credits, plan_credits FROM usage_buckets "
       "WHERE scope = %s AND scope_id = %lld AND bucket >= %lld ORDER BY bucket" },
     { "bill_balance_add", "UPDATE users SET balance = balance + %lld WHERE id = %lld" },
+    /* One bucket's change (SQLite; PostgreSQL gets a batch's buckets in one
+     * statement). args: scope, id, bucket, credits, plan credits, requests */
+    { "bill_bucket_add",
+      "INSERT INTO usage_buckets (scope, scope_id, bucket, credits, plan_credits, requests) "
+      "VALUES (%s, %lld, %lld, %lld, %lld, %lld) ON CONFLICT (scope, scope_id, bucket) "
+      "DO UPDATE SET credits = usage_buckets.credits + excluded.credits, "
+      "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
+      "requests = usage_buckets.requests + excluded.requests" },
     { "bill_ledger_reserve",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, reserved, "
       "plan_credits, source, status, created_at) "

@@ -160,6 +160,22 @@ apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
     return APR_SUCCESS;
 }
 
+apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void **args,
+                                 apr_pool_t *p)
+{
+    apr_dbd_prepared_t *stmt = find_stmt(s, label);
+    int n = 0, rc;
+    if (!stmt)
+        return APR_ENOENT;
+    rc = apr_dbd_pbquery(s->driver, p, s->handle, &n, stmt, args);
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00015: %s failed: %s", label,
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,
                                int nargs, const char *const *args, apr_pool_t *p)
 {

@@ -68,6 +68,11 @@ apr_status_t prov_store_prepare_all(prov_store_t *s);
 /* Closes a store opened by prov_store_open (no-op for wrapped ones). */
 void prov_store_close(prov_store_t *s);
 
+/* Runs a labelled statement with its arguments as values of the types its
+ * text declares (apr_dbd_pbquery: a char * for %s, an apr_int64_t * for
+ * %lld): no number is written out and read back. */
+apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void **args,
+                                 apr_pool_t *p);
 /* Runs a labelled statement; args are strings or NULL (SQL NULL). */
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p);

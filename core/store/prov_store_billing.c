@@ -13,6 +13,15 @@ apr_status_t prov_store_bill_buckets_add(prov_store_t *s, const prov_bucket_delt
     int i;
     if (!n)
         return APR_SUCCESS;
+    if (s->dialect == PROV_DIALECT_SQLITE) {
+        apr_status_t rv = APR_SUCCESS;
+        for (i = 0; i < n && rv == APR_SUCCESS; i++) {
+            const void *args[] = { d[i].scope, &d[i].id, &d[i].bucket, &d[i].credits,
+                                   &d[i].plan, &d[i].requests };
+            rv = prov_store_exec_bin(s, "bill_bucket_add", args, p);
+        }
+        return rv;
+    }
     /* Every bucket in one statement (a round trip counts on PostgreSQL). */
     rows = apr_array_make(p, n, sizeof(const char *));
     for (i = 0; i < n; i++) {
@@ -44,14 +53,13 @@ static const char *quoted(prov_store_t *s, const char *v, apr_pool_t *p)
 
 static apr_status_t insert_one(prov_store_t *s, const prov_ledger_row_t *e, apr_pool_t *p)
 {
-    return prov_store_exec(s, NULL, "bill_ledger_complete",
-        PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
-                  prov_i64(e->model_id, p), e->transport, prov_i64(e->tokens.input, p),
-                  prov_i64(e->tokens.output, p), prov_i64(e->tokens.cache, p),
-                  prov_i64(e->tokens.reasoning, p), prov_i64(e->hold, p),
-                  prov_i64(e->charge, p), prov_i64(e->from_plan ? e->charge : 0, p),
-                  source_of(e->from_plan), e->status, prov_i64(e->created_at, p),
-                  prov_i64(e->settled_at, p)), p);
+    apr_int64_t plan = e->from_plan ? e->charge : 0;
+    const void *args[] = { e->request_id, &e->user_id, &e->key_id, &e->model_id, e->transport,
+                           &e->tokens.input, &e->tokens.output, &e->tokens.cache,
+                           &e->tokens.reasoning, &e->hold, &e->charge, &plan,
+                           source_of(e->from_plan), e->status, &e->created_at,
+                           &e->settled_at };
+    return prov_store_exec_bin(s, "bill_ledger_complete", args, p);
 }
 
 /* Up to PROV_STORE_ROWS_PER_INSERT rows from rows[0] in one statement. */
