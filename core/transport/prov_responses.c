@@ -6,9 +6,10 @@
  * their outputs tool messages, reasoning items are dropped; function tools
  * pass, custom (freeform) tools become a function with one string argument
  * "input", namespace groups are flattened to "<namespace>__<name>", hosted
- * tools are dropped and named. Codex's quota headers are here too; the
- * answer half (the response object and the response.* event stream) is in
- * prov_responses_answer.c. */
+ * tools are dropped and named (the json-c path, which judges; the fast
+ * path and the body's text are in prov_responses_request.c). Codex's quota
+ * headers are here too; the answer half (the response object and the
+ * response.* event stream) is in prov_responses_answer.c. */
 #include <string.h>
 #include "prov_responses.h"
 #include "prov_chat.h"
@@ -478,8 +479,8 @@ static apr_status_t read_tools(build_t *b, json_object *root, json_object *up)
     return APR_SUCCESS;
 }
 
-apr_status_t prov_resp_parse(prov_resp_req_t **preq, prov_error_t **err, const char *body,
-                             apr_size_t len, apr_pool_t *p)
+apr_status_t prov_resp_parse_json(prov_resp_req_t **preq, prov_error_t **err,
+                                  const char *body, apr_size_t len, apr_pool_t *p)
 {
     const char *perr = NULL;
     json_object *root = prov_json_parse_body(body, len, &perr, p);
@@ -545,19 +546,6 @@ apr_status_t prov_resp_parse(prov_resp_req_t **preq, prov_error_t **err, const c
     *preq = req;
     *err = NULL;
     return APR_SUCCESS;
-}
-
-const char *prov_resp_upstream_body(const prov_resp_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p)
-{
-    json_object_object_add(req->upstream, "model", json_object_new_string(upstream_id));
-    if (req->stream) {
-        json_object *so = json_object_new_object();
-        json_object_object_add(so, "include_usage", json_object_new_boolean(1));
-        json_object_object_add(req->upstream, "stream", json_object_new_boolean(1));
-        json_object_object_add(req->upstream, "stream_options", so);
-    }
-    return prov_json_dump(req->upstream, p);
 }
 
 /* ---- Codex's quota headers ------------------------------------------------ */

@@ -27,7 +27,9 @@ typedef struct prov_resp_tool_t {
 } prov_resp_tool_t;
 
 typedef struct prov_resp_req_t {
-    json_object *upstream;        /* the Chat Completions body (model not yet set); owned by p */
+    json_object *upstream;        /* the Chat Completions body (model not yet set); owned by p;
+                                   * NULL when the fast path took the request */
+    const char *fast_body;        /* the fast path's: that body's text up to its model */
     const char *model;            /* public model id */
     apr_int64_t max_output_tokens;/* -1 when absent */
     int stream;
@@ -41,9 +43,18 @@ typedef struct prov_resp_req_t {
 } prov_resp_req_t;
 
 /* Parses, validates and translates a request body. APR_SUCCESS with *req, or
- * APR_EINVAL with *err (400 INVALID_REQUEST naming the field). */
+ * APR_EINVAL with *err (400 INVALID_REQUEST naming the field). The fast path
+ * first (prov_responses_request.c), then the json-c path. */
 apr_status_t prov_resp_parse(prov_resp_req_t **req, prov_error_t **err, const char *body,
                              apr_size_t len, apr_pool_t *p);
+/* The fast path: non-zero with *req filled when it took the body (plainly a
+ * conversation of text), which the json-c path takes alike; zero (*req
+ * cleared) when it leaves the body to that path. */
+int prov_resp_parse_fast(prov_resp_req_t *req, const char *body, apr_size_t len,
+                         apr_pool_t *p);
+/* The json-c path: the judge of every body. */
+apr_status_t prov_resp_parse_json(prov_resp_req_t **req, prov_error_t **err, const char *body,
+                                  apr_size_t len, apr_pool_t *p);
 /* The JSON sent to the gateway: model = upstream_id; with req->stream also
  * stream:true and stream_options.include_usage. */
 const char *prov_resp_upstream_body(const prov_resp_req_t *req, const char *upstream_id,

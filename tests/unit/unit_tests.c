@@ -158,6 +158,7 @@ int main(int argc, char **argv)
     prov_test_suite_messages_fast();
     prov_test_suite_responses();
     prov_test_suite_responses_fast();
+    prov_test_suite_responses_request();
     prov_test_suite_jwrite();
     prov_test_suite_gateway();
     prov_test_suite_redact();

@@ -50,6 +50,7 @@ void prov_test_suite_messages_relay(void);
 void prov_test_suite_messages_fast(void);
 void prov_test_suite_responses(void);
 void prov_test_suite_responses_fast(void);
+void prov_test_suite_responses_request(void);
 void prov_test_suite_jwrite(void);
 void prov_test_suite_gateway(void);
 void prov_test_suite_redact(void);
