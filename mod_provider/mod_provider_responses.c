@@ -66,10 +66,16 @@ static const char *render(provider_infer_t *in, json_object *answer)
 
 /* ---- streaming ---------------------------------------------------------------- */
 
+/* The translator writes its events straight into the stream's output
+ * (x->out): those of a read of the gateway go out together when the read
+ * is done, and the last ones with provider_stream_finish. */
 static void *stream_open(provider_infer_t *in, provider_stream_t *x)
 {
-    return prov_resp_stream_create(in->call.req, resp_id(in), in->model->public_id,
-                                   created_at(in), provider_stream_write, x, in->r->pool);
+    prov_resp_stream_t *s = prov_resp_stream_create(in->call.req, resp_id(in),
+                                                    in->model->public_id, created_at(in),
+                                                    provider_stream_write, x, in->r->pool);
+    prov_resp_stream_set_out(s, x->out);
+    return s;
 }
 
 static apr_status_t stream_feed(void *s, const char *data, apr_size_t len)
@@ -115,12 +121,14 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
                   x->client_gone ? "client went away" : gw_error ? "gateway error"
                   : x->malformed ? "malformed gateway stream" : "gateway stream ended",
                   prov_money_format(charge, r->pool));
-    if (!x->client_gone)
+    if (!x->client_gone) {
         prov_resp_stream_fail(s, rv == APR_TIMEUP ? "GATEWAY_TIMEOUT" : "GATEWAY_ERROR",
                               apr_psprintf(r->pool, "The model's answer was cut short by the "
                                            "gateway; %s credits were charged for what was "
                                            "delivered.", prov_money_format(charge, r->pool)),
                               charge);
+        provider_stream_finish(x);
+    }
     provider_infer_commit(in);
     return OK;
 }

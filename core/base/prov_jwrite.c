@@ -30,10 +30,12 @@ int prov_jwrite_room(prov_jwrite_t *w, apr_size_t n)
     char *np;
     if (w->len + n + 1 <= w->cap)
         return 1;
-    if (n > (apr_size_t)-1 / 4 - w->len) {
+    if (n > (apr_size_t)-1 / 4 - w->len || (w->grow && !w->grow(w, n + 1))) {
         w->oom = 1;
         return 0;
     }
+    if (w->grow)
+        return 1;
     cap = w->cap ? w->cap * 2 : 512;
     while (cap < w->len + n + 1)
         cap *= 2;

@@ -11,11 +11,16 @@
 #include "prov_common.h"
 
 /* A buffer (malloc'd, grown as written; always NUL-terminated once written
- * to). oom is set when it could not grow: what did not fit was dropped. */
+ * to). oom is set when it could not grow: what did not fit was dropped.
+ * With grow set, the buffer is someone else's (a stream's output): grow
+ * makes room for n more bytes (p and cap updated; zero when it cannot), and
+ * the writer is never freed. */
 typedef struct prov_jwrite_t {
     char *p;
     apr_size_t len, cap;
     int oom;
+    int (*grow)(struct prov_jwrite_t *w, apr_size_t n);
+    void *owner;                /* grow's */
 } prov_jwrite_t;
 
 /* An empty writer whose buffer is freed when p is cleaned up. A writer

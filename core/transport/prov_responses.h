@@ -14,6 +14,7 @@
 #include "prov_json.h"
 #include "prov_billing.h"
 #include "prov_estimate.h"
+#include "prov_sse.h"
 
 /* The longest x-provider-dropped-tools value: a longer list ends with "...". */
 #define PROV_RESP_DROPPED_MAX 512
@@ -79,6 +80,10 @@ prov_resp_stream_t *prov_resp_stream_create(const prov_resp_req_t *req, const ch
                                             const char *public_id, apr_int64_t created_at,
                                             prov_resp_emit_fn *emit, void *baton,
                                             apr_pool_t *p);
+/* Events encoded straight into out, after what it holds, instead of handed
+ * to emit one at a time: the caller sends out's bytes (and empties it) when
+ * it chooses. */
+void prov_resp_stream_set_out(prov_resp_stream_t *s, prov_sse_buf_t *out);
 /* Feeds bytes of the gateway's chat.completion.chunk stream; emits
  * response.created and response.in_progress first, then the item events.
  * APR_EINVAL when the gateway sent something that is not a chunk. */

@@ -1,8 +1,9 @@
 /* prov_responses_events.c: the Responses stream's events written as text
- * (the fast path): each event's SSE frame and JSON go straight into one
- * reused buffer, in the key order and the bytes that the json-c path
- * (prov_responses_tree.c) prints, and the buffer goes to the emitter as it
- * is. A part's text is escaped once, into the message's kept parts, and
+ * (the fast path): each event's SSE frame and JSON go straight into the
+ * stream's output (prov_resp_stream_set_out: the module's buffer, sent
+ * after each read of the gateway) or else into one reused buffer handed to
+ * the emitter, in the key order and the bytes that the json-c path
+ * (prov_responses_tree.c) prints. A part's text is escaped once, into the message's kept parts, and
  * copied from there into the events that repeat it. The response object
  * here and prov_resp_object (prov_responses_answer.c) describe the same
  * object: tests/fuzz/fuzz_responses_stream.c checks that they agree. */
@@ -10,11 +11,40 @@
 #include "prov_responses_stream_int.h"
 #include "prov_money.h"
 
-/* "event: TYPE\ndata: {"type":"TYPE","sequence_number":N" */
+/* Room in the stream's output for the event being written at its end
+ * (out->len stays at the event's start until the event is done; the bytes
+ * written so far count while the buffer moves). */
+static int grow_out(prov_jwrite_t *w, apr_size_t n)
+{
+    prov_sse_buf_t *out = w->owner;
+    apr_size_t start = out->len;
+    apr_status_t rv;
+    out->len = w->len;
+    rv = prov_sse_buf_reserve(out, n);
+    out->len = start;
+    if (rv != APR_SUCCESS)
+        return 0;
+    w->p = out->data;
+    w->cap = out->cap;
+    return 1;
+}
+
+/* "event: TYPE\ndata: {"type":"TYPE","sequence_number":N", written at the
+ * end of the stream's output when it has one, else in the reused buffer */
 static prov_jwrite_t *begin(prov_resp_stream_t *s, const char *type, apr_size_t n)
 {
     prov_jwrite_t *w = &s->ev;
-    w->len = 0;
+    if (s->out) {
+        w = &s->ow;
+        w->p = s->out->data;
+        w->len = s->out->len;
+        w->cap = s->out->cap;
+        w->grow = grow_out;
+        w->owner = s->out;
+    }
+    else {
+        w->len = 0;
+    }
     w->oom = 0;
     prov_jwrite_lit(w, "event: ");
     prov_jwrite_mem(w, type, n);
@@ -32,13 +62,18 @@ static prov_jwrite_t *begin_str(prov_resp_stream_t *s, const char *type)
     return begin(s, type, strlen(type));
 }
 
-/* The JSON holds no line break (strings are escaped): one data line. */
+/* The JSON holds no line break (strings are escaped): one data line. The
+ * event joins the output's, or goes to emit. */
 static apr_status_t end(prov_resp_stream_t *s)
 {
-    prov_jwrite_lit(&s->ev, "}\n\n");
-    if (s->ev.oom)
+    prov_jwrite_t *w = s->out ? &s->ow : &s->ev;
+    prov_jwrite_lit(w, "}\n\n");
+    if (w->oom)
         return APR_ENOMEM;
-    return s->emit(s->baton, s->ev.p, s->ev.len);
+    if (!s->out)
+        return s->emit(s->baton, w->p, w->len);
+    s->out->len = w->len;
+    return APR_SUCCESS;
 }
 
 /* ,"item_id":..,"output_index":..,"content_index":.. of the open part */

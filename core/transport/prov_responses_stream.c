@@ -225,6 +225,16 @@ prov_resp_stream_t *prov_resp_stream_create(const prov_resp_req_t *req, const ch
     return s;
 }
 
+void prov_resp_stream_set_out(prov_resp_stream_t *s, prov_sse_buf_t *out)
+{
+    s->out = out;
+}
+
+apr_status_t prov_resp_emit(prov_resp_stream_t *s, const char *event, apr_size_t len)
+{
+    return s->out ? prov_sse_put_bytes(s->out, event, len) : s->emit(s->baton, event, len);
+}
+
 void prov_resp_stream_tree_only(prov_resp_stream_t *s)
 {
     s->tree_only = s->tree = 1;

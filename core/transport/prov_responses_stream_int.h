@@ -66,6 +66,8 @@ struct prov_resp_stream_t {
     int gw_failed;
     apr_uint64_t out_bytes;     /* output text the client was sent */
     prov_jwrite_t ev;           /* the event being written as text */
+    prov_sse_buf_t *out;        /* where events go instead of emit, or NULL */
+    prov_jwrite_t ow;           /* the event being written at out's end */
     prov_jwrite_t dec;          /* a string decoded from a chunk */
     int tree;                   /* events are built with json-c (a json-c chunk) */
     int tree_only;              /* every chunk read with json-c (the tests' reference) */
@@ -77,6 +79,8 @@ struct prov_resp_stream_t {
 /* For the tests that compare the two paths: every chunk of s read with
  * json-c and every event built as a tree (the reference). */
 void prov_resp_stream_tree_only(prov_resp_stream_t *s);
+/* An event (encoded) to the client: into out, or to emit. */
+apr_status_t prov_resp_emit(prov_resp_stream_t *s, const char *event, apr_size_t len);
 /* How many chunks each path read so far. */
 void prov_resp_stream_paths(const prov_resp_stream_t *s, apr_int64_t *fast, apr_int64_t *tree);
 

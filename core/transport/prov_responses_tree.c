@@ -37,7 +37,7 @@ static apr_status_t emit(prov_resp_stream_t *s, const char *type, json_object *e
     json_object_put(ev);
     enc = prov_sse_encode(type, print(full), s->scratch);
     json_object_put(full);
-    return s->emit(s->baton, enc, strlen(enc));
+    return prov_resp_emit(s, enc, strlen(enc));
 }
 
 static int raw_print(json_object *o, struct printbuf *pb, int level, int flags)

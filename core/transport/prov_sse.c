@@ -403,6 +403,11 @@ apr_status_t prov_sse_put_event(prov_sse_buf_t *b, const char *name, const char 
     return APR_SUCCESS;
 }
 
+apr_status_t prov_sse_buf_reserve(prov_sse_buf_t *b, apr_size_t n)
+{
+    return reserve(b, n);
+}
+
 apr_status_t prov_sse_put_bytes(prov_sse_buf_t *b, const char *bytes, apr_size_t n)
 {
     if (reserve(b, n) != APR_SUCCESS)

@@ -79,5 +79,8 @@ apr_status_t prov_sse_put_event(prov_sse_buf_t *b, const char *name, const char 
                                 apr_size_t dlen);
 /* Appends n bytes as they are (an event already encoded, e.g. a prov_sse_ev_t's raw). */
 apr_status_t prov_sse_put_bytes(prov_sse_buf_t *b, const char *bytes, apr_size_t n);
+/* Room for n more bytes after data[len) (data may move), for a writer that
+ * writes there itself and then advances len: APR_ENOMEM when there is none. */
+apr_status_t prov_sse_buf_reserve(prov_sse_buf_t *b, apr_size_t n);
 
 #endif

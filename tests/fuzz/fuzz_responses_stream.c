@@ -3,9 +3,11 @@
  * which turns the gateway's chat.completion.chunk stream into the response.*
  * events Codex reads, for a Codex-like request with function, custom and
  * namespaced tools.
- * The input is the gateway's SSE stream, fed three times: whole and in
- * pieces of a size drawn from the input (each chunk read by the scanner
- * and its events written as text where the fast path takes it), and whole
+ * The input is the gateway's SSE stream, fed three times: whole, and in
+ * pieces of a size drawn from the input with the events encoded straight
+ * into an output buffer sent after each piece, as the module runs it
+ * (prov_resp_stream_set_out) (each chunk read by the scanner and its events
+ * written as text where the fast path takes it), and whole
  * with every chunk read by json-c and every event built as a json-c tree
  * (prov_resp_stream_tree_only: the reference). The client must get the same
  * bytes, and the settlement the same usage, output count and gateway error,
@@ -38,20 +40,34 @@ typedef struct run_t {
     apr_int64_t n_fast, n_tree;
 } run_t;
 
+/* The events waiting in b (when the stream has an output), sent. */
+static void sent(run_t *r, prov_sse_buf_t *b)
+{
+    if (b && b->len)
+        collect(&r->out, b->data, b->len);
+    if (b)
+        prov_sse_buf_reset(b);
+}
+
+/* piece: 0 for the whole input at once, else pieces into an output. */
 static void translate(run_t *r, const prov_resp_req_t *req, const uint8_t *data, size_t size,
                       size_t piece, int tree_only, apr_pool_t *p)
 {
     prov_resp_stream_t *s;
     const prov_gwerror_t *gw;
+    prov_sse_buf_t *b = piece ? prov_sse_buf_create(p) : NULL;
     size_t at = 0;
     collected_init(&r->out, p);
     s = prov_resp_stream_create(req, "resp_abc", "public-model", 1700000000, collect, &r->out, p);
     if (tree_only)
         prov_resp_stream_tree_only(s);
+    if (b)
+        prov_resp_stream_set_out(s, b);
     r->rv = APR_SUCCESS;
     while (at < size && r->rv == APR_SUCCESS) {
-        size_t n = piece && size - at > piece ? piece : size - at;
+        size_t n = size - at > piece && piece ? piece : size - at;
         r->rv = prov_resp_stream_feed(s, (const char *)data + at, n);
+        sent(r, b);
         at += n;
     }
     r->finished = prov_resp_stream_finished(s);
@@ -62,6 +78,11 @@ static void translate(run_t *r, const prov_resp_req_t *req, const uint8_t *data,
     r->gw_error = gw ? apr_pstrdup(p, gw->text ? gw->text : "") : NULL;
     r->end_rv = r->rv == APR_SUCCESS ? prov_resp_stream_complete(s, 12000000)
                                      : prov_resp_stream_fail(s, "GATEWAY_ERROR", "failed", -1);
+    sent(r, b);
+    if (b) {
+        FUZZ_CHECK(r->out.n <= prov_resp_stream_events(s));
+        r->out.n = (int)prov_resp_stream_events(s);     /* sent several at a time */
+    }
     prov_resp_stream_delivery(s, &r->d);
     prov_resp_stream_paths(s, &r->n_fast, &r->n_tree);
 }

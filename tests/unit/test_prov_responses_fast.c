@@ -2,8 +2,10 @@
  * path (prov_responses_fast.c reading chunks with the scanner,
  * prov_responses_events.c writing events as text): what it takes, and what
  * it hands to the json-c path (prov_responses_tree.c). Every stream here is
- * also translated with json-c alone (prov_resp_stream_tree_only), and the
- * client must get the same bytes and the settlement the same figures. */
+ * also translated with json-c alone (prov_resp_stream_tree_only), and
+ * encoded straight into an output buffer fed in two pieces, as the module
+ * runs it (prov_resp_stream_set_out), and the client must get the same
+ * bytes and the settlement the same figures. */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_responses_stream_int.h"
@@ -46,16 +48,42 @@ static prov_resp_req_t *request(apr_pool_t *p)
     return req;
 }
 
-static void translate(run_t *r, const char *sse, int tree_only, apr_pool_t *p)
+static apr_status_t not_called(void *baton, const char *ev, apr_size_t len)
+{
+    CU_FAIL("an event handed to emit though the stream has an output");
+    return gather(baton, ev, len);
+}
+
+/* The events waiting in the output, sent (gathered) as the module does. */
+static void send_out(run_t *r, prov_sse_buf_t *b)
+{
+    if (b && b->len)
+        gather(&r->out, b->data, b->len);
+    if (b)
+        prov_sse_buf_reset(b);
+}
+
+/* mode 0: the events to emit; 1: json-c alone; 2: into an output, the
+ * stream fed in two pieces. */
+static void translate(run_t *r, const char *sse, int mode, apr_pool_t *p)
 {
     prov_resp_stream_t *s;
+    prov_sse_buf_t *b = mode == 2 ? prov_sse_buf_create(p) : NULL;
+    apr_size_t half = strlen(sse) / 2;
     memset(r, 0, sizeof(*r));
     r->out.p = p;
     r->out.buf = "";
-    s = prov_resp_stream_create(request(p), "resp_f1", "pub", 7, gather, &r->out, p);
-    if (tree_only)
+    s = prov_resp_stream_create(request(p), "resp_f1", "pub", 7, b ? not_called : gather,
+                                &r->out, p);
+    if (mode == 1)
         prov_resp_stream_tree_only(s);
-    r->rv = prov_resp_stream_feed(s, sse, strlen(sse));
+    if (b)
+        prov_resp_stream_set_out(s, b);
+    r->rv = prov_resp_stream_feed(s, sse, half);
+    send_out(r, b);
+    if (r->rv == APR_SUCCESS)
+        r->rv = prov_resp_stream_feed(s, sse + half, strlen(sse + half));
+    send_out(r, b);
     if (r->rv == APR_SUCCESS) {
         CU_ASSERT_EQUAL(prov_resp_stream_complete(s, 1500000), APR_SUCCESS);
     }
@@ -63,6 +91,7 @@ static void translate(run_t *r, const char *sse, int tree_only, apr_pool_t *p)
         CU_ASSERT_EQUAL(prov_resp_stream_fail(s, "GATEWAY_ERROR", "cut \"short\"", -1),
                         APR_SUCCESS);
     }
+    send_out(r, b);
     prov_resp_stream_paths(s, &r->fast, &r->tree);
     prov_resp_stream_delivery(s, &r->d);
 }
@@ -72,9 +101,13 @@ static void translate(run_t *r, const char *sse, int tree_only, apr_pool_t *p)
 static const char *same(const char *sse, apr_int64_t fast, apr_int64_t tree)
 {
     apr_pool_t *p = prov_test_pool();
-    run_t a, b;
+    run_t a, b, c;
     translate(&a, sse, 0, p);
     translate(&b, sse, 1, p);
+    translate(&c, sse, 2, p);
+    CU_ASSERT_EQUAL(c.rv, a.rv);
+    CU_ASSERT_EQUAL(c.d.output_bytes, a.d.output_bytes);
+    CU_ASSERT_STRING_EQUAL(c.out.buf, a.out.buf);
     CU_ASSERT_EQUAL(a.fast, fast);
     CU_ASSERT_EQUAL(a.tree, tree);
     CU_ASSERT_EQUAL(b.fast, 0);
@@ -208,6 +241,25 @@ static void test_errors(void)
     same(D("{\"choices\":[{\"delta\":{\"content\":\"x\"}}]} trailing"), 0, 1);
 }
 
+/* Events longer than the output's first 4 KiB (from the pool), the buffer
+ * moving to the heap in the middle of one, and growing again. */
+static void test_long_events(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    char *text = apr_palloc(p, 20001);
+    const char *out;
+    int i;
+    for (i = 0; i < 20000; i++)
+        text[i] = i % 100 == 98 ? '\\' : i % 100 == 99 ? 'n' : (char)('a' + i % 26);
+    text[20000] = '\0';
+    out = same(apr_pstrcat(p, CH("{\"content\":\"start \"}", "null"),
+                           "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+                           apr_pstrndup(p, text, 3000), "\"}}]}\n\n",
+                           "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+                           text, "\"}}]}\n\n", CH("{}", "\"stop\"") USAGE, NULL), 5, 0);
+    CU_ASSERT(strlen(out) > 3 * 20000);
+}
+
 void prov_test_suite_responses_fast(void)
 {
     PROV_SUITE("responses_fast",
@@ -215,5 +267,6 @@ void prov_test_suite_responses_fast(void)
                PROV_TEST(test_odd_but_plain),
                PROV_TEST(test_tool_calls),
                PROV_TEST(test_handed_to_json_c),
-               PROV_TEST(test_errors));
+               PROV_TEST(test_errors),
+               PROV_TEST(test_long_events));
 }
