@@ -5,7 +5,9 @@
  * shallow; anything else is declined, never judged. A gateway answer read
  * this way costs a tenth of a json-c parse and dump, and keeps the gateway's
  * bytes: a client reads the same values from it (a later duplicate key wins
- * in json-c and in JSON.parse alike, at the first one's place). */
+ * in json-c and in JSON.parse alike, at the first one's place). A string's
+ * plain bytes are crossed eight at a time; a member read as an object of its
+ * own is not checked again (prov_json_skim.c). */
 #include <string.h>
 #include "prov_json_scan.h"
 #include "prov_money.h"
@@ -81,12 +83,55 @@ static int utf8(scan_t *s)
 }
 
 /* Bytes that stand for themselves in a string, a bit each: 0x20-0x7f but
- * the quote (0x22) and the backslash (0x5c); a run of them is skipped a
- * byte a step. */
+ * the quote (0x22) and the backslash (0x5c). */
 static const apr_uint64_t plain_bits[4] = {
     APR_UINT64_C(0xFFFFFFFB00000000), APR_UINT64_C(0xFFFFFFFFEFFFFFFF), 0, 0
 };
 #define PLAIN_BYTE(c) ((plain_bits[(c) >> 6] >> ((c) & 63)) & 1)
+
+/* A run of such bytes is skipped eight at a time where the machine reads a
+ * word's first byte as its lowest (PROV_JSCAN_SWAR 0: a byte a step, as the
+ * fuzz harness's reference scanner is built). */
+#ifndef PROV_JSCAN_SWAR
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define PROV_JSCAN_SWAR 1
+#else
+#define PROV_JSCAN_SWAR 0
+#endif
+#endif
+
+#if PROV_JSCAN_SWAR
+#define ONES APR_UINT64_C(0x0101010101010101)
+#define HIGHS APR_UINT64_C(0x8080808080808080)
+
+/* The bytes of w that do not stand for themselves (below 0x20, the quote,
+ * the backslash, 0x80 and above), each as its high bit. A subtraction's
+ * borrow runs only from such a byte to the next, so the lowest bit set is
+ * the first of them. */
+static apr_uint64_t special(apr_uint64_t w)
+{
+    apr_uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS;
+}
+#endif
+
+/* The first byte in [q, end) that does not stand for itself, or end. */
+static const char *plain_run(const char *q, const char *end)
+{
+#if PROV_JSCAN_SWAR
+    while (end - q >= 8) {
+        apr_uint64_t w, m;
+        memcpy(&w, q, 8);
+        m = special(w);
+        if (m)
+            return q + (__builtin_ctzll(m) >> 3);
+        q += 8;
+    }
+#endif
+    while (q < end && PLAIN_BYTE((unsigned char)*q))
+        q++;
+    return q;
+}
 
 /* A string at s->p (its opening quote); *plain: no backslash in it. */
 static int string(scan_t *s, int *plain)
@@ -95,11 +140,8 @@ static int string(scan_t *s, int *plain)
     s->p++;
     while (s->p < s->end) {
         unsigned char c;
-        const char *q = s->p, *end = s->end;     /* (locals: kept in registers) */
-        while (q < end && PLAIN_BYTE((unsigned char)*q))
-            q++;
-        s->p = q;
-        if (q >= end)
+        s->p = plain_run(s->p, s->end);
+        if (s->p >= s->end)
             break;
         c = (unsigned char)*s->p;
         if (c == '"') {
@@ -399,14 +441,6 @@ apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const c
         n = n * 10 + (*c - '0');
     *v = neg ? -n : n;
     return APR_SUCCESS;
-}
-
-apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, const char *key)
-{
-    const prov_jmember_t *m = prov_json_scan_member(o, key);
-    if (!m || *m->val != '{')
-        return APR_NOTFOUND;
-    return prov_json_scan_object(sub, m->val, m->vlen);
 }
 
 int prov_json_scan_plain(const char *id)

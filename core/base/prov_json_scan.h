@@ -65,9 +65,11 @@ const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char 
  * an integer too long to read the way json-c does (declined). */
 apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key);
 
-/* The member key of o as an object (scanned into *sub): APR_SUCCESS,
- * APR_NOTFOUND when there is no such member or it is not an object, or
- * APR_EGENERAL (declined). */
+/* The member key of o as an object (read into *sub as prov_json_scan_object
+ * reads its text alone): APR_SUCCESS, APR_NOTFOUND when there is no such
+ * member or it is not an object, or APR_EGENERAL (declined). o is as a scan
+ * that succeeded left it (prov_json_scan_object, _strict or _sub): the
+ * member's text, checked then, is not checked again (prov_json_skim.c). */
 apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, const char *key);
 
 /* A gateway answer read for relaying: its bytes, its members and those of

@@ -188,6 +188,147 @@ static void test_scan_agrees(void)
     apr_pool_destroy(p);
 }
 
+/* {"k":"<head><x><tail>"} with x placed at every offset from the text's
+ * start and its end (the 8-byte steps of the string loop, and the byte
+ * steps of its last few bytes): the scan's answer is want, and when it takes
+ * the text the member's value spans the whole string. */
+static void check_string_offsets(const char *x, apr_size_t xlen, apr_status_t want)
+{
+    char buf[80];
+    int head, tail;
+    for (head = 0; head <= 17; head++) {
+        for (tail = 0; tail <= 17; tail++) {
+            prov_jobject_t o;
+            apr_size_t n = 0;
+            memcpy(buf, "{\"k\":\"", 6);
+            n = 6;
+            memset(buf + n, 'a', (apr_size_t)head);
+            n += (apr_size_t)head;
+            memcpy(buf + n, x, xlen);
+            n += xlen;
+            memset(buf + n, '~', (apr_size_t)tail);
+            n += (apr_size_t)tail;
+            memcpy(buf + n, "\"}", 2);
+            n += 2;
+            CU_ASSERT_EQUAL(prov_json_scan_object(&o, buf, n), want);
+            if (want == APR_SUCCESS && o.n == 1)
+                CU_ASSERT_EQUAL(o.m[0].vlen, (apr_size_t)head + xlen + (apr_size_t)tail + 2);
+            /* cut before its closing quote: never taken */
+            CU_ASSERT_EQUAL(prov_json_scan_object(&o, buf, n - 2), APR_EGENERAL);
+        }
+    }
+}
+
+/* Strings with what the 8-byte loop stops at, at every offset. */
+static void test_scan_string_words(void)
+{
+    static const struct { const char *x; apr_status_t want; } cases[] = {
+        { "", APR_SUCCESS }, { "\\\"", APR_SUCCESS }, { "\\\\", APR_SUCCESS },
+        { "\\u00e9", APR_SUCCESS }, { "\\/\\b\\f\\n\\r\\t", APR_SUCCESS }, { "\x7f", APR_SUCCESS },
+        { "\xc3\xa9", APR_SUCCESS }, { "\xe2\x82\xac", APR_SUCCESS },
+        { "\xf0\x9f\x98\x80", APR_SUCCESS }, { "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", APR_SUCCESS },
+        { "\x01", APR_EGENERAL }, { "\x1f", APR_EGENERAL }, { "\t", APR_EGENERAL },
+        { "\x80", APR_EGENERAL }, { "\xc3", APR_EGENERAL }, { "\xc0\xaf", APR_EGENERAL },
+        { "\xed\xa0\x80", APR_EGENERAL }, { "\xf4\x90\x80\x80", APR_EGENERAL },
+        { "\xff", APR_EGENERAL }, { "\\x", APR_EGENERAL }, { "\\ud800", APR_EGENERAL },
+        { "\\u12", APR_EGENERAL }, { "a\"b", APR_EGENERAL }, { NULL, 0 }
+    };
+    int i;
+    for (i = 0; cases[i].x; i++)
+        check_string_offsets(cases[i].x, strlen(cases[i].x), cases[i].want);
+    /* a NUL byte, at every offset */
+    check_string_offsets("\0", 1, APR_EGENERAL);
+}
+
+/* prov_json_scan_sub of o's member key gives what a scan of that member's
+ * text alone gives: the same answer, keys, spans and closing brace. */
+static void check_sub_same(const prov_jobject_t *o, const char *key)
+{
+    const prov_jmember_t *m = prov_json_scan_member(o, key);
+    prov_jobject_t a, b;
+    apr_status_t ra = prov_json_scan_sub(&a, o, key), rb;
+    int i;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    rb = prov_json_scan_object(&b, m->val, m->vlen);
+    CU_ASSERT_EQUAL(ra, rb);
+    if (ra != APR_SUCCESS || rb != APR_SUCCESS)
+        return;
+    CU_ASSERT_EQUAL_FATAL(a.n, b.n);
+    CU_ASSERT_PTR_EQUAL(a.close, b.close);
+    for (i = 0; i < a.n; i++) {
+        CU_ASSERT(a.m[i].key == b.m[i].key && a.m[i].klen == b.m[i].klen);
+        CU_ASSERT(a.m[i].val == b.m[i].val && a.m[i].vlen == b.m[i].vlen);
+    }
+}
+
+/* Sub-objects read from their checked text, with what they may hold. */
+static void test_scan_sub(void)
+{
+    static const struct { const char *text; apr_status_t want; int n; } cases[] = {
+        { "{\"s\":{}}", APR_SUCCESS, 0 },
+        { "{\"s\": { \"a\" : 1 , \"b\":\"x\" } }", APR_SUCCESS, 2 },
+        { "{\"s\":{\"a\":\"}]{[\\\"\",\"b\":[[\"]\"],{\"x\":\"}\"}],\"c\":{\"d\":[{}]},\"e\":-1.5e3}}",
+          APR_SUCCESS, 4 },
+        { "{\"s\":{\"a\":\"\\\\\",\"b\":\"\\\\\\\"\",\"c\":\"\\u0022\\\\\",\"d\":true,\"e\":null}}",
+          APR_SUCCESS, 5 },
+        { "{\"s\":{\"a\":{\"a\":1,\"a\":2},\"b\":[false]}}", APR_SUCCESS, 2 },
+        { "{\"s\":{\"\xc3\xa9\":\"\xf0\x9f\x98\x80\",\"k\\u0065y\":1}}", APR_EGENERAL, 0 },
+        { "{\"s\":{\"a\\\"b\":1}}", APR_EGENERAL, 0 },
+        { "{\"s\":{\"a\":1,\"b\":2,\"a\":3}}", APR_EGENERAL, 0 },
+        { "{\"s\":{\"a\":1,\"ab\":2,\"b\":3}}", APR_SUCCESS, 3 },
+        { "{\"s\":[1]}", APR_NOTFOUND, 0 },
+        { "{\"s\":\"{}\"}", APR_NOTFOUND, 0 },
+        { "{\"t\":{}}", APR_NOTFOUND, 0 },
+        { NULL, 0, 0 }
+    };
+    int i;
+    for (i = 0; cases[i].text; i++) {
+        prov_jobject_t o, sub;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, cases[i].text, strlen(cases[i].text)),
+                              APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_sub(&sub, &o, "s"), cases[i].want);
+        if (cases[i].want == APR_SUCCESS)
+            CU_ASSERT_EQUAL(sub.n, cases[i].n);
+        if (cases[i].want != APR_NOTFOUND)
+            check_sub_same(&o, "s");
+    }
+}
+
+/* A sub-object of as many members as a scan keeps, and one more; a sub of a
+ * sub (a message_start's message, then its usage). */
+static void test_scan_sub_members(void)
+{
+    char buf[512];
+    apr_size_t n;
+    prov_jobject_t o, sub, usage;
+    int i, k;
+    for (i = 0; i <= PROV_JSCAN_MEMBERS + 1; i++) {
+        memcpy(buf, "{\"s\":{", 6);
+        n = 6;
+        for (k = 0; k < i; k++)
+            n += (apr_size_t)sprintf(buf + n, "%s\"m%d\":[%d]", k ? "," : "", k, k);
+        memcpy(buf + n, "}}", 3);
+        n += 2;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, buf, n), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_sub(&sub, &o, "s"),
+                        i <= PROV_JSCAN_MEMBERS ? APR_SUCCESS : APR_EGENERAL);
+        check_sub_same(&o, "s");
+    }
+    {
+        static const char start[] = "{\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+            "\"content\":[],\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}";
+        apr_int64_t v;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, start, sizeof(start) - 1), APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_sub(&sub, &o, "message"), APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_sub(&usage, &sub, "usage"), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_int(&v, &usage, "input_tokens"), APR_SUCCESS);
+        CU_ASSERT_EQUAL(v, 7);
+        check_sub_same(&sub, "usage");
+        CU_ASSERT_EQUAL(*usage.close, '}');
+        CU_ASSERT_EQUAL(usage.close[1], '}');
+    }
+}
+
 void prov_test_suite_json_scan(void)
 {
     CU_pSuite s = CU_add_suite("json_scan", NULL, NULL);
@@ -195,4 +336,8 @@ void prov_test_suite_json_scan(void)
     CU_add_test(s, "a public id that needs escaping declines", test_render_declines);
     CU_add_test(s, "messages answers relayed as json-c renders them", test_messages_relay);
     CU_add_test(s, "what the scanner takes json-c takes", test_scan_agrees);
+    CU_add_test(s, "strings read 8 bytes a step, whatever they hold where",
+                test_scan_string_words);
+    CU_add_test(s, "a sub-object read from checked text as a scan reads it", test_scan_sub);
+    CU_add_test(s, "a sub-object's members bounded; a sub of a sub", test_scan_sub_members);
 }
