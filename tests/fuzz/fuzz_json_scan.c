@@ -1,0 +1,117 @@
+/* fuzz_json_scan.c: libFuzzer harness of the tree-less JSON scanner
+ * (core/base/prov_json_scan.c, prov_json_skim.c) against a plain reference:
+ * the same prov_json_scan.c compiled into this program a second time with
+ * its strings read a byte a step (PROV_JSCAN_SWAR 0) and its functions
+ * renamed ref_*, and a member's object read by scanning the member's text
+ * alone (what prov_json_scan_sub did before it trusted the enclosing scan).
+ * The input is any text. Checked: prov_json_scan_object and _strict give
+ * the reference's status, members (keys and value spans, as pointers into
+ * the input) and closing brace; what they take json-c's strict parse takes;
+ * for every member that is an object, prov_json_scan_sub gives what the
+ * reference scan of its text gives (and so on into its own members, a few
+ * levels deep), and that text scanned alone by both agrees; for every
+ * member that is an array, prov_json_scan_item walks its items as the
+ * reference does. */
+#include "fuzz_common.h"
+#include "prov_json_scan.h"
+
+/* The reference: the byte-at-a-time scanner, under other names. */
+#define PROV_JSCAN_SWAR 0
+#define prov_json_scan_object ref_json_scan_object
+#define prov_json_scan_strict ref_json_scan_strict
+#define prov_json_scan_item ref_json_scan_item
+#define prov_json_scan_strlen ref_json_scan_strlen
+#define prov_json_scan_plain ref_json_scan_plain
+#define prov_json_scan_member ref_json_scan_member
+#define prov_json_scan_int ref_json_scan_int
+#define prov_json_scan_render ref_json_scan_render
+#include "prov_json_scan.c"
+#undef prov_json_scan_object
+#undef prov_json_scan_strict
+#undef prov_json_scan_item
+#undef prov_json_scan_strlen
+#undef prov_json_scan_plain
+#undef prov_json_scan_member
+#undef prov_json_scan_int
+#undef prov_json_scan_render
+
+#define SUB_LEVELS 4
+
+static void same_result(apr_status_t ra, const prov_jobject_t *a, apr_status_t rb,
+                        const prov_jobject_t *b)
+{
+    int i;
+    FUZZ_CHECK(ra == rb);
+    if (ra != APR_SUCCESS)
+        return;
+    FUZZ_CHECK(a->n == b->n && a->close == b->close);
+    for (i = 0; i < a->n; i++) {
+        FUZZ_CHECK(a->m[i].key == b->m[i].key && a->m[i].klen == b->m[i].klen);
+        FUZZ_CHECK(a->m[i].val == b->m[i].val && a->m[i].vlen == b->m[i].vlen);
+    }
+}
+
+/* The items of the array (scanned) at val: the same walk both ways. */
+static void same_items(const char *val, apr_size_t vlen)
+{
+    const char *a = val, *b = val, *end = val + vlen;
+    for (;;) {
+        const char *va = NULL, *vb = NULL;
+        apr_size_t la = 0, lb = 0;
+        apr_status_t ra = prov_json_scan_item(&a, end, &va, &la);
+        apr_status_t rb = ref_json_scan_item(&b, end, &vb, &lb);
+        FUZZ_CHECK(ra == rb);
+        if (ra != APR_SUCCESS)
+            return;
+        FUZZ_CHECK(a == b && va == vb && la == lb);
+    }
+}
+
+/* o (as a scan that succeeded left it): each member that is an object read
+ * by prov_json_scan_sub as the reference reads its text, and further down;
+ * each array walked alike. */
+static void same_members(const prov_jobject_t *o, int level, apr_pool_t *p)
+{
+    int i;
+    for (i = 0; i < o->n; i++) {
+        const prov_jmember_t *m = &o->m[i];
+        prov_jobject_t a, b;
+        apr_status_t ra, rb;
+        if (*m->val == '[')
+            same_items(m->val, m->vlen);
+        if (*m->val != '{')
+            continue;
+        /* (a scan keeps no two members with the same key: the key finds m) */
+        FUZZ_CHECK(prov_json_scan_member(o, apr_pstrmemdup(p, m->key, m->klen)) == m);
+        ra = prov_json_scan_sub(&a, o, apr_pstrmemdup(p, m->key, m->klen));
+        rb = ref_json_scan_object(&b, m->val, m->vlen);
+        same_result(ra, &a, rb, &b);
+        same_result(prov_json_scan_object(&a, m->val, m->vlen), &a, rb, &b);
+        if (ra == APR_SUCCESS && level < SUB_LEVELS)
+            same_members(&a, level + 1, p);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    apr_pool_t *p = fuzz_pool();
+    const char *text = (const char *)data;
+    prov_jobject_t a, b;
+    apr_status_t ra, rb;
+
+    ra = prov_json_scan_object(&a, text, size);
+    rb = ref_json_scan_object(&b, text, size);
+    same_result(ra, &a, rb, &b);
+    if (ra == APR_SUCCESS) {
+        const char *err = NULL;
+        FUZZ_CHECK(prov_json_parse(text, size, &err, p) != NULL);
+        same_members(&a, 1, p);
+    }
+    ra = prov_json_scan_strict(&a, text, size);
+    rb = ref_json_scan_strict(&b, text, size);
+    same_result(ra, &a, rb, &b);
+    if (ra == APR_SUCCESS)
+        same_members(&a, 1, p);
+    apr_pool_destroy(p);
+    return 0;
+}
