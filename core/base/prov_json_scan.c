@@ -10,6 +10,7 @@
  * own is not checked again (prov_json_skim.c). */
 #include <string.h>
 #include "prov_json_scan.h"
+#include "prov_json_word.h"
 #include "prov_money.h"
 
 #define MAX_DEPTH 16             /* json-c's limit is 32 */
@@ -82,57 +83,6 @@ static int utf8(scan_t *s)
     return 1;
 }
 
-/* Bytes that stand for themselves in a string, a bit each: 0x20-0x7f but
- * the quote (0x22) and the backslash (0x5c). */
-static const apr_uint64_t plain_bits[4] = {
-    APR_UINT64_C(0xFFFFFFFB00000000), APR_UINT64_C(0xFFFFFFFFEFFFFFFF), 0, 0
-};
-#define PLAIN_BYTE(c) ((plain_bits[(c) >> 6] >> ((c) & 63)) & 1)
-
-/* A run of such bytes is skipped eight at a time where the machine reads a
- * word's first byte as its lowest (PROV_JSCAN_SWAR 0: a byte a step, as the
- * fuzz harness's reference scanner is built). */
-#ifndef PROV_JSCAN_SWAR
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define PROV_JSCAN_SWAR 1
-#else
-#define PROV_JSCAN_SWAR 0
-#endif
-#endif
-
-#if PROV_JSCAN_SWAR
-#define ONES APR_UINT64_C(0x0101010101010101)
-#define HIGHS APR_UINT64_C(0x8080808080808080)
-
-/* The bytes of w that do not stand for themselves (below 0x20, the quote,
- * the backslash, 0x80 and above), each as its high bit. A subtraction's
- * borrow runs only from such a byte to the next, so the lowest bit set is
- * the first of them. */
-static apr_uint64_t special(apr_uint64_t w)
-{
-    apr_uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
-    return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b) | w) & HIGHS;
-}
-#endif
-
-/* The first byte in [q, end) that does not stand for itself, or end. */
-static const char *plain_run(const char *q, const char *end)
-{
-#if PROV_JSCAN_SWAR
-    while (end - q >= 8) {
-        apr_uint64_t w, m;
-        memcpy(&w, q, 8);
-        m = special(w);
-        if (m)
-            return q + (__builtin_ctzll(m) >> 3);
-        q += 8;
-    }
-#endif
-    while (q < end && PLAIN_BYTE((unsigned char)*q))
-        q++;
-    return q;
-}
-
 /* A string at s->p (its opening quote); *plain: no backslash in it. */
 static int string(scan_t *s, int *plain)
 {
@@ -140,7 +90,7 @@ static int string(scan_t *s, int *plain)
     s->p++;
     while (s->p < s->end) {
         unsigned char c;
-        s->p = plain_run(s->p, s->end);
+        s->p = prov_jword_run(s->p, s->end);
         if (s->p >= s->end)
             break;
         c = (unsigned char)*s->p;
@@ -249,7 +199,8 @@ static int object(scan_t *s, prov_jobject_t *o)
             if (o->n == PROV_JSCAN_MEMBERS)
                 return 0;
             for (i = 0; i < o->n; i++) {
-                if (o->m[i].klen == klen && !memcmp(o->m[i].key, key, klen))
+                if (o->m[i].klen == klen && o->m[i].key[0] == key[0]
+                    && !memcmp(o->m[i].key, key, klen))
                     return 0;
             }
             o->m[o->n].key = key;
@@ -413,8 +364,8 @@ const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char 
 {
     apr_size_t n = strlen(key);
     int i;
-    for (i = 0; i < o->n; i++) {
-        if (o->m[i].klen == n && !memcmp(o->m[i].key, key, n))
+    for (i = 0; i < o->n; i++) {    /* (a key's first byte: its closing quote when empty) */
+        if (o->m[i].klen == n && (!n || o->m[i].key[0] == key[0]) && !memcmp(o->m[i].key, key, n))
             return &o->m[i];
     }
     return NULL;

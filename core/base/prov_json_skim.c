@@ -4,14 +4,15 @@
  * grammar, strings and their UTF-8, numbers, depth), so what is left is
  * finding its members' boundaries and what a scan of the object alone would
  * add: its own keys plain (no backslash) and unique, and at most
- * PROV_JSCAN_MEMBERS of them. Strings are crossed with memchr for the quote
- * and a backslash check, nested values by counting brackets outside
+ * PROV_JSCAN_MEMBERS of them. Strings are crossed to their quote eight bytes
+ * a step (prov_json_word.h), nested values by counting brackets outside
  * strings. The result is the same as prov_json_scan_object on the member's
  * text (the fuzz harness fuzz_json_scan holds it to that); anything that
  * does not look like checked text (it cannot happen) is declined, and no
  * byte outside the member's text is read. */
 #include <string.h>
 #include "prov_json_scan.h"
+#include "prov_json_word.h"
 
 static const char *skim_ws(const char *p, const char *end)
 {
@@ -23,20 +24,15 @@ static const char *skim_ws(const char *p, const char *end)
 /* Past the string whose opening quote is at p, or NULL. */
 static const char *skim_string(const char *p, const char *end)
 {
-    const char *q = p + 1, *quote = NULL;
+    const char *q = p + 1;
     for (;;) {
-        const char *bs;
-        if (!quote || quote < q) {
-            quote = memchr(q, '"', (apr_size_t)(end - q));
-            if (!quote)
-                return NULL;
-        }
-        bs = memchr(q, '\\', (apr_size_t)(quote - q));
-        if (!bs)
-            return quote + 1;
-        q = bs + 2;              /* the escaped character (a 'u' and its hex digits are plain) */
+        q = prov_jword_run(q, end);
         if (q >= end)
             return NULL;
+        if (*q == '"')
+            return q + 1;
+        /* an escape (a 'u' and its hex digits are plain) or UTF-8 */
+        q += *q == '\\' ? 2 : 1;
     }
 }
 
@@ -91,12 +87,15 @@ static const char *skim_key(prov_jobject_t *o, const char *p, const char *end)
     const char *key = p + 1, *quote;
     apr_size_t klen;
     int i;
-    quote = memchr(key, '"', (apr_size_t)(end - key));
-    if (!quote || memchr(key, '\\', (apr_size_t)(quote - key)) || o->n == PROV_JSCAN_MEMBERS)
+    for (quote = key; (quote = prov_jword_run(quote, end)) < end && *quote != '"'; quote++) {
+        if (*quote == '\\')
+            return NULL;
+    }
+    if (quote >= end || o->n == PROV_JSCAN_MEMBERS)
         return NULL;
     klen = (apr_size_t)(quote - key);
     for (i = 0; i < o->n; i++) {
-        if (o->m[i].klen == klen && !memcmp(o->m[i].key, key, klen))
+        if (o->m[i].klen == klen && o->m[i].key[0] == key[0] && !memcmp(o->m[i].key, key, klen))
             return NULL;
     }
     o->m[o->n].key = key;

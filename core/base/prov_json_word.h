@@ -1,0 +1,62 @@
+/* prov_json_word.h: a JSON string's plain bytes crossed eight at a time,
+ * shared by the scanner (prov_json_scan.c) and the reader of checked
+ * sub-objects (prov_json_skim.c); internal to core/base. */
+#ifndef PROV_JSON_WORD_H
+#define PROV_JSON_WORD_H
+
+#include <string.h>
+#include "prov_common.h"
+
+/* Bytes that stand for themselves in a string, a bit each: 0x20-0x7f but
+ * the quote (0x22) and the backslash (0x5c). */
+static const apr_uint64_t prov_jword_plain_bits[4] = {
+    APR_UINT64_C(0xFFFFFFFB00000000), APR_UINT64_C(0xFFFFFFFFEFFFFFFF), 0, 0
+};
+#define PROV_JWORD_PLAIN(c) ((prov_jword_plain_bits[(c) >> 6] >> ((c) & 63)) & 1)
+
+/* A run of such bytes is skipped eight at a time where the machine reads a
+ * word's first byte as its lowest (PROV_JSCAN_SWAR 0: a byte a step, as the
+ * fuzz harness's reference scanner is built). */
+#ifndef PROV_JSCAN_SWAR
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define PROV_JSCAN_SWAR 1
+#else
+#define PROV_JSCAN_SWAR 0
+#endif
+#endif
+
+#if PROV_JSCAN_SWAR
+#define PROV_JWORD_ONES APR_UINT64_C(0x0101010101010101)
+#define PROV_JWORD_HIGHS APR_UINT64_C(0x8080808080808080)
+
+/* The bytes of w that do not stand for themselves (below 0x20, the quote,
+ * the backslash, 0x80 and above), each as its high bit. A subtraction's
+ * borrow runs only from such a byte to the next, so the lowest bit set is
+ * the first of them. */
+static APR_INLINE apr_uint64_t prov_jword_special(apr_uint64_t w)
+{
+    const apr_uint64_t ones = PROV_JWORD_ONES;
+    apr_uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & PROV_JWORD_HIGHS;
+}
+#endif
+
+/* The first byte in [q, end) that does not stand for itself, or end. */
+static APR_INLINE const char *prov_jword_run(const char *q, const char *end)
+{
+#if PROV_JSCAN_SWAR
+    while (end - q >= 8) {
+        apr_uint64_t w, m;
+        memcpy(&w, q, 8);
+        m = prov_jword_special(w);
+        if (m)
+            return q + (__builtin_ctzll(m) >> 3);
+        q += 8;
+    }
+#endif
+    while (q < end && PROV_JWORD_PLAIN((unsigned char)*q))
+        q++;
+    return q;
+}
+
+#endif
