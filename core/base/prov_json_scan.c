@@ -25,10 +25,10 @@ typedef struct scan_t {
 
 static int value(scan_t *s, prov_jobject_t *o);
 
-static void skip_ws(scan_t *s)
+static APR_INLINE void skip_ws(scan_t *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-        s->p++;
+    if (s->p < s->end && (unsigned char)*s->p <= ' ')
+        s->p = prov_jword_ws(s->p, s->end);
 }
 
 static int hex4(const char *h, unsigned *u)
@@ -83,17 +83,12 @@ static int utf8(scan_t *s)
     return 1;
 }
 
-/* A string at s->p (its opening quote); *plain: no backslash in it. */
-static int string(scan_t *s, int *plain)
+/* The rest of a string from s->p, at a byte that does not stand for itself
+ * (or the end); *plain cleared at a backslash. */
+static int string_rest(scan_t *s, int *plain)
 {
-    *plain = 1;
-    s->p++;
     while (s->p < s->end) {
-        unsigned char c;
-        s->p = prov_jword_run(s->p, s->end);
-        if (s->p >= s->end)
-            break;
-        c = (unsigned char)*s->p;
+        unsigned char c = (unsigned char)*s->p;
         if (c == '"') {
             s->p++;
             return 1;
@@ -123,8 +118,22 @@ static int string(scan_t *s, int *plain)
         }
         else
             s->p++;
+        s->p = prov_jword_run(s->p, s->end);
     }
     return 0;
+}
+
+/* A string at s->p (its opening quote); *plain: no backslash in it. One of
+ * plain bytes only (the usual key or value) is crossed here, inline. */
+static APR_INLINE int string(scan_t *s, int *plain)
+{
+    *plain = 1;
+    s->p = prov_jword_run(s->p + 1, s->end);
+    if (s->p < s->end && *s->p == '"') {
+        s->p++;
+        return 1;
+    }
+    return string_rest(s, plain);
 }
 
 static int digits(scan_t *s)
@@ -174,6 +183,7 @@ static int literal(scan_t *s, const char *word, apr_size_t n)
 static int object(scan_t *s, prov_jobject_t *o)
 {
     prov_jobject_t scratch;
+    apr_uint64_t seen = 0;       /* the keys' bits (prov_json_word.h) */
     if (++s->depth > MAX_DEPTH)
         return 0;
     if (!o && s->strict)
@@ -196,13 +206,14 @@ static int object(scan_t *s, prov_jobject_t *o)
         if (o) {
             int i;
             apr_size_t klen = (apr_size_t)(s->p - 1 - key);
+            apr_uint64_t bit = PROV_JWORD_KEYBIT(key, klen);
             if (o->n == PROV_JSCAN_MEMBERS)
                 return 0;
-            for (i = 0; i < o->n; i++) {
-                if (o->m[i].klen == klen && o->m[i].key[0] == key[0]
-                    && !memcmp(o->m[i].key, key, klen))
+            for (i = 0; (seen & bit) && i < o->n; i++) {
+                if (o->m[i].klen == klen && !memcmp(o->m[i].key, key, klen))
                     return 0;
             }
+            seen |= bit;
             o->m[o->n].key = key;
             o->m[o->n].klen = klen;
         }
@@ -362,10 +373,15 @@ apr_size_t prov_json_scan_strlen(const char *val, apr_size_t vlen)
 
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key)
 {
-    apr_size_t n = strlen(key);
     int i;
-    for (i = 0; i < o->n; i++) {    /* (a key's first byte: its closing quote when empty) */
-        if (o->m[i].klen == n && (!n || o->m[i].key[0] == key[0]) && !memcmp(o->m[i].key, key, n))
+    for (i = 0; i < o->n; i++) {
+        const char *k = o->m[i].key;
+        apr_size_t j, n = o->m[i].klen;
+        /* compared a byte a step: a key holds no NUL, so the walk stops at
+         * key's end (or at the first difference) and reads no further */
+        for (j = 0; j < n && k[j] == key[j]; j++)
+            ;
+        if (j == n && !key[n])
             return &o->m[i];
     }
     return NULL;

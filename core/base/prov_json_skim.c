@@ -14,13 +14,6 @@
 #include "prov_json_scan.h"
 #include "prov_json_word.h"
 
-static const char *skim_ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-        p++;
-    return p;
-}
-
 /* Past the string whose opening quote is at p, or NULL. */
 static const char *skim_string(const char *p, const char *end)
 {
@@ -82,10 +75,12 @@ static const char *skim_value(const char *p, const char *end)
 
 /* The key at p (its opening quote) kept as o's next member when it is plain
  * and new and there is room; past its closing quote, or NULL. */
-static const char *skim_key(prov_jobject_t *o, const char *p, const char *end)
+static const char *skim_key(prov_jobject_t *o, apr_uint64_t *seen, const char *p,
+                            const char *end)
 {
     const char *key = p + 1, *quote;
     apr_size_t klen;
+    apr_uint64_t bit;
     int i;
     for (quote = key; (quote = prov_jword_run(quote, end)) < end && *quote != '"'; quote++) {
         if (*quote == '\\')
@@ -94,10 +89,12 @@ static const char *skim_key(prov_jobject_t *o, const char *p, const char *end)
     if (quote >= end || o->n == PROV_JSCAN_MEMBERS)
         return NULL;
     klen = (apr_size_t)(quote - key);
-    for (i = 0; i < o->n; i++) {
-        if (o->m[i].klen == klen && o->m[i].key[0] == key[0] && !memcmp(o->m[i].key, key, klen))
+    bit = PROV_JWORD_KEYBIT(key, klen);
+    for (i = 0; (*seen & bit) && i < o->n; i++) {
+        if (o->m[i].klen == klen && !memcmp(o->m[i].key, key, klen))
             return NULL;
     }
+    *seen |= bit;
     o->m[o->n].key = key;
     o->m[o->n].klen = klen;
     return quote + 1;
@@ -106,25 +103,26 @@ static const char *skim_key(prov_jobject_t *o, const char *p, const char *end)
 /* The object whose text (checked by a scan) is [p, end) into o. */
 static apr_status_t skim_object(prov_jobject_t *o, const char *p, const char *end)
 {
+    apr_uint64_t seen = 0;
     o->n = 0;
-    p = skim_ws(p + 1, end);
+    p = prov_jword_ws(p + 1, end);
     if (p < end && *p == '}')
         goto done;
     for (;;) {
         const char *val;
-        p = skim_ws(p, end);
-        if (p >= end || *p != '"' || !(p = skim_key(o, p, end)))
+        p = prov_jword_ws(p, end);
+        if (p >= end || *p != '"' || !(p = skim_key(o, &seen, p, end)))
             return APR_EGENERAL;
-        p = skim_ws(p, end);
+        p = prov_jword_ws(p, end);
         if (p >= end || *p != ':')
             return APR_EGENERAL;
-        val = p = skim_ws(p + 1, end);
+        val = p = prov_jword_ws(p + 1, end);
         if (!(p = skim_value(p, end)))
             return APR_EGENERAL;
         o->m[o->n].val = val;
         o->m[o->n].vlen = (apr_size_t)(p - val);
         o->n++;
-        p = skim_ws(p, end);
+        p = prov_jword_ws(p, end);
         if (p < end && *p == ',') {
             p++;
             continue;

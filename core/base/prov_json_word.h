@@ -30,16 +30,33 @@ static const apr_uint64_t prov_jword_plain_bits[4] = {
 #define PROV_JWORD_HIGHS APR_UINT64_C(0x8080808080808080)
 
 /* The bytes of w that do not stand for themselves (below 0x20, the quote,
- * the backslash, 0x80 and above), each as its high bit. A subtraction's
- * borrow runs only from such a byte to the next, so the lowest bit set is
- * the first of them. */
+ * the backslash, 0x80 and above), each as its high bit: a plain byte minus
+ * 0x20, and its xor with the quote or the backslash minus one, stay below
+ * 0x80 and borrow nothing, so the lowest bit set is the first such byte (a
+ * borrow runs only from it to the next). */
 static APR_INLINE apr_uint64_t prov_jword_special(apr_uint64_t w)
 {
     const apr_uint64_t ones = PROV_JWORD_ONES;
-    apr_uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-    return (((w - ones * 0x20) & ~w) | ((q - ones) & ~q) | ((b - ones) & ~b) | w) & PROV_JWORD_HIGHS;
+    return ((w - ones * 0x20) | ((w ^ (ones * '"')) - ones) | ((w ^ (ones * '\\')) - ones) | w)
+           & PROV_JWORD_HIGHS;
 }
 #endif
+
+/* A key's bit among an object's keys (from its first and last bytes and
+ * its length; the closing quote when it is empty): a key whose bit is not
+ * yet set is new, only one whose bit is set is compared with those before. */
+#define PROV_JWORD_KEYBIT(key, klen) \
+    ((apr_uint64_t)1 << (((unsigned char)(key)[0] + (unsigned char)(key)[(klen) ? (klen) - 1 : 0] * 3 \
+                          + (klen) * 5) & 63))
+
+/* Past the JSON white space at p (a structural byte is above ' '). */
+static APR_INLINE const char *prov_jword_ws(const char *p, const char *end)
+{
+    while (p < end && (unsigned char)*p <= ' '
+           && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
 
 /* The first byte in [q, end) that does not stand for itself, or end. */
 static APR_INLINE const char *prov_jword_run(const char *q, const char *end)
