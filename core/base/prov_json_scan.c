@@ -374,6 +374,13 @@ apr_size_t prov_json_scan_strlen(const char *val, apr_size_t vlen)
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key)
 {
     int i;
+#if PROV_JSCAN_REFERENCE
+    apr_size_t n = strlen(key);
+    for (i = 0; i < o->n; i++) {
+        if (o->m[i].klen == n && !memcmp(o->m[i].key, key, n))
+            return &o->m[i];
+    }
+#else
     for (i = 0; i < o->n; i++) {
         const char *k = o->m[i].key;
         apr_size_t j, n = o->m[i].klen;
@@ -384,6 +391,7 @@ const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char 
         if (j == n && !key[n])
             return &o->m[i];
     }
+#endif
     return NULL;
 }
 

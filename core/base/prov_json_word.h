@@ -14,15 +14,20 @@ static const apr_uint64_t prov_jword_plain_bits[4] = {
 };
 #define PROV_JWORD_PLAIN(c) ((prov_jword_plain_bits[(c) >> 6] >> ((c) & 63)) & 1)
 
-/* A run of such bytes is skipped eight at a time where the machine reads a
- * word's first byte as its lowest (PROV_JSCAN_SWAR 0: a byte a step, as the
- * fuzz harness's reference scanner is built). */
-#ifndef PROV_JSCAN_SWAR
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* PROV_JSCAN_REFERENCE 1 builds the scanner as it was before these
+ * shortcuts, for tests/fuzz/fuzz_json_scan.c to compare with: strings a
+ * byte a step, every key compared with all those before it, a member looked
+ * up with strlen and memcmp. Otherwise a run of plain bytes is crossed
+ * eight at a time where the machine reads a word's first byte as its
+ * lowest. */
+#ifndef PROV_JSCAN_REFERENCE
+#define PROV_JSCAN_REFERENCE 0
+#endif
+#if !PROV_JSCAN_REFERENCE && defined(__GNUC__) && defined(__BYTE_ORDER__) \
+    && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define PROV_JSCAN_SWAR 1
 #else
 #define PROV_JSCAN_SWAR 0
-#endif
 #endif
 
 #if PROV_JSCAN_SWAR
@@ -44,10 +49,15 @@ static APR_INLINE apr_uint64_t prov_jword_special(apr_uint64_t w)
 
 /* A key's bit among an object's keys (from its first and last bytes and
  * its length; the closing quote when it is empty): a key whose bit is not
- * yet set is new, only one whose bit is set is compared with those before. */
+ * yet set is new, only one whose bit is set is compared with those before
+ * (in the reference build, every one is). */
+#if PROV_JSCAN_REFERENCE
+#define PROV_JWORD_KEYBIT(key, klen) (~(apr_uint64_t)0)
+#else
 #define PROV_JWORD_KEYBIT(key, klen) \
-    ((apr_uint64_t)1 << (((unsigned char)(key)[0] + (unsigned char)(key)[(klen) ? (klen) - 1 : 0] * 3 \
-                          + (klen) * 5) & 63))
+    ((apr_uint64_t)1 << (((unsigned char)(key)[0] \
+                          + (unsigned char)(key)[(klen) ? (klen) - 1 : 0] * 3 + (klen) * 5) & 63))
+#endif
 
 /* Past the JSON white space at p (a structural byte is above ' '). */
 static APR_INLINE const char *prov_jword_ws(const char *p, const char *end)

@@ -1,9 +1,11 @@
 /* fuzz_json_scan.c: libFuzzer harness of the tree-less JSON scanner
  * (core/base/prov_json_scan.c, prov_json_skim.c) against a plain reference:
- * the same prov_json_scan.c compiled into this program a second time with
- * its strings read a byte a step (PROV_JSCAN_SWAR 0) and its functions
- * renamed ref_*, and a member's object read by scanning the member's text
- * alone (what prov_json_scan_sub did before it trusted the enclosing scan).
+ * the same prov_json_scan.c compiled into this program a second time as it
+ * was before its shortcuts (PROV_JSCAN_REFERENCE 1, prov_json_word.h:
+ * strings a byte a step, every key compared with those before it, members
+ * looked up with strlen and memcmp), its functions renamed ref_*, and a
+ * member's object read by scanning the member's text alone (what
+ * prov_json_scan_sub did before it trusted the enclosing scan).
  * The input is any text. Checked: prov_json_scan_object and _strict give
  * the reference's status, members (keys and value spans, as pointers into
  * the input) and closing brace; what they take json-c's strict parse takes;
@@ -16,7 +18,7 @@
 #include "prov_json_scan.h"
 
 /* The reference: the byte-at-a-time scanner, under other names. */
-#define PROV_JSCAN_SWAR 0
+#define PROV_JSCAN_REFERENCE 1
 #define prov_json_scan_object ref_json_scan_object
 #define prov_json_scan_strict ref_json_scan_strict
 #define prov_json_scan_item ref_json_scan_item
@@ -67,12 +69,32 @@ static void same_items(const char *val, apr_size_t vlen)
     }
 }
 
+/* Each of o's keys, the key without its last byte and with one more, found
+ * (or not) alike both ways. */
+static void same_lookups(const prov_jobject_t *o, apr_pool_t *p)
+{
+    int i;
+    FUZZ_CHECK(prov_json_scan_member(o, "") == ref_json_scan_member(o, ""));
+    for (i = 0; i < o->n; i++) {
+        const prov_jmember_t *m = &o->m[i];
+        const char *key = apr_pstrmemdup(p, m->key, m->klen);
+        const char *longer = apr_pstrcat(p, key, "e", NULL);
+        FUZZ_CHECK(prov_json_scan_member(o, key) == m && ref_json_scan_member(o, key) == m);
+        FUZZ_CHECK(prov_json_scan_member(o, longer) == ref_json_scan_member(o, longer));
+        if (m->klen) {
+            const char *shorter = apr_pstrmemdup(p, m->key, m->klen - 1);
+            FUZZ_CHECK(prov_json_scan_member(o, shorter) == ref_json_scan_member(o, shorter));
+        }
+    }
+}
+
 /* o (as a scan that succeeded left it): each member that is an object read
  * by prov_json_scan_sub as the reference reads its text, and further down;
  * each array walked alike. */
 static void same_members(const prov_jobject_t *o, int level, apr_pool_t *p)
 {
     int i;
+    same_lookups(o, p);
     for (i = 0; i < o->n; i++) {
         const prov_jmember_t *m = &o->m[i];
         prov_jobject_t a, b;
@@ -81,8 +103,6 @@ static void same_members(const prov_jobject_t *o, int level, apr_pool_t *p)
             same_items(m->val, m->vlen);
         if (*m->val != '{')
             continue;
-        /* (a scan keeps no two members with the same key: the key finds m) */
-        FUZZ_CHECK(prov_json_scan_member(o, apr_pstrmemdup(p, m->key, m->klen)) == m);
         ra = prov_json_scan_sub(&a, o, apr_pstrmemdup(p, m->key, m->klen));
         rb = ref_json_scan_object(&b, m->val, m->vlen);
         same_result(ra, &a, rb, &b);
