@@ -329,6 +329,43 @@ static void test_scan_sub_members(void)
     }
 }
 
+/* Keys told apart whatever they share (first and last byte, length), found
+ * by their whole name only; the same in a sub-object. */
+static void test_scan_keys(void)
+{
+    static const char ok[] = "{\"type\":1,\"tape\":2,\"te\":3,\"\":4,\"t\":5,\"tyype\":6,"
+                             "\"s\":{\"type\":1,\"tape\":2,\"\":3}}";
+    static const char *const dup[] = {
+        "{\"type\":1,\"tape\":2,\"type\":3}", "{\"\":1,\"t\":2,\"\":3}",
+        "{\"a\":{\"type\":1,\"tape\":2,\"type\":3}}", NULL
+    };
+    prov_jobject_t o, sub;
+    apr_int64_t v;
+    int i;
+    CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, ok, sizeof(ok) - 1), APR_SUCCESS);
+    CU_ASSERT_EQUAL(o.n, 7);
+    CU_ASSERT_EQUAL(prov_json_scan_int(&v, &o, "tape"), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 2);
+    CU_ASSERT_EQUAL(prov_json_scan_int(&v, &o, ""), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 4);
+    CU_ASSERT_EQUAL(prov_json_scan_int(&v, &o, "t"), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 5);
+    CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "typ"));
+    CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "types"));
+    CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "tap"));
+    CU_ASSERT_EQUAL_FATAL(prov_json_scan_sub(&sub, &o, "s"), APR_SUCCESS);
+    CU_ASSERT_EQUAL(sub.n, 3);
+    CU_ASSERT_EQUAL(prov_json_scan_int(&v, &sub, ""), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 3);
+    for (i = 0; dup[i]; i++) {
+        apr_status_t want = i < 2 ? APR_EGENERAL : APR_SUCCESS;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, dup[i], strlen(dup[i])), want);
+        if (want == APR_SUCCESS)
+            CU_ASSERT_EQUAL(prov_json_scan_sub(&sub, &o, "a"), APR_EGENERAL);
+        CU_ASSERT_EQUAL(prov_json_scan_strict(&o, dup[i], strlen(dup[i])), APR_EGENERAL);
+    }
+}
+
 void prov_test_suite_json_scan(void)
 {
     CU_pSuite s = CU_add_suite("json_scan", NULL, NULL);
@@ -340,4 +377,5 @@ void prov_test_suite_json_scan(void)
                 test_scan_string_words);
     CU_add_test(s, "a sub-object read from checked text as a scan reads it", test_scan_sub);
     CU_add_test(s, "a sub-object's members bounded; a sub of a sub", test_scan_sub_members);
+    CU_add_test(s, "keys told apart and found by their whole name", test_scan_keys);
 }
