@@ -10,6 +10,7 @@
 #ifndef PROV_JSON_SCAN_H
 #define PROV_JSON_SCAN_H
 
+#include <string.h>
 #include "prov_common.h"
 
 /* Members of one object a scan keeps (an object with more is declined). */
@@ -58,6 +59,14 @@ int prov_json_scan_plain(const char *s);
 
 /* The value of the member key, or NULL. */
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key);
+
+/* Non-zero when m's value is exactly the text lit (a literal such as
+ * "null", or a string with its quotes, "\"user\""). */
+static APR_INLINE int prov_json_scan_is(const prov_jmember_t *m, const char *lit)
+{
+    apr_size_t n = strlen(lit);
+    return m->vlen == n && !memcmp(m->val, lit, n);
+}
 
 /* The member key of o as an integer: APR_SUCCESS with *v (0 when there is no
  * such member or its value is not a number without fraction or exponent, as

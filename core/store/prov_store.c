@@ -142,38 +142,39 @@ static apr_dbd_prepared_t *find_stmt(prov_store_t *s, const char *label)
     return stmt;
 }
 
+/* A labelled statement's outcome (rc from apr_dbd), logged when it failed. */
+static apr_status_t exec_done(prov_store_t *s, const char *label, int rc)
+{
+    if (!rc)
+        return APR_SUCCESS;
+    prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00015: %s failed: %s", label,
+             apr_dbd_error(s->driver, s->handle, rc));
+    return APR_EGENERAL;
+}
+
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p)
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
-    int n = 0, rc;
+    int n = 0;
+    apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
-    rc = apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs, (const char **)args);
-    if (rc) {
-        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00015: %s failed: %s", label,
-                 apr_dbd_error(s->driver, s->handle, rc));
-        return APR_EGENERAL;
-    }
-    if (nrows)
+    rv = exec_done(s, label, apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs,
+                                            (const char **)args));
+    if (rv == APR_SUCCESS && nrows)
         *nrows = n;
-    return APR_SUCCESS;
+    return rv;
 }
 
 apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void **args,
                                  apr_pool_t *p)
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
-    int n = 0, rc;
+    int n = 0;
     if (!stmt)
         return APR_ENOENT;
-    rc = apr_dbd_pbquery(s->driver, p, s->handle, &n, stmt, args);
-    if (rc) {
-        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00015: %s failed: %s", label,
-                 apr_dbd_error(s->driver, s->handle, rc));
-        return APR_EGENERAL;
-    }
-    return APR_SUCCESS;
+    return exec_done(s, label, apr_dbd_pbquery(s->driver, p, s->handle, &n, stmt, args));
 }
 
 apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const char *label,

@@ -18,17 +18,11 @@ static const char *const roles[] = { "\"user\"", "\"assistant\"", "\"system\"",
 static const char *const refused[] = { "tools", "functions", "tool_choice", "function_call",
                                        NULL };
 
-static int is(const prov_jmember_t *m, const char *lit)
-{
-    apr_size_t n = strlen(lit);
-    return m->vlen == n && !memcmp(m->val, lit, n);
-}
-
 /* Absent or null: what json-c's path reads as no value. */
 static int unset(const prov_jobject_t *o, const char *key)
 {
     const prov_jmember_t *m = prov_json_scan_member(o, key);
-    return !m || is(m, "null");
+    return !m || prov_json_scan_is(m, "null");
 }
 
 /* The text bytes of a message's content (a string, or text parts), or -1. */
@@ -45,7 +39,8 @@ static apr_ssize_t content_bytes(const prov_jmember_t *c)
         prov_jobject_t part;
         const prov_jmember_t *type, *text;
         if (*v != '{' || prov_json_scan_object(&part, v, vlen) != APR_SUCCESS
-            || !(type = prov_json_scan_member(&part, "type")) || !is(type, "\"text\"")
+            || !(type = prov_json_scan_member(&part, "type"))
+            || !prov_json_scan_is(type, "\"text\"")
             || !(text = prov_json_scan_member(&part, "text")) || *text->val != '"')
             return -1;
         n += prov_json_scan_strlen(text->val, text->vlen);
@@ -64,7 +59,7 @@ static int message_ok(prov_chat_req_t *req, const char *v, apr_size_t vlen)
         || prov_json_scan_member(&m, "tool_calls")
         || !(content = prov_json_scan_member(&m, "content")))
         return 0;
-    for (i = 0; roles[i] && !is(role, roles[i]); i++)
+    for (i = 0; roles[i] && !prov_json_scan_is(role, roles[i]); i++)
         ;
     if (!roles[i] || (n = content_bytes(content)) < 0)
         return 0;
@@ -94,7 +89,7 @@ static int cap_ok(apr_int64_t *out, const prov_jobject_t *o, const char *key)
     const prov_jmember_t *m = prov_json_scan_member(o, key);
     apr_int64_t n;
     apr_size_t i;
-    if (!m || is(m, "null"))
+    if (!m || prov_json_scan_is(m, "null"))
         return 1;
     for (i = 0; i < m->vlen; i++) {
         if (m->val[i] < '0' || m->val[i] > '9')
@@ -110,7 +105,7 @@ static int temperature_ok(const prov_jobject_t *o)
 {
     const prov_jmember_t *m = prov_json_scan_member(o, "temperature");
     double t;
-    if (!m || is(m, "null"))
+    if (!m || prov_json_scan_is(m, "null"))
         return 1;
     if (*m->val != '-' && (*m->val < '0' || *m->val > '9'))
         return 0;
@@ -128,8 +123,8 @@ int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
     if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
         || !(model = prov_json_scan_member(&top, "model")) || *model->val != '"'
         || model->vlen < 3 || memchr(model->val, '\\', model->vlen)
-        || ((stream = prov_json_scan_member(&top, "stream")) && !is(stream, "false")
-            && !is(stream, "null"))
+        || ((stream = prov_json_scan_member(&top, "stream")) && !prov_json_scan_is(stream, "false")
+            && !prov_json_scan_is(stream, "null"))
         || prov_json_scan_member(&top, "message") || prov_json_scan_member(&top, "stream_options")
         || !(msgs = prov_json_scan_member(&top, "messages")))
         return 0;

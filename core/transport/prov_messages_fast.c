@@ -20,12 +20,6 @@
 static const char *const rewritten[] = { "thinking", "cache_control", "context_management",
                                          NULL };
 
-static int is(const prov_jmember_t *m, const char *lit)
-{
-    apr_size_t n = strlen(lit);
-    return m->vlen == n && !memcmp(m->val, lit, n);
-}
-
 static int is_string(const prov_jmember_t *m)
 {
     return m && *m->val == '"';
@@ -49,7 +43,7 @@ static apr_ssize_t text_of(const prov_jobject_t *b, int system)
 {
     const prov_jmember_t *type = prov_json_scan_member(b, "type");
     const prov_jmember_t *text = prov_json_scan_member(b, "text");
-    if (!type || !is(type, "\"text\"") || !is_string(text)
+    if (!type || !prov_json_scan_is(type, "\"text\"") || !is_string(text)
         || prov_json_scan_member(b, "cache_control") || (system && has_nul(text->val, text->vlen)))
         return -1;
     return (apr_ssize_t)prov_json_scan_strlen(text->val, text->vlen);
@@ -81,7 +75,7 @@ static apr_ssize_t tool_result(const prov_jobject_t *b)
     if (!is_string(prov_json_scan_member(b, "tool_use_id"))
         || prov_json_scan_member(b, "cache_control"))
         return -1;
-    if (!c || is(c, "null"))
+    if (!c || prov_json_scan_is(c, "null"))
         return 0;
     if (*c->val == '"')
         return (apr_ssize_t)prov_json_scan_strlen(c->val, c->vlen);
@@ -104,8 +98,8 @@ static apr_ssize_t blocks(const prov_jmember_t *content)
         if (*v != '{' || prov_json_scan_object(&b, v, vlen) != APR_SUCCESS
             || !(type = prov_json_scan_member(&b, "type")))
             return -1;
-        k = is(type, "\"text\"") ? text_of(&b, 0)
-          : is(type, "\"tool_result\"") ? tool_result(&b) : -1;
+        k = prov_json_scan_is(type, "\"text\"") ? text_of(&b, 0)
+          : prov_json_scan_is(type, "\"tool_result\"") ? tool_result(&b) : -1;
         if (k < 0)
             return -1;
         n += (apr_size_t)k;
@@ -121,7 +115,7 @@ static int message_ok(prov_messages_req_t *req, const char *v, apr_size_t vlen)
     apr_ssize_t n;
     if (*v != '{' || prov_json_scan_object(&m, v, vlen) != APR_SUCCESS
         || !(role = prov_json_scan_member(&m, "role"))
-        || (!is(role, "\"user\"") && !is(role, "\"assistant\""))
+        || (!prov_json_scan_is(role, "\"user\"") && !prov_json_scan_is(role, "\"assistant\""))
         || !(content = prov_json_scan_member(&m, "content")))
         return 0;
     n = *content->val == '"' ? (apr_ssize_t)prov_json_scan_strlen(content->val, content->vlen)
@@ -152,7 +146,7 @@ static int messages_ok(prov_messages_req_t *req, const prov_jmember_t *msgs)
 static int system_ok(prov_messages_req_t *req, const prov_jmember_t *sys)
 {
     apr_ssize_t n;
-    if (!sys || is(sys, "null"))
+    if (!sys || prov_json_scan_is(sys, "null"))
         return 1;
     n = *sys->val == '"' ? (apr_ssize_t)prov_json_scan_strlen(sys->val, sys->vlen)
       : *sys->val == '[' ? text_blocks(sys, 1) : -1;
@@ -178,8 +172,9 @@ static int caps_ok(prov_messages_req_t *req, const prov_jobject_t *top)
     if (prov_json_scan_int(&req->max_tokens, top, "max_tokens") != APR_SUCCESS
         || req->max_tokens > PROV_OUTPUT_TOKENS_MAX)
         return 0;
-    if (stream && !is(stream, "null") && !(req->stream = is(stream, "true"))
-        && !is(stream, "false"))
+    if (stream && !prov_json_scan_is(stream, "null")
+        && !(req->stream = prov_json_scan_is(stream, "true"))
+        && !prov_json_scan_is(stream, "false"))
         return 0;
     return 1;
 }
@@ -194,7 +189,7 @@ int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_siz
     if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
         || !(model = prov_json_scan_member(&top, "model")) || *model->val != '"'
         || model->vlen < 3 || memchr(model->val, '\\', model->vlen)
-        || ((tools = prov_json_scan_member(&top, "tools")) && !is(tools, "null")))
+        || ((tools = prov_json_scan_member(&top, "tools")) && !prov_json_scan_is(tools, "null")))
         return 0;
     for (i = 0; rewritten[i]; i++) {
         if (prov_json_scan_member(&top, rewritten[i]))

@@ -37,16 +37,10 @@ typedef struct fast_t {
     apr_pool_t *p;
 } fast_t;
 
-static int is(const prov_jmember_t *m, const char *lit)
-{
-    apr_size_t n = strlen(lit);
-    return m->vlen == n && !memcmp(m->val, lit, n);
-}
-
 /* Absent or null: what the json-c path reads as no value. */
 static int unset(const prov_jmember_t *m)
 {
-    return !m || is(m, "null");
+    return !m || prov_json_scan_is(m, "null");
 }
 
 /* Every member of o is one of keys. */
@@ -78,7 +72,7 @@ static int number_ok(const prov_jmember_t *m)
     if (m->vlen > 32 || (*m->val != '-' && (*m->val < '0' || *m->val > '9')))
         return 0;
     return memchr(m->val, '.', m->vlen) || memchr(m->val, 'e', m->vlen)
-           || memchr(m->val, 'E', m->vlen) || (m->vlen <= 18 && !is(m, "-0"));
+           || memchr(m->val, 'E', m->vlen) || (m->vlen <= 18 && !prov_json_scan_is(m, "-0"));
 }
 
 /* max_output_tokens: absent or null, or a positive integer within
@@ -105,7 +99,8 @@ static int options_ok(prov_resp_req_t *req, const prov_jobject_t *top)
             || req->max_output_tokens > PROV_OUTPUT_TOKENS_MAX)
             return 0;
     }
-    if (!unset(stream) && !(req->stream = is(stream, "true")) && !is(stream, "false"))
+    if (!unset(stream) && !(req->stream = prov_json_scan_is(stream, "true"))
+        && !prov_json_scan_is(stream, "false"))
         return 0;
     return unset(prov_json_scan_member(top, "tools"))
            && unset(prov_json_scan_member(top, "tool_choice"));
@@ -128,8 +123,9 @@ static int parts(fast_t *f, const prov_jmember_t *c)
         const prov_jmember_t *type, *text;
         if (*v != '{' || prov_json_scan_object(&part, v, vlen) != APR_SUCCESS
             || !keys_in(&part, part_keys) || !(type = prov_json_scan_member(&part, "type"))
-            || (!is(type, "\"input_text\"") && !is(type, "\"output_text\"")
-                && !is(type, "\"text\""))
+            || (!prov_json_scan_is(type, "\"input_text\"")
+                && !prov_json_scan_is(type, "\"output_text\"")
+                && !prov_json_scan_is(type, "\"text\""))
             || !cstring(text = prov_json_scan_member(&part, "text")))
             return 0;
         if (n++)
@@ -178,10 +174,12 @@ static int item(fast_t *f, const char *v, apr_size_t vlen)
         || !(content = prov_json_scan_member(&it, "content")))
         return 0;
     type = prov_json_scan_member(&it, "type");
-    if (!unset(type) && !is(type, "\"message\""))
+    if (!unset(type) && !prov_json_scan_is(type, "\"message\""))
         return 0;
-    r = is(role, "\"user\"") ? "user" : is(role, "\"assistant\"") ? "assistant"
-      : is(role, "\"system\"") || is(role, "\"developer\"") ? "system" : NULL;
+    r = prov_json_scan_is(role, "\"user\"") ? "user"
+      : prov_json_scan_is(role, "\"assistant\"") ? "assistant"
+      : prov_json_scan_is(role, "\"system\"") || prov_json_scan_is(role, "\"developer\"")
+      ? "system" : NULL;
     return r && message(f, r, content);
 }
 
