@@ -3,18 +3,25 @@
  * database, flock'ed by the owner for its life) and segments D/O.N.log, one
  * record per line. A lock file is made under a hidden temporary name,
  * locked, then renamed into place, so that nobody ever sees it unlocked
- * while its owner lives. Records are written with one write(2) each under
- * the journal's mutex; a write cut short is truncated away, and a last line
- * without its newline (the process was killed inside write) is ignored when
- * read back: its answer had not gone out. No fsync: the journal is for a
- * process that dies, not for a machine that loses power. Reading dead
- * processes' journals back is prov_journal_read.c. */
+ * while its owner lives. A segment is allocated at its full size when it
+ * is made (posix_fallocate: a page touched later can never fail for want
+ * of disk) and mapped shared; a record is copied into the mapping under
+ * the journal's mutex, its newline last, so no system call is made per
+ * record. The page cache holds what was copied when the process is killed
+ * the next moment, as it held what write(2) wrote. The unused rest of a
+ * segment is NUL bytes, where a reader stops; a last line without its
+ * newline (the process was killed inside the copy) is ignored: its answer
+ * had not gone out. A sealed segment, and the current one at close, is cut
+ * to what was written. No fsync: the journal is for a process that dies,
+ * not for a machine that loses power. Reading dead processes' journals
+ * back is prov_journal_read.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <apr_file_io.h>
@@ -35,8 +42,8 @@ typedef struct seg_t {
     char *path;
 } seg_t;
 
-/* Two locks: wmu serialises the writes (and the current segment's fd and
- * size), mu guards the segment list and the counts. A record's done never
+/* Two locks: wmu serialises the writes (and the current segment's fd,
+ * mapping and size), mu guards the segment list and the counts. A record's done never
  * waits for another thread's write(2): the engine calls it holding its own
  * queue mutex. Lock order: wmu, then mu. */
 struct prov_journal_t {
@@ -45,6 +52,8 @@ struct prov_journal_t {
     char owner[PROV_JOURNAL_OWNER_MAX];
     int lock_fd;
     int fd;                         /* the current segment (segs, its head) */
+    char *map;                      /* its mapping, map_len bytes */
+    apr_size_t map_len;
     apr_off_t size, segment_max;
     seg_t *segs;
 };
@@ -59,9 +68,12 @@ const char *prov_journal_owner(const prov_journal_t *j)
     return j->owner;
 }
 
-static seg_t *seg_open(prov_journal_t *j, int no, int *fd)
+/* Makes segment no at its full size (a record started before segment_max
+ * always fits) and maps it; NULL with errno set when it cannot. */
+static seg_t *seg_open(prov_journal_t *j, int no, int *fd, char **map)
 {
     seg_t *s = calloc(1, sizeof(*s));
+    int err;
     if (!s)
         return NULL;
     s->no = no;
@@ -70,13 +82,36 @@ static seg_t *seg_open(prov_journal_t *j, int no, int *fd)
         return NULL;
     }
     sprintf(s->path, "%s/%s.%d.log", j->dir, j->owner, no);
-    *fd = open(s->path, O_CREAT | O_EXCL | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+    *fd = open(s->path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (*fd < 0) {
         free(s->path);
         free(s);
         return NULL;
     }
-    return s;
+    if ((err = posix_fallocate(*fd, 0, (off_t)j->map_len)) == 0) {
+        *map = mmap(NULL, j->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+        if (*map != MAP_FAILED)
+            return s;
+        err = errno;
+    }
+    close(*fd);
+    unlink(s->path);
+    free(s->path);
+    free(s);
+    errno = err;
+    return NULL;
+}
+
+/* Unmaps the current segment and cuts its file to what was written. */
+static void seg_seal(prov_journal_t *j)
+{
+    munmap(j->map, j->map_len);
+    j->map = NULL;
+    if (ftruncate(j->fd, (off_t)j->size) != 0) {
+        /* left at full size: the reader stops at the first NUL */
+    }
+    close(j->fd);
+    j->fd = -1;
 }
 
 static void seg_free(seg_t *s)
@@ -137,6 +172,7 @@ apr_status_t prov_journal_open(prov_journal_t **pj, const char *dir, const char 
     pthread_mutex_init(&j->wmu, NULL);
     j->lock_fd = j->fd = -1;
     j->segment_max = segment_max > 0 ? segment_max : PROV_JOURNAL_SEGMENT;
+    j->map_len = (apr_size_t)j->segment_max + REC_MAX;
     make_owner(j->owner, sizeof(j->owner), p);
     j->dir = strdup(dir);
     j->lock_path = strdup(apr_psprintf(p, "%s/%s.lock", dir, j->owner));
@@ -162,7 +198,7 @@ apr_status_t prov_journal_open(prov_journal_t **pj, const char *dir, const char 
         return rv;
     }
     j->lock_fd = fd;
-    if (!(j->segs = seg_open(j, 1, &j->fd))) {
+    if (!(j->segs = seg_open(j, 1, &j->fd, &j->map))) {
         rv = os_error();
         unlink(j->lock_path);
         close(fd);
@@ -239,15 +275,18 @@ static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
 }
 
 /* Starts segment no + 1 (wmu held); the full one is deleted when none of
- * its records is outstanding. Keeps writing the old one when it cannot. */
+ * its records is outstanding. Keeps writing the old one (while its
+ * mapping has room) when it cannot. */
 static void rotate(prov_journal_t *j)
 {
     int fd = -1;
-    seg_t *s = seg_open(j, j->segs->no + 1, &fd), **pp;
+    char *map = NULL;
+    seg_t *s = seg_open(j, j->segs->no + 1, &fd, &map), **pp;
     if (!s)
         return;
-    close(j->fd);
+    seg_seal(j);
     j->fd = fd;
+    j->map = map;
     j->size = 0;
     pthread_mutex_lock(&j->mu);
     s->next = j->segs;
@@ -268,7 +307,6 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
 {
     char buf[REC_MAX];
     int len = format_rec(buf, sizeof(buf), rec);
-    ssize_t n;
     seg_t *cur;
     apr_status_t rv = APR_SUCCESS;
 
@@ -279,9 +317,12 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
     if (j->size >= j->segment_max)
         rotate(j);
     cur = j->segs;                   /* the current one is never freed */
-    errno = 0;
-    n = write(j->fd, buf, (size_t)len);
-    if (n == len) {
+    if ((apr_size_t)j->size + (apr_size_t)len <= j->map_len) {
+        /* The line, then its newline: a copy cut by a kill leaves a line
+         * without one, which the reader drops. */
+        memcpy(j->map + j->size, buf, (size_t)len - 1);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        j->map[j->size + len - 1] = '\n';
         j->size += len;
         pthread_mutex_lock(&j->mu);
         cur->outstanding++;
@@ -289,10 +330,7 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         *ticket = cur->no;
     }
     else {
-        rv = os_error();
-        /* A cut record must not glue itself to the next one. */
-        if (n > 0 && ftruncate(j->fd, (off_t)j->size) != 0)
-            j->size += n;            /* the reader drops the glued line */
+        rv = APR_ENOSPC;             /* full, and no next segment could be made */
     }
     pthread_mutex_unlock(&j->wmu);
     return rv;
@@ -358,7 +396,7 @@ void prov_journal_close(prov_journal_t *j)
         prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00380: journal %s closed with %d "
                  "settlement(s) not written; a surviving process replays them", j->owner, left);
     }
-    close(j->fd);
+    seg_seal(j);
     close(j->lock_fd);              /* last: the lock goes with it */
     journal_free(j);
 }

@@ -1,8 +1,9 @@
 /* prov_journal.h: the settlement journal, the file half. A process that
  * answers requests before their ledger rows are committed (requests drawn
  * from a lease, settlements queued behind a running batch) first appends
- * each settlement to a journal of its own: one line, one write(2), which
- * the kernel keeps when the process is killed the next moment. A journal is
+ * each settlement to a journal of its own: one line copied into a shared
+ * file mapping (no system call), which the page cache keeps when the
+ * process is killed the next moment. A journal is
  * a lock file, held with an exclusive flock(2) for the life of its process
  * (so whoever can take the lock knows the owner is dead: no PID reuse
  * problem), and numbered segment files of records. A segment is deleted
@@ -57,7 +58,8 @@ apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *
 const char *prov_journal_owner(const prov_journal_t *j);
 /* Appends rec; thread-safe (one write at a time). On success *ticket says which segment holds it:
  * pass it to prov_journal_done once the record's settlement is committed.
- * A failed write leaves nothing behind (returns the error; *ticket 0). */
+ * A failed append leaves nothing behind (returns the error, APR_ENOSPC
+ * when the segment is full and no next one could be made; *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
 /* A record of segment ticket is committed (ticket 0: nothing); _n: n of
  * them. Never waits for a write in progress. */

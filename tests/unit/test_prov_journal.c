@@ -3,13 +3,17 @@
  * never replayed (its lock is held), a closed one with records outstanding
  * is, once, then deleted; a journal with nothing outstanding leaves no file;
  * full segments go as soon as their records are done; a torn last record
- * (the process killed inside write) and a garbled line are skipped; records
+ * (the process killed inside a record's copy) and a garbled line are
+ * skipped, and a killed process's segment (its unused rest NUL bytes) is
+ * read up to its last whole record; records
  * come in chunks, in order; a journal of another database is left alone, and
  * one whose replay fails is kept for the next try. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "unit_tests.h"
 #include "prov_journal.h"
@@ -235,19 +239,14 @@ static void test_journal_torn_and_chunks(void)
         snprintf(id, sizeof(id), "req-%d", i);
         r = rec(id, i);
         CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
-        if (i == 10) {
-            snprintf(path, sizeof(path), "%s/%s.1.log", dir, prov_journal_owner(j));
-            fd = open(path, O_WRONLY | O_APPEND);
-            CU_ASSERT_TRUE_FATAL(fd >= 0);
-            CU_ASSERT_EQUAL(write(fd, junk, sizeof(junk) - 1), (ssize_t)sizeof(junk) - 1);
-            close(fd);
-        }
     }
+    snprintf(path, sizeof(path), "%s/%s.1.log", dir, prov_journal_owner(j));
+    prov_journal_close(j);           /* records outstanding: cut to what was written */
     fd = open(path, O_WRONLY | O_APPEND);
     CU_ASSERT_TRUE_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, junk, sizeof(junk) - 1), (ssize_t)sizeof(junk) - 1);
     CU_ASSERT_EQUAL(write(fd, torn, sizeof(torn) - 1), (ssize_t)sizeof(torn) - 1);
     close(fd);
-    prov_journal_close(j);
     CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(replayed, 1);
     CU_ASSERT_EQUAL(s->n, n);
@@ -266,8 +265,74 @@ static void test_journal_torn_and_chunks(void)
     apr_pool_destroy(p);
 }
 
+/* The first segment file in dir ("" when none). */
+static void first_segment(char *out, apr_size_t len, const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    *out = '\0';
+    while (d && (de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".1.log"))
+            snprintf(out, len, "%s/%s", dir, de->d_name);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* A process killed with its journal open: its segment is still at full
+ * size, NUL bytes after its last record, and a record cut by the kill
+ * (no newline) sits before them. The whole records are replayed. */
+static void test_journal_killed(void)
+{
+    apr_pool_t *p = NULL;
+    seen_t *s = calloc(1, sizeof(*s));
+    char *dir = temp_dir(), path[512], buf[4096];
+    static const char torn[] = "S\treq-torn\t7\t8\t9\tchat\t1\t2";
+    struct stat st;
+    int replayed = 0, status = -1, fd;
+    ssize_t got;
+    pid_t pid;
+
+    apr_pool_create(&p, prov_test_pool());
+    if ((pid = fork()) == 0) {
+        prov_journal_t *j = NULL;
+        int ticket, i, ok = prov_journal_open(&j, dir, "db-1", 0, p) == APR_SUCCESS;
+        for (i = 0; ok && i < 3; i++) {
+            char id[16];
+            prov_journal_rec_t r;
+            snprintf(id, sizeof(id), "req-k%d", i);
+            r = rec(id, i);
+            ok = prov_journal_append(j, &r, &ticket) == APR_SUCCESS;
+        }
+        _exit(ok ? 0 : 1);           /* no close: as if killed */
+    }
+    CU_ASSERT_TRUE_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    first_segment(path, sizeof(path), dir);
+    CU_ASSERT_TRUE_FATAL(path[0] != '\0');
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_TRUE(st.st_size >= PROV_JOURNAL_SEGMENT);
+    fd = open(path, O_RDWR);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    got = pread(fd, buf, sizeof(buf), 0);
+    CU_ASSERT_TRUE_FATAL(got > 0 && memchr(buf, '\0', (size_t)got) != NULL);
+    CU_ASSERT_EQUAL(pwrite(fd, torn, sizeof(torn) - 1,
+                           (char *)memchr(buf, '\0', (size_t)got) - buf), (ssize_t)sizeof(torn) - 1);
+    close(fd);
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 1);
+    CU_ASSERT_EQUAL(s->n, 3);
+    CU_ASSERT_STRING_EQUAL(s->ids[0], "req-k0");
+    CU_ASSERT_STRING_EQUAL(s->ids[2], "req-k2");
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    free(s);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_journal(void)
 {
     PROV_SUITE("journal", PROV_TEST(test_journal_roundtrip), PROV_TEST(test_journal_segments),
-               PROV_TEST(test_journal_torn_and_chunks));
+               PROV_TEST(test_journal_torn_and_chunks), PROV_TEST(test_journal_killed));
 }
