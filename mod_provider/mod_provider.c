@@ -13,6 +13,7 @@
 #include "mod_provider_api.h"
 #include "mod_provider_oauth.h"
 #include "prov_log.h"
+#include "prov_store_sqlite.h"
 
 static server_rec *log_server;
 
@@ -299,6 +300,9 @@ static int handler(request_rec *r)
 static void register_hooks(apr_pool_t *p)
 {
     static const char *const after_dbd[] = { "mod_dbd.c", NULL };
+    /* Here, at LoadModule: before mod_dbd or post_config opens a database.
+     * Too late (SQLite already started in this process) only costs speed. */
+    (void)prov_sqlite_global_init();
     ap_hook_post_config(post_config, after_dbd, NULL, APR_HOOK_MIDDLE);
     /* The billing writer uses mod_dbd's connections from its first moment. */
     ap_hook_child_init(child_init, after_dbd, NULL, APR_HOOK_MIDDLE);

@@ -13,7 +13,9 @@
  * only the writer waits for the lock. Write transactions start IMMEDIATE
  * (never a read upgraded to a write), so a stale WAL snapshot
  * (SQLITE_BUSY_SNAPSHOT, which no busy handler sees) cannot happen to them.
- * Also the permission checks behind the module's start-up warnings. */
+ * Before any of that, prov_sqlite_global_init turns SQLite's memory
+ * statistics off for the process. Also the permission checks behind the
+ * module's start-up warnings. */
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -33,6 +35,11 @@ typedef struct busy_ctx_t {
 } busy_ctx_t;
 
 static atomic_uint_fast64_t st_waits, st_sleeps, st_gave_up, st_waited_us;
+
+int prov_sqlite_global_init(void)
+{
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 
 apr_interval_time_t prov_sqlite_busy_delay(int n)
 {

@@ -2,12 +2,14 @@
  * connection (prov_store_sqlite.c): the pragmas applied on first use, the
  * busy handler (a second writer waits for the first and succeeds, also past
  * apr-util's own retry budget; the cap ends a wait that lasts too long), and
- * the file checks behind the module's start-up warnings. The connections are
+ * the file checks behind the module's start-up warnings, and the process-wide
+ * setting made before any database is used (memory statistics off). The connections are
  * opened like mod_dbd opens them: plain apr_dbd_open, no pragmas. */
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sqlite3.h>
 #include "unit_tests.h"
 #include "prov_store.h"
 #include "prov_store_sqlite.h"
@@ -300,6 +302,30 @@ static void test_check_path(void)
     apr_pool_destroy(p);
 }
 
+/* unit_tests.c calls prov_sqlite_global_init first, as the module does at
+ * LoadModule: SQLite then keeps no memory statistics (the figure stays 0
+ * while a database is used), and a second call, SQLite running, is
+ * refused without harm. */
+static void test_global_init(void)
+{
+    apr_pool_t *p = NULL;
+    sqlite3_int64 used = -1, high = -1;
+    const char *file;
+    prov_store_t *s;
+    apr_pool_create(&p, prov_test_pool());
+    file = make_db(p);
+    s = raw_store(file, p);
+    CU_ASSERT_EQUAL(prov_store_setup(s, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(one(s, "PRAGMA journal_mode", p), "wal");
+    CU_ASSERT_EQUAL(sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &used, &high, 0), SQLITE_OK);
+    CU_ASSERT_EQUAL(used, 0);
+    CU_ASSERT_EQUAL(prov_sqlite_global_init(), SQLITE_MISUSE);
+    apr_pool_destroy(p);
+    apr_pool_create(&p, prov_test_pool());
+    remove_db(file, p);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_store_sqlite(void)
 {
     PROV_SUITE("store_sqlite",
@@ -307,5 +333,6 @@ void prov_test_suite_store_sqlite(void)
                PROV_TEST(test_setup_pragmas),
                PROV_TEST(test_second_writer_waits),
                PROV_TEST(test_busy_cap),
-               PROV_TEST(test_check_path));
+               PROV_TEST(test_check_path),
+               PROV_TEST(test_global_init));
 }

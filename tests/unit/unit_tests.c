@@ -10,6 +10,7 @@
 #include "unit_tests.h"
 #include "prov_gateway.h"
 #include "prov_log.h"
+#include "prov_store_sqlite.h"
 
 static apr_pool_t *root_pool;
 
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
     apr_app_initialize(&argc, (const char *const **)&argv, NULL);
     apr_pool_create(&root_pool, NULL);
     prov_gateway_global_init();
+    prov_sqlite_global_init();       /* as the module does, before any database */
     if (!getenv("PROV_TEST_VERBOSE"))
         prov_log_set(quiet_log, NULL, PROV_LOG_DEBUG);
     if (CU_initialize_registry() != CUE_SUCCESS)
