@@ -80,6 +80,10 @@ apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const c
  * that succeeded left it (prov_json_scan_object, _strict or _sub): the
  * member's text, checked then, is not checked again (prov_json_skim.c). */
 apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, const char *key);
+/* The same for the first item of the array member key of o (a chat
+ * stream's one choice): APR_NOTFOUND also when the array is empty or its
+ * first item is not an object. */
+apr_status_t prov_json_scan_first(prov_jobject_t *sub, const prov_jobject_t *o, const char *key);
 
 /* A gateway answer read for relaying: its bytes, its members and those of
  * its "usage" object (prov_chat_relay_read, prov_messages_relay_read). */

@@ -1,5 +1,6 @@
 /* prov_json_skim.c: an object's member read as an object of its own
- * (prov_json_scan_sub, see prov_json_scan.h) without checking its text
+ * (prov_json_scan_sub; prov_json_scan_first for an array's first item; see
+ * prov_json_scan.h) without checking its text
  * again. The scan that found the member checked every byte of it (the
  * grammar, strings and their UTF-8, numbers, depth), so what is left is
  * finding its members' boundaries and what a scan of the object alone would
@@ -144,4 +145,19 @@ apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, co
     if (!m || *m->val != '{')
         return APR_NOTFOUND;
     return skim_object(sub, m->val, m->val + m->vlen);
+}
+
+apr_status_t prov_json_scan_first(prov_jobject_t *sub, const prov_jobject_t *o, const char *key)
+{
+    const prov_jmember_t *m = prov_json_scan_member(o, key);
+    const char *p, *end, *e;
+    if (!m || *m->val != '[')
+        return APR_NOTFOUND;
+    end = m->val + m->vlen;
+    p = prov_jword_ws(m->val + 1, end);
+    if (p >= end || *p != '{')
+        return APR_NOTFOUND;
+    if (!(e = skim_nested(p, end)))
+        return APR_EGENERAL;
+    return skim_object(sub, p, e);
 }

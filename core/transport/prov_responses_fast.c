@@ -109,23 +109,12 @@ static int read_calls(chunk_t *k, const prov_jmember_t *m, prov_jobject_t *tc, p
 /* The first choice (none when it is not an object, as for json-c). */
 static int read_choice(chunk_t *k, const prov_jobject_t *top, prov_jobject_t *scan)
 {
-    const prov_jmember_t *m = prov_json_scan_member(top, "choices"), *f;
+    const prov_jmember_t *m, *f;
     prov_jobject_t *choice = scan, *delta = scan + 1;
-    const char *at, *v;
-    apr_size_t vlen;
-    apr_status_t rv;
+    apr_status_t rv = prov_json_scan_first(choice, top, "choices");
 
-    if (!m || *m->val != '[')
-        return 1;
-    /* one choice, as a gateway streams: the array holds just that object */
-    if (prov_json_scan_object(choice, m->val + 1, m->vlen - 2) != APR_SUCCESS) {
-        at = m->val;
-        rv = prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen);
-        if (rv == APR_EOF || (rv == APR_SUCCESS && *v != '{'))
-            return 1;
-        if (rv != APR_SUCCESS || prov_json_scan_object(choice, v, vlen) != APR_SUCCESS)
-            return 0;
-    }
+    if (rv != APR_SUCCESS)
+        return rv == APR_NOTFOUND;
     if ((rv = prov_json_scan_sub(delta, choice, "delta")) == APR_EGENERAL)
         return 0;
     if (rv == APR_SUCCESS) {

@@ -13,7 +13,8 @@
  * reference scan of its text gives (and so on into its own members, a few
  * levels deep), and that text scanned alone by both agrees; for every
  * member that is an array, prov_json_scan_item walks its items as the
- * reference does. */
+ * reference does, and prov_json_scan_first reads its first item as the
+ * reference scan of that item's text does (not found unless an object). */
 #include "fuzz_common.h"
 #include "prov_json_scan.h"
 
@@ -99,8 +100,17 @@ static void same_members(const prov_jobject_t *o, int level, apr_pool_t *p)
         const prov_jmember_t *m = &o->m[i];
         prov_jobject_t a, b;
         apr_status_t ra, rb;
-        if (*m->val == '[')
+        if (*m->val == '[') {
+            const char *at = m->val, *v = NULL;
+            apr_size_t vlen = 0;
             same_items(m->val, m->vlen);
+            /* the first item, read from the checked text as an object */
+            ra = prov_json_scan_first(&a, o, apr_pstrmemdup(p, m->key, m->klen));
+            if (prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen) == APR_SUCCESS && *v == '{')
+                same_result(ra, &a, ref_json_scan_object(&b, v, vlen), &b);
+            else
+                FUZZ_CHECK(ra == APR_NOTFOUND);
+        }
         if (*m->val != '{')
             continue;
         ra = prov_json_scan_sub(&a, o, apr_pstrmemdup(p, m->key, m->klen));

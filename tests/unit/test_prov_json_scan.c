@@ -294,6 +294,48 @@ static void test_scan_sub(void)
     }
 }
 
+/* The first item of an array member, read as an object from its checked
+ * text: what a scan of that item's text alone gives; not found for an
+ * empty array, a first item that is not an object, or no array. */
+static void test_scan_first(void)
+{
+    static const struct { const char *text; apr_status_t want; int n; } cases[] = {
+        { "{\"c\":[{\"index\":0,\"delta\":{\"content\":\"]}\"}}]}", APR_SUCCESS, 2 },
+        { "{\"c\":[ \n{}\t, {\"a\":1}]}", APR_SUCCESS, 0 },
+        { "{\"c\":[{\"a\":[{\"b\":\"}\"}],\"z\":null},{\"x\":1}]}", APR_SUCCESS, 2 },
+        { "{\"c\":[{\"a\":1,\"a\":2}]}", APR_EGENERAL, 0 },
+        { "{\"c\":[]}", APR_NOTFOUND, 0 },
+        { "{\"c\":[ ]}", APR_NOTFOUND, 0 },
+        { "{\"c\":[1,{}]}", APR_NOTFOUND, 0 },
+        { "{\"c\":{\"a\":1}}", APR_NOTFOUND, 0 },
+        { "{\"d\":[{}]}", APR_NOTFOUND, 0 },
+        { NULL, 0, 0 }
+    };
+    int i;
+    for (i = 0; cases[i].text; i++) {
+        prov_jobject_t o, a, b;
+        const char *v = NULL, *at;
+        apr_size_t vlen = 0;
+        const prov_jmember_t *m;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&o, cases[i].text, strlen(cases[i].text)),
+                              APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_first(&a, &o, "c"), cases[i].want);
+        if (cases[i].want == APR_NOTFOUND)
+            continue;
+        m = prov_json_scan_member(&o, "c");
+        at = m->val;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_item(&at, m->val + m->vlen, &v, &vlen), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_object(&b, v, vlen), cases[i].want);
+        if (cases[i].want != APR_SUCCESS)
+            continue;
+        CU_ASSERT_EQUAL(a.n, cases[i].n);
+        CU_ASSERT_EQUAL(a.n, b.n);
+        CU_ASSERT_PTR_EQUAL(a.close, b.close);
+        if (a.n)
+            CU_ASSERT(a.m[a.n - 1].val == b.m[b.n - 1].val && a.m[a.n - 1].vlen == b.m[b.n - 1].vlen);
+    }
+}
+
 /* A sub-object of as many members as a scan keeps, and one more; a sub of a
  * sub (a message_start's message, then its usage). */
 static void test_scan_sub_members(void)
@@ -377,5 +419,7 @@ void prov_test_suite_json_scan(void)
                 test_scan_string_words);
     CU_add_test(s, "a sub-object read from checked text as a scan reads it", test_scan_sub);
     CU_add_test(s, "a sub-object's members bounded; a sub of a sub", test_scan_sub_members);
+    CU_add_test(s, "an array's first item read from checked text as a scan reads it",
+                test_scan_first);
     CU_add_test(s, "keys told apart and found by their whole name", test_scan_keys);
 }
