@@ -1,7 +1,8 @@
 /* prov_batch.c: one billing batch, in one transaction. First every
  * account the batch touches is locked (the store takes PostgreSQL row locks
- * in id order, so that batches of different processes or nodes queue
- * instead of racing; SQLite's BEGIN IMMEDIATE already holds the database).
+ * in id order with the BEGIN, so that batches of different processes or
+ * nodes queue instead of racing; SQLite's BEGIN IMMEDIATE already holds the
+ * database).
  * Then settlements (and expired holds) complete their ledger rows and give
  * back the difference between hold and charge; journals are replayed and
  * holds dropped; the leases' entries are written; then reservations are
@@ -14,8 +15,9 @@
 #include "prov_batch_int.h"
 #include "prov_store_billing.h"
 
-/* The accounts the batch touches, locked before anything else. */
-static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
+/* The batch's transaction, holding every account it touches before
+ * anything else (on PostgreSQL in the same round trip as its BEGIN). */
+static apr_status_t begin(batch_t *b, prov_op_t *ops, prov_slot_t *work)
 {
     apr_array_header_t *ids = apr_array_make(b->p, 8, sizeof(apr_int64_t));
     prov_op_t *op;
@@ -33,7 +35,7 @@ static apr_status_t lock_accounts(batch_t *b, prov_op_t *ops, prov_slot_t *work)
     }
     for (w = work; w; w = w->work_next)
         APR_ARRAY_PUSH(ids, apr_int64_t) = w->user_id;
-    return prov_store_bill_lock_accounts(b->s, (apr_int64_t *)ids->elts, ids->nelts, b->p);
+    return prov_store_bill_begin(b->s, (apr_int64_t *)ids->elts, ids->nelts, b->p);
 }
 
 
@@ -45,8 +47,6 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
     int swept = 0, reads = 0;
     apr_status_t rv;
 
-    if ((rv = lock_accounts(b, ops, work)) != APR_SUCCESS)
-        return rv;
     if (do_sweep && ((rv = prov_batch_sweep(b, hold_timeout, &swept)) != APR_SUCCESS
                      || (rv = prov_batch_lease_sweep(b, hold_timeout)) != APR_SUCCESS))
         return rv;
@@ -129,7 +129,7 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
         w->res_gone = w->res_drain = 0;
         memset(&w->res_windows, 0, sizeof(w->res_windows));
     }
-    if ((rv = prov_store_begin(s, bp)) == APR_SUCCESS) {
+    if ((rv = begin(&b, ops, work)) == APR_SUCCESS) {
         rv = run(&b, ops, work, do_sweep, hold_timeout);
         if (rv == APR_SUCCESS)
             rv = prov_store_commit(s, bp);

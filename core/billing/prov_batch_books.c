@@ -52,6 +52,7 @@ void prov_batch_usage(batch_t *b, apr_int64_t user_id, apr_int64_t key_id, apr_i
 apr_status_t prov_batch_flush(batch_t *b)
 {
     apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(prov_bucket_delta_t));
+    apr_array_header_t *ids, *amounts;
     apr_hash_index_t *hi;
     apr_status_t rv;
     for (hi = apr_hash_first(b->p, b->deltas); hi; hi = apr_hash_next(hi)) {
@@ -64,16 +65,20 @@ apr_status_t prov_batch_flush(batch_t *b)
                                      b->p);
     if (rv != APR_SUCCESS)
         return rv;
+    ids = apr_array_make(b->p, 4, sizeof(apr_int64_t));
+    amounts = apr_array_make(b->p, 4, sizeof(prov_micro_t));
     for (hi = apr_hash_first(b->p, b->balances); hi; hi = apr_hash_next(hi)) {
         const apr_int64_t *uid = apr_hash_this_key(hi);
         prov_micro_t *v = apr_hash_this_val(hi);
         if (!*v)
             continue;
-        rv = prov_store_exec(b->s, NULL, "bill_balance_add",
-                             PROV_ARGS(prov_i64(*v, b->p), prov_i64(*uid, b->p)), b->p);
-        if (rv != APR_SUCCESS)
-            return rv;
+        APR_ARRAY_PUSH(ids, apr_int64_t) = *uid;
+        APR_ARRAY_PUSH(amounts, prov_micro_t) = *v;
     }
+    rv = prov_store_bill_balances_add(b->s, (const apr_int64_t *)ids->elts,
+                                      (const prov_micro_t *)amounts->elts, ids->nelts, b->p);
+    if (rv != APR_SUCCESS)
+        return rv;
     b->deltas = apr_hash_make(b->p);
     b->balances = apr_hash_make(b->p);
     return APR_SUCCESS;

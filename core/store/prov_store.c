@@ -152,6 +152,49 @@ static apr_status_t exec_done(prov_store_t *s, const char *label, int rc)
     return APR_EGENERAL;
 }
 
+/* The deferred writes (prov_store_defer) as one string, taken, or NULL. */
+static const char *pending_take(prov_store_t *s, apr_pool_t *p)
+{
+    const char *sql;
+    if (!s->pending || !s->pending->nelts)
+        return NULL;
+    sql = apr_array_pstrcat(p, s->pending, 0);
+    s->pending = NULL;
+    return sql;
+}
+
+static apr_status_t raw_send(prov_store_t *s, const char *sql)
+{
+    int n = 0;
+    int rc = apr_dbd_query(s->driver, s->handle, &n, sql);
+    s->round_trips++;
+    if (rc) {
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00017: SQL failed: %s",
+                 apr_dbd_error(s->driver, s->handle, rc));
+        return APR_EGENERAL;
+    }
+    return APR_SUCCESS;
+}
+
+/* Sends the deferred writes before a labelled statement (which cannot
+ * share their string). */
+static apr_status_t pending_send(prov_store_t *s, apr_pool_t *p)
+{
+    const char *sql = pending_take(s, p);
+    return sql ? raw_send(s, sql) : APR_SUCCESS;
+}
+
+apr_status_t prov_store_defer(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    if (s->dialect != PROV_DIALECT_PGSQL || !s->in_txn)
+        return prov_store_raw(s, sql, p);
+    if (!s->pending)
+        s->pending = apr_array_make(p, 4, sizeof(const char *));
+    APR_ARRAY_PUSH(s->pending, const char *) = sql;
+    APR_ARRAY_PUSH(s->pending, const char *) = "; ";
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p)
 {
@@ -160,6 +203,9 @@ apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
+    if ((rv = pending_send(s, p)) != APR_SUCCESS)
+        return rv;
+    s->round_trips++;
     rv = exec_done(s, label, apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs,
                                             (const char **)args));
     if (rv == APR_SUCCESS && nrows)
@@ -172,8 +218,12 @@ apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void 
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
     int n = 0;
+    apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
+    if ((rv = pending_send(s, p)) != APR_SUCCESS)
+        return rv;
+    s->round_trips++;
     return exec_done(s, label, apr_dbd_pbquery(s->driver, p, s->handle, &n, stmt, args));
 }
 
@@ -182,9 +232,13 @@ apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const c
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
     apr_dbd_results_t *r = NULL;
+    apr_status_t rv;
     int rc;
     if (!stmt)
         return APR_ENOENT;
+    if ((rv = pending_send(s, p)) != APR_SUCCESS)
+        return rv;
+    s->round_trips++;
     rc = apr_dbd_pselect(s->driver, p, s->handle, &r, stmt, 1, nargs, (const char **)args);
     if (rc) {
         prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00016: %s failed: %s", label,
@@ -268,21 +322,15 @@ apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_i
 
 apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p)
 {
-    int n = 0;
-    int rc = apr_dbd_query(s->driver, s->handle, &n, sql);
-    (void)p;
-    if (rc) {
-        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00017: SQL failed: %s",
-                 apr_dbd_error(s->driver, s->handle, rc));
-        return APR_EGENERAL;
-    }
-    return APR_SUCCESS;
+    const char *before = pending_take(s, p);
+    return raw_send(s, before ? apr_pstrcat(p, before, sql, NULL) : sql);
 }
 
 static pthread_mutex_t sqlite_writer = PTHREAD_MUTEX_INITIALIZER;
 
 static void txn_end(prov_store_t *s)
 {
+    s->pending = NULL;
     if (s->in_txn) {
         s->in_txn = 0;
         if (s->dialect == PROV_DIALECT_SQLITE)
@@ -304,6 +352,24 @@ apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p)
     return rv;
 }
 
+apr_status_t prov_store_begin_with(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    apr_status_t rv;
+    if (s->dialect == PROV_DIALECT_PGSQL && sql) {
+        if (s->in_txn)
+            return APR_EINVAL;
+        s->in_txn = 1;
+        rv = raw_send(s, apr_pstrcat(p, "BEGIN; ", sql, NULL));
+    }
+    else if ((rv = prov_store_begin(s, p)) != APR_SUCCESS || !sql)
+        return rv;
+    else
+        rv = prov_store_raw(s, sql, p);
+    if (rv != APR_SUCCESS)
+        prov_store_rollback(s, p);
+    return rv;
+}
+
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p)
 {
     apr_status_t rv = prov_store_raw(s, "COMMIT", p);
@@ -321,6 +387,7 @@ void prov_store_rollback(prov_store_t *s, apr_pool_t *p)
     (void)p;
     /* Fails harmlessly when no transaction is open. */
     apr_dbd_query(s->driver, s->handle, &n, "ROLLBACK");
+    s->round_trips++;
     txn_end(s);
 }
 

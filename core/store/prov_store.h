@@ -42,6 +42,9 @@ typedef struct prov_store_t {
     int owned;                /* opened by prov_store_open: close it ourselves */
     void *lease;              /* the caller's handle on a borrowed connection */
     int in_txn;               /* between prov_store_begin and commit/rollback */
+    apr_array_header_t *pending; /* statements deferred (prov_store_defer), or NULL */
+    apr_uint64_t round_trips; /* statements or strings of them sent (PostgreSQL:
+                               * each waits for the server once) */
 } prov_store_t;
 
 /* The statement table, terminated by a row with label NULL. */
@@ -102,7 +105,9 @@ apr_status_t prov_store_row(prov_store_t *s, apr_dbd_results_t *res, apr_dbd_row
 const char *prov_store_get(prov_store_t *s, apr_dbd_row_t *row, int n);
 /* Column n as int64; dflt when NULL or not a number. */
 apr_int64_t prov_store_get_i64(prov_store_t *s, apr_dbd_row_t *row, int n, apr_int64_t dflt);
-/* Runs one raw SQL statement (no arguments): migrations and transactions. */
+/* Runs raw SQL (no arguments): migrations, transactions, statements built
+ * at run time; on PostgreSQL several separated by ';' in one round trip.
+ * Deferred writes (prov_store_defer) are sent first, in the same string. */
 apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 /* Write transactions: SQLite takes the write lock at BEGIN (IMMEDIATE), so the
@@ -114,6 +119,18 @@ apr_status_t prov_store_raw(prov_store_t *s, const char *sql, apr_pool_t *p);
 apr_status_t prov_store_begin(prov_store_t *s, apr_pool_t *p);
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p);
 void prov_store_rollback(prov_store_t *s, apr_pool_t *p);
+/* prov_store_begin, then sql (no rows read; NULL: none) in the same
+ * transaction: on PostgreSQL both in one string, one round trip. A failure
+ * rolls back: no transaction is left open. */
+apr_status_t prov_store_begin_with(prov_store_t *s, const char *sql, apr_pool_t *p);
+/* A write whose outcome nobody reads (no rows, no row count) inside a
+ * transaction: on PostgreSQL it is kept and sent in one string with the
+ * next statement (prov_store_raw's and COMMIT's string, or alone just
+ * before a labelled statement), so that several such writes cost one round
+ * trip; its failure is the failure of that statement, and rollback drops
+ * it. sql and p must last until the transaction ends. Elsewhere, or outside
+ * a transaction: run at once. */
+apr_status_t prov_store_defer(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 /* The driver's last error text (for logs; never contains a secret). */
 const char *prov_store_errmsg(prov_store_t *s, int rc);

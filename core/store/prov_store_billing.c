@@ -1,7 +1,11 @@
 /* prov_store_billing.c: the billing engine's statements that are built at
- * run time or differ by dialect (see prov_store_billing.h): the one upsert
- * of a batch's bucket changes, complete ledger rows many to a statement on
- * PostgreSQL, and the account row locks in id order. */
+ * run time or differ by dialect (see prov_store_billing.h). On PostgreSQL a
+ * batch's writes whose outcome it does not read are deferred
+ * (prov_store_defer) and travel in one string with the next statement:
+ * the transaction's BEGIN with the account row locks (one SELECT in id
+ * order), the complete ledger rows (one INSERT from arrays), and at the
+ * end every bucket (one upsert) and balance (one UPDATE) with the COMMIT.
+ * SQLite runs a prepared statement per row: no round trip to save. */
 #include <stdlib.h>
 #include "prov_store_billing.h"
 
@@ -37,7 +41,7 @@ apr_status_t prov_store_bill_buckets_add(prov_store_t *s, const prov_bucket_delt
         "credits = usage_buckets.credits + excluded.credits, "
         "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
         "requests = usage_buckets.requests + excluded.requests", NULL);
-    return prov_store_raw(s, sql, p);
+    return prov_store_defer(s, sql, p);
 }
 
 static const char *source_of(int from_plan)
@@ -62,34 +66,76 @@ static apr_status_t insert_one(prov_store_t *s, const prov_ledger_row_t *e, apr_
     return prov_store_exec_bin(s, "bill_ledger_complete", args, p);
 }
 
-/* Up to PROV_STORE_ROWS_PER_INSERT rows from rows[0] in one statement. */
-static apr_status_t insert_many(prov_store_t *s, const prov_ledger_row_t *rows, int n,
-                                apr_pool_t *p)
+/* A text value as an element of an array literal: double-quoted, with
+ * backslash before '"' and '\' (the literal is then quoted for SQL). */
+static const char *array_text(const char *v, apr_pool_t *p)
 {
-    static const char head[] =
+    apr_size_t n = 0;
+    const char *c;
+    char *out, *o;
+    for (c = v; *c; c++)
+        n += (*c == '"' || *c == '\\') ? 2 : 1;
+    o = out = apr_palloc(p, n + 3);
+    *o++ = '"';
+    for (c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            *o++ = '\\';
+        *o++ = *c;
+    }
+    *o++ = '"';
+    *o = '\0';
+    return out;
+}
+
+/* The ledger's columns written whole, in the order of the arrays below. */
+#define LEDGER_COLUMNS 16
+
+/* Column c of a ledger row as an array element. */
+static const char *ledger_value(const prov_ledger_row_t *e, int c, apr_pool_t *p)
+{
+    const apr_int64_t v[LEDGER_COLUMNS] = {
+        0, e->user_id, e->key_id, e->model_id, 0, e->tokens.input, e->tokens.output,
+        e->tokens.cache, e->tokens.reasoning, e->hold, e->charge,
+        e->from_plan ? e->charge : 0, 0, 0, e->created_at, e->settled_at };
+    switch (c) {
+    case 0: return array_text(e->request_id, p);
+    case 4: return array_text(e->transport, p);
+    case 12: return array_text(source_of(e->from_plan), p);
+    case 13: return array_text(e->status, p);
+    default: return apr_psprintf(p, "%" APR_INT64_T_FMT, v[c]);
+    }
+}
+
+/* All n rows in one INSERT: one array a column, unnested in order (an
+ * array literal is parsed faster than as many SQL constants). */
+static const char *insert_unnest(prov_store_t *s, const prov_ledger_row_t *rows, int n,
+                                 apr_pool_t *p)
+{
+    static const char *const types[LEDGER_COLUMNS] = {
+        "text", "bigint", "bigint", "bigint", "text", "bigint", "bigint", "bigint", "bigint",
+        "bigint", "bigint", "bigint", "text", "text", "bigint", "bigint" };
+    apr_array_header_t *parts = apr_array_make(p, 4 * LEDGER_COLUMNS + 2, sizeof(char *));
+    apr_array_header_t *elts = apr_array_make(p, 2 * n, sizeof(char *));
+    int c, i;
+    APR_ARRAY_PUSH(parts, const char *) =
         "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
         "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, "
-        "source, status, created_at, settled_at) VALUES ";
-    apr_array_header_t *parts = apr_array_make(p, 2 * PROV_STORE_ROWS_PER_INSERT + 1,
-                                               sizeof(char *));
-    int i;
-    APR_ARRAY_PUSH(parts, const char *) = head;
-    for (i = 0; i < n && i < PROV_STORE_ROWS_PER_INSERT; i++) {
-        const prov_ledger_row_t *e = &rows[i];
-        if (i)
-            APR_ARRAY_PUSH(parts, const char *) = ", ";
-        APR_ARRAY_PUSH(parts, const char *) = apr_psprintf(p,
-            "(%s, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %"
-            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
-            ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", %s, %s, %"
-            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")",
-            quoted(s, e->request_id, p), e->user_id, e->key_id, e->model_id,
-            quoted(s, e->transport, p), e->tokens.input, e->tokens.output, e->tokens.cache,
-            e->tokens.reasoning, e->hold, e->charge, e->from_plan ? e->charge : 0,
-            quoted(s, source_of(e->from_plan), p), quoted(s, e->status, p), e->created_at,
-            e->settled_at);
+        "source, status, created_at, settled_at) SELECT * FROM unnest(";
+    for (c = 0; c < LEDGER_COLUMNS; c++) {
+        elts->nelts = 0;
+        for (i = 0; i < n; i++) {
+            APR_ARRAY_PUSH(elts, const char *) = i ? "," : "{";
+            APR_ARRAY_PUSH(elts, const char *) = ledger_value(&rows[i], c, p);
+        }
+        APR_ARRAY_PUSH(elts, const char *) = "}";
+        APR_ARRAY_PUSH(parts, const char *) = c ? ", " : "";
+        APR_ARRAY_PUSH(parts, const char *) = quoted(s, apr_array_pstrcat(p, elts, 0), p);
+        APR_ARRAY_PUSH(parts, const char *) = "::";
+        APR_ARRAY_PUSH(parts, const char *) = types[c];
+        APR_ARRAY_PUSH(parts, const char *) = "[]";
     }
-    return prov_store_raw(s, apr_array_pstrcat(p, parts, 0), p);
+    APR_ARRAY_PUSH(parts, const char *) = ")";
+    return apr_array_pstrcat(p, parts, 0);
 }
 
 apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_row_t *rows, int n,
@@ -102,9 +148,32 @@ apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_ro
             rv = insert_one(s, &rows[i], p);
         return rv;
     }
-    for (i = 0; i < n && rv == APR_SUCCESS; i += PROV_STORE_ROWS_PER_INSERT)
-        rv = insert_many(s, rows + i, n - i, p);
-    return rv;
+    return n ? prov_store_defer(s, insert_unnest(s, rows, n, p), p) : APR_SUCCESS;
+}
+
+apr_status_t prov_store_bill_balances_add(prov_store_t *s, const apr_int64_t *ids,
+                                          const prov_micro_t *amounts, int n, apr_pool_t *p)
+{
+    apr_array_header_t *rows;
+    apr_status_t rv = APR_SUCCESS;
+    int i;
+    if (s->dialect == PROV_DIALECT_SQLITE) {
+        for (i = 0; i < n && rv == APR_SUCCESS; i++)
+            rv = prov_store_exec(s, NULL, "bill_balance_add",
+                                 PROV_ARGS(prov_i64(amounts[i], p), prov_i64(ids[i], p)), p);
+        return rv;
+    }
+    if (!n)
+        return APR_SUCCESS;
+    rows = apr_array_make(p, n, sizeof(const char *));
+    for (i = 0; i < n; i++)
+        APR_ARRAY_PUSH(rows, const char *) = apr_psprintf(p,
+            i ? ", (%" APR_INT64_T_FMT ", %" APR_INT64_T_FMT ")"
+              : "(%" APR_INT64_T_FMT "::bigint, %" APR_INT64_T_FMT "::bigint)",
+            ids[i], amounts[i]);
+    return prov_store_defer(s, apr_pstrcat(p,
+        "UPDATE users SET balance = users.balance + v.d FROM (VALUES ",
+        apr_array_pstrcat(p, rows, 0), ") AS v(id, d) WHERE users.id = v.id", NULL), p);
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -113,24 +182,21 @@ static int cmp_i64(const void *x, const void *y)
     return a < c ? -1 : a > c;
 }
 
-apr_status_t prov_store_bill_lock_accounts(prov_store_t *s, apr_int64_t *ids, int n,
-                                           apr_pool_t *p)
+apr_status_t prov_store_bill_begin(prov_store_t *s, apr_int64_t *ids, int n, apr_pool_t *p)
 {
+    apr_array_header_t *list;
     int i;
-    if (s->dialect != PROV_DIALECT_PGSQL)
-        return APR_SUCCESS;
+    if (s->dialect != PROV_DIALECT_PGSQL || !n)
+        return prov_store_begin(s, p);
     qsort(ids, n, sizeof(*ids), cmp_i64);
+    list = apr_array_make(p, n, sizeof(const char *));
     for (i = 0; i < n; i++) {
-        apr_dbd_results_t *res = NULL;
-        apr_dbd_row_t *row = NULL;
-        apr_status_t rv;
-        if (i && ids[i] == ids[i - 1])
-            continue;
-        rv = prov_store_select(s, &res, "bill_account", PROV_ARGS(prov_i64(ids[i], p)), p);
-        if (rv != APR_SUCCESS)
-            return rv;
-        while (prov_store_row(s, res, &row, p) == APR_SUCCESS)
-            ;
+        if (!i || ids[i] != ids[i - 1])
+            APR_ARRAY_PUSH(list, const char *) = apr_psprintf(p, "%s%" APR_INT64_T_FMT,
+                                                              i ? ", " : "", ids[i]);
     }
-    return APR_SUCCESS;
+    /* Locked as the sorted rows come out: in id order. */
+    return prov_store_begin_with(s, apr_pstrcat(p, "SELECT id FROM users WHERE id IN (",
+                                                apr_array_pstrcat(p, list, 0),
+                                                ") ORDER BY id FOR UPDATE", NULL), p);
 }

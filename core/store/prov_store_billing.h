@@ -1,10 +1,12 @@
 /* prov_store_billing.h: the billing engine's writes that are not one
  * labelled statement, and so need SQL built at run time or a dialect
- * branch: every usage bucket a batch changes in one upsert, complete ledger
- * rows many to a statement where round trips count (PostgreSQL), and the
- * account row locks a batch takes first. The engine (core/billing) calls
- * these and holds no SQL text of its own; its single statements are labels
- * of the statement table (prov_sql.c). */
+ * branch: the transaction's start with the account row locks, every usage
+ * bucket a batch changes in one upsert, every balance in one update, and
+ * complete ledger rows in one insert. On PostgreSQL, where each round trip
+ * counts, the writes are deferred (prov_store_defer) and so share the
+ * string of the batch's next statement, the last ones its COMMIT's. The
+ * engine (core/billing) calls these and holds no SQL text of its own; its
+ * single statements are labels of the statement table (prov_sql.c). */
 #ifndef PROV_STORE_BILLING_H
 #define PROV_STORE_BILLING_H
 
@@ -31,24 +33,26 @@ typedef struct prov_ledger_row_t {
     apr_int64_t created_at, settled_at;
 } prov_ledger_row_t;
 
-/* Complete rows sent in one statement at most (PostgreSQL). */
-#define PROV_STORE_ROWS_PER_INSERT 64
-
-/* Adds the n deltas to their buckets (made when missing) in one statement;
- * each bucket appears once in d, as ON CONFLICT needs. n 0: nothing. */
+/* Adds the n deltas to their buckets (made when missing) in one statement
+ * (PostgreSQL: deferred); each bucket appears once in d, as ON CONFLICT
+ * needs. n 0: nothing. */
 apr_status_t prov_store_bill_buckets_add(prov_store_t *s, const prov_bucket_delta_t *d, int n,
                                          apr_pool_t *p);
-/* Inserts the n rows, in order: PostgreSQL up to PROV_STORE_ROWS_PER_INSERT
- * a statement (one round trip each); SQLite one prepared statement a row
+/* Adds amounts[i] to the balance of user ids[i], each id once: PostgreSQL
+ * one deferred statement, SQLite one prepared statement a user. */
+apr_status_t prov_store_bill_balances_add(prov_store_t *s, const apr_int64_t *ids,
+                                          const prov_micro_t *amounts, int n, apr_pool_t *p);
+/* Inserts the n rows, in order: PostgreSQL one deferred statement (the
+ * columns as arrays, unnested); SQLite one prepared statement a row
  * (no round trips, and cheaper than parsing a long one). */
 apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_row_t *rows, int n,
                                            apr_pool_t *p);
-/* Locks the accounts ids (n of them, any order, repeats allowed) until the
- * transaction ends: PostgreSQL row locks taken in id order, so that the
- * batches of different processes or nodes queue instead of deadlocking;
- * SQLite: nothing (BEGIN IMMEDIATE holds the whole database). ids may be
- * reordered. */
-apr_status_t prov_store_bill_lock_accounts(prov_store_t *s, apr_int64_t *ids, int n,
-                                           apr_pool_t *p);
+/* Begins a billing transaction holding the accounts ids (n of them, any
+ * order, repeats allowed) until it ends: on PostgreSQL their rows are
+ * locked in id order, so that the batches of different processes or nodes
+ * queue instead of deadlocking, by one SELECT sent with the BEGIN (one
+ * round trip); SQLite: prov_store_begin (BEGIN IMMEDIATE holds the whole
+ * database). ids may be reordered. */
+apr_status_t prov_store_bill_begin(prov_store_t *s, apr_int64_t *ids, int n, apr_pool_t *p);
 
 #endif

@@ -36,7 +36,7 @@ static int next_channel;
 static void setup(fixture_t *f, prov_micro_t balance, int has_budget, prov_micro_t budget)
 {
     apr_pool_create(&f->p, prov_test_pool());
-    f->s = prov_test_store(f->p);
+    f->s = prov_test_store_any(f->p);
     f->src = prov_store_source_fixed(f->s, f->p);
     CU_ASSERT_EQUAL_FATAL(prov_user_add(&f->u, f->s, "bill@example.com", NULL, f->p),
                           APR_SUCCESS);

@@ -142,6 +142,7 @@ int main(int argc, char **argv)
     prov_test_suite_error();
     prov_test_suite_store();
     prov_test_suite_store_sqlite();
+    prov_test_suite_store_billing();
     prov_test_suite_account();
     prov_test_suite_models();
     prov_test_suite_window();

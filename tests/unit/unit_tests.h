@@ -32,6 +32,7 @@ void prov_test_suite_keys(void);
 void prov_test_suite_error(void);
 void prov_test_suite_store(void);
 void prov_test_suite_store_sqlite(void);
+void prov_test_suite_store_billing(void);
 void prov_test_suite_account(void);
 void prov_test_suite_models(void);
 void prov_test_suite_window(void);
