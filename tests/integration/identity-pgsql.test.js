@@ -7,7 +7,8 @@
 // really worked in PostgreSQL (their schemas and rows are there), including
 // the identity suite's races between four connections (nodes). The OAuth
 // server's suite (core/oauth: codes, tokens, rotation, revocation) runs
-// here too.
+// here too, and the billing engine's (core/billing's batches, and the
+// statements core/store builds for them, several to a round trip).
 
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -45,7 +46,10 @@ describe('core/identity SQL on PostgreSQL (the unit suites, PROV_UNIT_PGSQL)', {
     conninfo = cluster.conninfo(db);
   });
 
-  for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5], ['oauth', 6]]) {
+  // billing and store_billing: the billing engine's batches and the
+  // statements they build (several to a round trip) on PostgreSQL.
+  for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5], ['oauth', 6],
+    ['billing', 21], ['store_billing', 4]]) {
     it(`unit suite ${suite} passes on PostgreSQL`, () => {
       const before = Number(cluster.psql(db, "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE 'unit\\_%'").trim());
       const r = runSuite(conninfo, suite);
