@@ -176,8 +176,8 @@ static apr_status_t raw_send(prov_store_t *s, const char *sql)
     return APR_SUCCESS;
 }
 
-/* Sends the deferred writes before a labelled statement (which cannot
- * share their string). */
+/* Sends the deferred writes before a statement bound as values (which
+ * cannot share their string). */
 static apr_status_t pending_send(prov_store_t *s, apr_pool_t *p)
 {
     const char *sql = pending_take(s, p);
@@ -195,19 +195,41 @@ apr_status_t prov_store_defer(prov_store_t *s, const char *sql, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
+/* The deferred writes, then the labelled statement run by SQL's EXECUTE
+ * (apr_dbd's pgsql driver prepares them with SQL's PREPARE under their full
+ * label) with its arguments as quoted literals, which the statement's
+ * parameter types convert: one string, one round trip. NULL when nothing is
+ * deferred. */
+static const char *pending_with(prov_store_t *s, const char *label, int nargs,
+                                const char *const *args, apr_pool_t *p)
+{
+    const char *sql = pending_take(s, p);
+    int i;
+    if (!sql)
+        return NULL;
+    sql = apr_pstrcat(p, sql, "EXECUTE " PROV_STMT_PREFIX, label, nargs ? "(" : "", NULL);
+    for (i = 0; i < nargs; i++)
+        sql = apr_pstrcat(p, sql, i ? ", " : "", args[i] ? "'" : "NULL",
+                          args[i] ? apr_dbd_escape(s->driver, p, args[i], s->handle) : "",
+                          args[i] ? "'" : "", NULL);
+    return nargs ? apr_pstrcat(p, sql, ")", NULL) : sql;
+}
+
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p)
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
+    const char *sql;
     int n = 0;
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
-    if ((rv = pending_send(s, p)) != APR_SUCCESS)
-        return rv;
     s->round_trips++;
-    rv = exec_done(s, label, apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs,
-                                            (const char **)args));
+    if ((sql = pending_with(s, label, nargs, args, p)))
+        rv = exec_done(s, label, apr_dbd_query(s->driver, s->handle, &n, sql));
+    else
+        rv = exec_done(s, label, apr_dbd_pquery(s->driver, p, s->handle, &n, stmt, nargs,
+                                                (const char **)args));
     if (rv == APR_SUCCESS && nrows)
         *nrows = n;
     return rv;
@@ -232,14 +254,15 @@ apr_status_t prov_store_select(prov_store_t *s, apr_dbd_results_t **res, const c
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
     apr_dbd_results_t *r = NULL;
-    apr_status_t rv;
+    const char *sql;
     int rc;
     if (!stmt)
         return APR_ENOENT;
-    if ((rv = pending_send(s, p)) != APR_SUCCESS)
-        return rv;
     s->round_trips++;
-    rc = apr_dbd_pselect(s->driver, p, s->handle, &r, stmt, 1, nargs, (const char **)args);
+    if ((sql = pending_with(s, label, nargs, args, p)))
+        rc = apr_dbd_select(s->driver, p, s->handle, &r, sql, 1);
+    else
+        rc = apr_dbd_pselect(s->driver, p, s->handle, &r, stmt, 1, nargs, (const char **)args);
     if (rc) {
         prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00016: %s failed: %s", label,
                  apr_dbd_error(s->driver, s->handle, rc));

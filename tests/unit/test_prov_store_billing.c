@@ -107,7 +107,7 @@ static void test_buckets_balances(void)
                         APR_SUCCESS);
         CU_ASSERT_EQUAL(row ? prov_store_get_i64(s, row, 0, -1) : -1, 175);
         if (is_pg(s))
-            CU_ASSERT_EQUAL(s->round_trips, trips + 2);  /* the writes, then the select */
+            CU_ASSERT_EQUAL(s->round_trips, trips + 1);  /* the writes with the select */
     }
     CU_ASSERT_EQUAL(prov_store_commit(s, p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT scope, scope_id, bucket, credits, "
@@ -196,6 +196,44 @@ static void test_defer_rollback_and_failure(void)
     apr_pool_destroy(p);
 }
 
+/* A labelled write after deferred ones: on PostgreSQL in their string (by
+ * EXECUTE, its arguments quoted), with its own row count. */
+static void test_exec_after_deferred(void)
+{
+    apr_pool_t *p = NULL;
+    prov_store_t *s;
+    apr_int64_t ids[1] = { 1 };
+    prov_micro_t amounts[1] = { -30 };
+    apr_uint64_t trips;
+    int n = -1;
+    apr_pool_create(&p, prov_test_pool());
+    s = store_with_users(p);
+    CU_ASSERT_EQUAL_FATAL(prov_store_begin(s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_exec(s, NULL, "bill_ledger_reserve",
+                                    PROV_ARGS("r'1\\", "1", "11", "7", "chat", "30", "balance",
+                                              "1700000000"), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_bill_balances_add(s, ids, amounts, 1, p), APR_SUCCESS);
+    trips = s->round_trips;
+    CU_ASSERT_EQUAL(prov_store_exec(s, &n, "bill_ledger_settle",
+                                    PROV_ARGS("1", "2", "0", "0", "20", "20", "ok", "1700000005",
+                                              "r'1\\"), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 1);
+    n = -1;
+    CU_ASSERT_EQUAL(prov_store_exec(s, &n, "bill_ledger_settle",
+                                    PROV_ARGS("1", "2", "0", "0", "20", "20", "ok", "1700000005",
+                                              "r'1\\"), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);                           /* settled already */
+    if (is_pg(s))
+        CU_ASSERT_EQUAL(s->round_trips, trips + 2);
+    CU_ASSERT_EQUAL(prov_store_commit(s, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT request_id, credits, status, settled_at "
+                                             "FROM ledger", p),
+                           "r'1\\|20|ok|1700000005|\n");
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT balance FROM users WHERE id = 1", p),
+                           "70|\n");
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_store_billing(void)
 {
     CU_pSuite s = CU_add_suite("store_billing", NULL, NULL);
@@ -203,4 +241,5 @@ void prov_test_suite_store_billing(void)
     CU_add_test(s, "buckets and balances", test_buckets_balances);
     CU_add_test(s, "begin with the account locks", test_begin);
     CU_add_test(s, "deferred writes: rollback and failure", test_defer_rollback_and_failure);
+    CU_add_test(s, "a labelled write after deferred ones", test_exec_after_deferred);
 }
