@@ -8,18 +8,30 @@
 #include "prov_batch_int.h"
 #include "prov_store_billing.h"
 
+/* A bucket's key in b->deltas: binary, no formatting on the hot path. A
+ * scope is one of prov_batch_usage's few short names (zero-padded here;
+ * one PostgreSQL upsert must not name a row twice, so the key is by value). */
+typedef struct delta_key_t {
+    apr_int64_t id, bucket;
+    char scope[8];
+} delta_key_t;
+
 static void add_delta(batch_t *b, const char *scope, apr_int64_t id, apr_int64_t bucket,
                       prov_micro_t credits, prov_micro_t plan, apr_int64_t requests)
 {
-    const char *k = apr_psprintf(b->p, "%s|%" APR_INT64_T_FMT "|%" APR_INT64_T_FMT,
-                                 scope, id, bucket);
-    prov_bucket_delta_t *d = apr_hash_get(b->deltas, k, APR_HASH_KEY_STRING);
-    if (!d) {
+    delta_key_t key;
+    prov_bucket_delta_t *d;
+    memset(&key, 0, sizeof(key));
+    key.id = id;
+    key.bucket = bucket;
+    apr_cpystrn(key.scope, scope, sizeof(key.scope));
+    if (!(d = apr_hash_get(b->deltas, &key, sizeof(key)))) {
+        delta_key_t *k = apr_pmemdup(b->p, &key, sizeof(key));
         d = apr_pcalloc(b->p, sizeof(*d));
         d->scope = scope;
         d->id = id;
         d->bucket = bucket;
-        apr_hash_set(b->deltas, k, APR_HASH_KEY_STRING, d);
+        apr_hash_set(b->deltas, k, sizeof(*k), d);
     }
     d->credits = prov_i64_add_sat(d->credits, credits);
     d->plan = prov_i64_add_sat(d->plan, plan);

@@ -39,7 +39,7 @@ typedef struct batch_t {
     apr_hash_t *accts;              /* user id -> acct_t */
     apr_hash_t *keys;               /* key id -> keyw_t */
     apr_hash_t *models;             /* model id -> int enabled */
-    apr_hash_t *deltas;             /* "scope|id|bucket" -> prov_bucket_delta_t */
+    apr_hash_t *deltas;             /* (scope, id, bucket) -> prov_bucket_delta_t */
     apr_hash_t *balances;           /* user id -> prov_micro_t* delta */
 } batch_t;
 

@@ -135,8 +135,13 @@ static apr_dbd_prepared_t *find_stmt(prov_store_t *s, const char *label)
 {
     char full[96];
     apr_dbd_prepared_t *stmt = NULL;
-    if (apr_snprintf(full, sizeof(full), PROV_STMT_PREFIX "%s", label) < (int)sizeof(full) - 1)
-        stmt = apr_hash_get(s->prepared, full, APR_HASH_KEY_STRING);
+    apr_size_t n = strlen(label), k = sizeof(PROV_STMT_PREFIX) - 1;
+    /* (no apr_snprintf: every statement of the hot path comes here) */
+    if (k + n < sizeof(full)) {
+        memcpy(full, PROV_STMT_PREFIX, k);
+        memcpy(full + k, label, n);
+        stmt = apr_hash_get(s->prepared, full, (apr_ssize_t)(k + n));
+    }
     if (!stmt)
         prov_log(PROV_LOG_ERR, APR_ENOENT, "PROV00014: statement %s is not prepared", label);
     return stmt;
