@@ -83,8 +83,9 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
     return stack.setClock(nextHour(stack.clock));
   }
 
-  function chat(u, body) {
-    return stack.chat(u.key.secret, body);
+  // Answered before settled: the ledger is read once the row is written.
+  async function chat(u, body) {
+    return stack.requestSettled(await stack.chat(u.key.secret, body));
   }
 
   function source(rid) {

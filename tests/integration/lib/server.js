@@ -554,6 +554,27 @@ export class Stack {
     }
   }
 
+  /**
+   * Waits until the request of res (its x-request-id) is settled in the
+   * ledger (throws after ms). A non-streamed answer leaves before its
+   * settlement is committed, and a request drawn from a lease has no row
+   * until the billing writer writes it; no row while no lease is held: the
+   * request was refused before it reserved anything. Returns res.
+   */
+  async requestSettled(res, ms = 5000) {
+    const rid = res && res.headers && res.headers.get('x-request-id');
+    if (!rid || !/^[A-Za-z0-9_-]+$/.test(rid)) return res;
+    const until = Date.now() + ms;
+    for (;;) {
+      const [row] = this.sql(`SELECT status,
+          (SELECT COUNT(*) FROM billing_leases) AS leases
+        FROM (SELECT 1 AS one) AS o LEFT JOIN ledger ON request_id = '${rid}'`);
+      if (row.status ? row.status !== 'reserved' : Number(row.leases) === 0) return res;
+      if (Date.now() >= until) throw new Error(`request ${rid} not settled after ${ms} ms`);
+      await sleep(5);
+    }
+  }
+
   /** Pids of httpd's child processes (the workers; the parent is this.httpd). */
   httpdChildren() {
     if (!this.httpd) return [];
