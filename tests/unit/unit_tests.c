@@ -164,6 +164,7 @@ int main(int argc, char **argv)
     prov_test_suite_responses_request();
     prov_test_suite_jwrite();
     prov_test_suite_gateway();
+    prov_test_suite_gateway_conn();
     prov_test_suite_redact();
     prov_test_suite_header();
     prov_test_suite_estimate();

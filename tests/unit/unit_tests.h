@@ -54,6 +54,7 @@ void prov_test_suite_responses_fast(void);
 void prov_test_suite_responses_request(void);
 void prov_test_suite_jwrite(void);
 void prov_test_suite_gateway(void);
+void prov_test_suite_gateway_conn(void);
 void prov_test_suite_redact(void);
 void prov_test_suite_header(void);
 void prov_test_suite_estimate(void);
