@@ -8,7 +8,8 @@
  * APR_EEXIST for another user's identity); unlinking (not the last one);
  * the list (core/account's) with provider and time only. Then races between connections to
  * one database (nodes): the same first sign-in, the same link, two unlinks
- * of a user's only two identities. */
+ * of a user's only two identities; then many first sign-ins of one
+ * identity at once, round after round (a short stress). */
 #include <pthread.h>
 #include <string.h>
 #include "unit_tests.h"
@@ -203,6 +204,7 @@ static void test_link_unlink(void)
 }
 
 #define RACERS 4
+#define SIGNERS 8               /* the many first sign-ins' stress */
 
 typedef struct racer_t {
     prov_store_t *s;
@@ -239,7 +241,7 @@ static void *race(void *arg)
 /* Runs the racers at once; returns when all are done. */
 static void run_race(racer_t *r, int n)
 {
-    pthread_t th[RACERS];
+    pthread_t th[SIGNERS];
     pthread_barrier_t go;
     int i;
     pthread_barrier_init(&go, NULL, (unsigned)n);
@@ -277,6 +279,11 @@ static void test_races(void)
     int i, round, n, created, added, noop, eexist, ok, busy;
     apr_pool_create(&p, prov_test_pool());
     prov_test_store_shared(s, RACERS, p);
+    /* each node in a pool of its own: a store copies what it reads into its
+     * pool, which one thread at a time may use (four racers on one pool
+     * once gave one of them a user id read half over by another) */
+    for (i = 1; i < RACERS; i++)
+        CU_ASSERT_PTR_NOT_EQUAL(s[i]->pool, s[0]->pool);
     CU_ASSERT_EQUAL_FATAL(prov_identity_signin(&other, &created, s[0], "corp", &c, T0, p),
                           APR_SUCCESS);
     for (round = 0; round < 5; round++) {
@@ -294,6 +301,8 @@ static void test_races(void)
             created += r[i].flag;
         }
         CU_ASSERT_EQUAL(created, 1);
+        CU_ASSERT_EQUAL(prov_identity_user(&w, s[0], "corp", r[0].subject, p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(w, r[0].got);
         /* one identity linked at once to two users, by two nodes each:
          * one link, one no-op for the same user, two refusals */
         for (i = 0; i < RACERS; i++) {
@@ -333,6 +342,43 @@ static void test_races(void)
     apr_pool_destroy(p);
 }
 
+/* Many first sign-ins of one identity at once, round after round: every
+ * one gets the one user the database links the identity to, made once. */
+static void test_race_many_first_signins(void)
+{
+    apr_pool_t *p;
+    prov_store_t *s[SIGNERS];
+    racer_t r[SIGNERS];
+    apr_int64_t owner;
+    int i, round, created, same;
+    apr_pool_create(&p, prov_test_pool());
+    prov_test_store_shared(s, SIGNERS, p);
+    for (round = 0; round < 20; round++) {
+        memset(r, 0, sizeof(r));
+        for (i = 0; i < SIGNERS; i++) {
+            r[i].s = s[i];
+            apr_pool_create(&r[i].p, p);
+            r[i].subject = apr_psprintf(p, "many-%d", round);
+        }
+        run_race(r, SIGNERS);
+        owner = 0;
+        CU_ASSERT_EQUAL(prov_identity_user(&owner, s[0], "corp", r[0].subject, p), APR_SUCCESS);
+        for (i = created = same = 0; i < SIGNERS; i++) {
+            CU_ASSERT_EQUAL(r[i].rv, APR_SUCCESS);
+            same += r[i].got == owner;
+            created += r[i].flag;
+        }
+        CU_ASSERT_EQUAL(same, SIGNERS);
+        CU_ASSERT_EQUAL(created, 1);
+        for (i = 0; i < SIGNERS; i++)
+            apr_pool_destroy(r[i].p);
+    }
+    CU_ASSERT_EQUAL(atoi(prov_test_dump(s[0], "SELECT COUNT(*) FROM users", p)), 20);
+    for (i = 0; i < SIGNERS; i++)
+        prov_store_close(s[i]);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_identity(void)
 {
     PROV_SUITE("identity",
@@ -340,5 +386,6 @@ void prov_test_suite_identity(void)
                PROV_TEST(test_email_rules),
                PROV_TEST(test_name_and_block),
                PROV_TEST(test_link_unlink),
-               PROV_TEST(test_races));
+               PROV_TEST(test_races),
+               PROV_TEST(test_race_many_first_signins));
 }

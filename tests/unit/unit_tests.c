@@ -88,17 +88,23 @@ void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p)
 {
     static int k;
     const char *pg = getenv("PROV_UNIT_PGSQL"), *schema, *file;
+    apr_pool_t *own;
     int i, applied = 0;
+    /* each connection in a pool of its own, as each request has: a store
+     * copies the values it reads into its pool, which is not thread-safe */
     if (pg && *pg) {
         schema = pg_schema(p);
-        for (i = 0; i < n; i++)
-            stores[i] = pg_store(pg, schema, i == 0, p);
+        for (i = 0; i < n; i++) {
+            apr_pool_create(&own, p);
+            stores[i] = pg_store(pg, schema, i == 0, own);
+        }
         return;
     }
     file = apr_psprintf(p, "/tmp/prov-unit-shared-%ld-%d.db", (long)getpid(), ++k);
     apr_pool_cleanup_register(p, file, unlink_db, apr_pool_cleanup_null);
     for (i = 0; i < n; i++) {
-        if (prov_store_open(&stores[i], apr_pstrcat(p, "sqlite3:", file, NULL), 0, p)
+        apr_pool_create(&own, p);
+        if (prov_store_open(&stores[i], apr_pstrcat(own, "sqlite3:", file, NULL), 0, own)
             != APR_SUCCESS
             || (i == 0 && prov_schema_migrate(&applied, stores[i], p) != APR_SUCCESS)
             || prov_store_prepare_all(stores[i]) != APR_SUCCESS) {

@@ -21,7 +21,8 @@ prov_store_t *prov_test_store(apr_pool_t *p);
 prov_store_t *prov_test_store_any(apr_pool_t *p);
 /* n connections to one fresh database, as several processes or nodes
  * have: an SQLite file (removed when p is cleared) or, with
- * PROV_UNIT_PGSQL, a fresh PostgreSQL schema. */
+ * PROV_UNIT_PGSQL, a fresh PostgreSQL schema. Each is in a subpool of p
+ * of its own, so that n threads may use them at once. */
 void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p);
 /* The rows of a query as text: each column followed by '|', each row by a
  * newline; SQL NULL as "NULL". */
