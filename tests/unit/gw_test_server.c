@@ -5,8 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include "unit_tests.h"
 #include "gw_test_server.h"
 
@@ -103,22 +101,9 @@ static void *serve(void *arg)
 
 static void start(gw_ts_t *s)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int one = 1, rcvbuf = 16384;
-    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CU_ASSERT_FATAL(s->lfd >= 0);
-    setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     /* a small receive buffer (inherited by accepted sockets): a large
      * request cannot be handed to the kernel whole before the server reads */
-    setsockopt(s->lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CU_ASSERT_FATAL(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) == 0);
-    CU_ASSERT_FATAL(listen(s->lfd, 8) == 0);
-    CU_ASSERT_FATAL(getsockname(s->lfd, (struct sockaddr *)&a, &al) == 0);
-    s->port = ntohs(a.sin_port);
+    s->lfd = prov_test_listen(8, 16384, &s->port);
     CU_ASSERT_FATAL(pthread_create(&s->th, NULL, serve, s) == 0);
 }
 

@@ -10,9 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <CUnit/CUnit.h>
+#include "unit_tests.h"
 #include "idp_test_server.h"
 
 /* Reads head and body into buf; returns the body's offset, or -1. */
@@ -119,21 +118,9 @@ static void *serve(void *arg)
 
 void idp_ts_start(idp_ts_t *s)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int one = 1;
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
-    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CU_ASSERT_FATAL(s->lfd >= 0);
-    setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CU_ASSERT_FATAL(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) == 0);
-    CU_ASSERT_FATAL(listen(s->lfd, 16) == 0);
-    CU_ASSERT_FATAL(getsockname(s->lfd, (struct sockaddr *)&a, &al) == 0);
-    s->port = ntohs(a.sin_port);
+    s->lfd = prov_test_listen(16, 0, &s->port);
     CU_ASSERT_FATAL(pthread_create(&s->th, NULL, serve, s) == 0);
 }
 

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <CUnit/Basic.h>
 #include <apr_general.h>
 #include "unit_tests.h"
@@ -112,6 +115,25 @@ void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p)
             abort();
         }
     }
+}
+
+int prov_test_listen(int backlog, int rcvbuf, int *port)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+    CU_ASSERT_FATAL(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (rcvbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CU_ASSERT_FATAL(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+    CU_ASSERT_FATAL(listen(fd, backlog) == 0);
+    CU_ASSERT_FATAL(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    *port = ntohs(a.sin_port);
+    return fd;
 }
 
 const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p)

@@ -24,6 +24,10 @@ prov_store_t *prov_test_store_any(apr_pool_t *p);
  * PROV_UNIT_PGSQL, a fresh PostgreSQL schema. Each is in a subpool of p
  * of its own, so that n threads may use them at once. */
 void prov_test_store_shared(prov_store_t **stores, int n, apr_pool_t *p);
+/* A socket listening on 127.0.0.1 at a free port (*port), for the suites'
+ * servers; rcvbuf > 0 sets its receive buffer (accepted sockets inherit
+ * it). A failure is fatal to the test. */
+int prov_test_listen(int backlog, int rcvbuf, int *port);
 /* The rows of a query as text: each column followed by '|', each row by a
  * newline; SQL NULL as "NULL". */
 const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p);
