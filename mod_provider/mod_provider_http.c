@@ -93,10 +93,6 @@ int provider_write_json(request_rec *r, int status, const char *json)
     if (!r->header_only && len)
         APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_pool_create(json, len, r->pool,
                                                            r->connection->bucket_alloc));
-    /* httpd's core output filter keeps a small answer until the handler
-     * returns: flushed, it leaves now, before what the handler does after
-     * it (an inference answer's settlement, see provider_infer_answer). */
-    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(r->connection->bucket_alloc));
     APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(r->connection->bucket_alloc));
     return provider_pass(r, bb);
 }
