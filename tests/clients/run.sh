@@ -34,12 +34,20 @@ flags=""
 if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="$flags --test-reporter=spec"
 fi
+# A hung test fails by name, and a hung run is killed (as in
+# tests/integration/run.sh: PROV_TEST_TIMEOUT ms, PROV_TEST_RUN_LIMIT s).
+if node --help 2>/dev/null | grep -q -- '--test-timeout'; then
+  flags="$flags --test-timeout=${PROV_TEST_TIMEOUT:-300000}"
+fi
+limited() {
+  timeout -k 30 "${PROV_TEST_RUN_LIMIT:-1200}" "$@"
+}
 status=0
 if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
-  node --test $flags --test-concurrency=1 "$here"/*.test.js || status=1
+  limited node --test $flags --test-concurrency=1 "$here"/*.test.js || status=1
 else
   for f in "$here"/*.test.js; do
-    node --test $flags "$f" || status=1
+    limited node --test $flags "$f" || status=1
   done
 fi
 for sub in "$here"/*/run.sh; do

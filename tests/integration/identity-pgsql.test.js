@@ -25,6 +25,7 @@ function runSuite(conninfo, suite) {
   const r = spawnSync(UNIT, [suite], {
     encoding: 'utf8',
     timeout: 120000,
+    killSignal: 'SIGKILL',      // spawnSync waits on until the child is gone
     env: { ...process.env, PROV_UNIT_PGSQL: conninfo },
   });
   const out = `${r.stdout || ''}${r.stderr || ''}`;

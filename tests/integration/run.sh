@@ -87,8 +87,29 @@ status=0
 # (PostgreSQL's socket is a file: reachable from there too): the service,
 # its gateway, the identity providers, the MCP and OAuth clients and the
 # browser reach nothing but the test's own servers.
+# A test that hangs fails by name after PROV_TEST_TIMEOUT ms (node's
+# --test-timeout, 5 minutes; the slowest test takes under 20 s), and a node
+# process still running after PROV_TEST_RUN_LIMIT s is killed (timeout(1)),
+# so that a hang fails this run with its log instead of outlasting CI.
+case "${PROV_TEST_TIMEOUT:-300000}" in
+  ''|*[!0-9]*) fail "PROV_TEST_TIMEOUT must be a number of milliseconds" ;;
+esac
+if node --help 2>/dev/null | grep -q -- '--test-timeout'; then
+  flags="$flags --test-timeout=${PROV_TEST_TIMEOUT:-300000}"
+fi
 isolated() {
-  unshare -n sh -c 'ip link set lo up && exec node --test "$@"' sh "$@"
+  limit=${PROV_TEST_RUN_LIMIT:-1200}
+  timeout -k 30 "$limit" \
+    unshare -n sh -c 'ip link set lo up && exec node --test "$@"' sh "$@"
+  rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "tests/integration/run.sh: not finished after $limit s, killed (a hang: the last test named above)" >&2
+    # The stacks' apache2 and mock gateways run in process groups of their
+    # own (lib/server.js): gone with the run, as its after() hooks would do.
+    pkill -KILL -f "apache2 .*/prov-it-[^ ]*/httpd.conf" 2>/dev/null
+    pkill -KILL -f "^$builddir/tests/mockgw/mockgw " 2>/dev/null
+  fi
+  return $rc
 }
 if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
   isolated $flags --test-concurrency=1 "$here"/*.test.js || status=1
