@@ -397,7 +397,11 @@ const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char 
 
 apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key)
 {
-    const prov_jmember_t *m = prov_json_scan_member(o, key);
+    return prov_json_scan_member_int(v, prov_json_scan_member(o, key));
+}
+
+apr_status_t prov_json_scan_member_int(apr_int64_t *v, const prov_jmember_t *m)
+{
     const char *c, *end;
     int neg;
     apr_int64_t n = 0;

@@ -73,6 +73,8 @@ static APR_INLINE int prov_json_scan_is(const prov_jmember_t *m, const char *lit
  * prov_json_get(.., json_type_int) reads it), APR_EGENERAL when the value is
  * an integer too long to read the way json-c does (declined). */
 apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key);
+/* The same for a member already found (m may be NULL: no such member). */
+apr_status_t prov_json_scan_member_int(apr_int64_t *v, const prov_jmember_t *m);
 
 /* The member key of o as an object (read into *sub as prov_json_scan_object
  * reads its text alone): APR_SUCCESS, APR_NOTFOUND when there is no such

@@ -300,7 +300,7 @@ static int scan_count(apr_int64_t *v, const prov_jobject_t *usage, const char *k
         if (m->val[i] < '0' || m->val[i] > '9')
             return 0;
     }
-    return prov_json_scan_int(v, usage, key) == APR_SUCCESS ? 1 : -1;
+    return prov_json_scan_member_int(v, m) == APR_SUCCESS ? 1 : -1;
 }
 
 /* A usage object's counts; 0 when one of them is declined. */

@@ -392,6 +392,23 @@ static void test_scan_keys(void)
     CU_ASSERT_EQUAL(v, 4);
     CU_ASSERT_EQUAL(prov_json_scan_int(&v, &o, "t"), APR_SUCCESS);
     CU_ASSERT_EQUAL(v, 5);
+    /* A member already found reads the same (the Messages relay's counts). */
+    CU_ASSERT_EQUAL(prov_json_scan_member_int(&v, prov_json_scan_member(&o, "te")), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 3);
+    v = 9;
+    CU_ASSERT_EQUAL(prov_json_scan_member_int(&v, NULL), APR_SUCCESS);
+    CU_ASSERT_EQUAL(v, 0);
+    {
+        static const char nums[] = "{\"n\":-12,\"f\":1.5,\"big\":123456789012345678901234}";
+        prov_jobject_t no;
+        CU_ASSERT_EQUAL_FATAL(prov_json_scan_object(&no, nums, sizeof(nums) - 1), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_json_scan_member_int(&v, prov_json_scan_member(&no, "n")), APR_SUCCESS);
+        CU_ASSERT_EQUAL(v, -12);
+        CU_ASSERT_EQUAL(prov_json_scan_member_int(&v, prov_json_scan_member(&no, "f")), APR_SUCCESS);
+        CU_ASSERT_EQUAL(v, 0);
+        CU_ASSERT_EQUAL(prov_json_scan_member_int(&v, prov_json_scan_member(&no, "big")),
+                        APR_EGENERAL);
+    }
     CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "typ"));
     CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "types"));
     CU_ASSERT_PTR_NULL(prov_json_scan_member(&o, "tap"));
