@@ -47,7 +47,8 @@
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
 # BENCH_DBDMAX (mod_provider's DBDMax: mod_dbd's 10 on SQLite, 16 on PostgreSQL),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
-# dir), BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
+# dir; BENCH_PG_OPTS: more of its server options, "-c name=value ..."),
+# BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
 # above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
 # kernel's setting alone).
 #
