@@ -62,12 +62,15 @@ void prov_slot_clear(prov_slot_t *s)
     s->id[0] = '\0';
 }
 
-/* A slot with nothing in flight and no lease is forgotten. */
+/* A slot with nothing in flight and no lease is forgotten, once its key's
+ * last request is older than keep_idle (until then it is recent: the next
+ * one is granted a lease, prov_slot_recent). */
 void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
 {
     prov_slot_t **pp;
+    apr_time_t wall = apr_time_now();
     if (!s || s->busy > 0 || s->state != PROV_LEASE_NONE || s->pending || s->taken
-        || apr_time_now() - s->closed_at < PROV_SLOT_KEEP)
+        || wall - s->closed_at < PROV_SLOT_KEEP || prov_slot_recent(L, s, wall))
         return;
     for (pp = &L->buckets[slot_hash(s->key_id, s->model_id)]; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
@@ -84,6 +87,12 @@ void prov_slot_unbusy(prov_slot_t *s)
 {
     if (--s->busy == 0)
         s->idle_since = apr_time_now();
+}
+
+int prov_slot_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
+{
+    return L->keep_idle && !L->stopping && s->idle_since
+           && wall - s->idle_since < L->keep_idle;
 }
 
 /* Whether s's lease is returned now that nothing of its key is in flight:

@@ -90,7 +90,7 @@ static int held_accounts(const prov_leases_t *L, apr_int64_t *held)
  * while a lease of its account is held (retry_ok), and with the size of
  * the lease it may be granted (lease_unit, 0: none). */
 static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
-                         const apr_int64_t *held, int nheld)
+                         const apr_int64_t *held, int nheld, apr_time_t wall)
 {
     const prov_slot_t *s;
     prov_op_t *o2;
@@ -123,8 +123,11 @@ static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
         return;                      /* an earlier one asks for the lease */
     s = prov_slot_find(L, op->auth->key_id, op->model_id);
     /* Leases are for keys with requests in flight together (this one
-     * is counted already). */
-    if (!dup && !(s && s->busy > 1))
+     * is counted already), or one right after another: the last one
+     * ended within keep_idle, the time a lease of the key would be kept
+     * (a lease granted then is returned no sooner than one of
+     * overlapping requests; slower keys never get one). */
+    if (!dup && !(s && (s->busy > 1 || prov_slot_recent(L, s, wall))))
         return;
     if (s && s->state == PROV_LEASE_OPEN && !s->closing)
         return;
@@ -153,7 +156,7 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
     nheld = held_accounts(L, held);
     for (op = ops; op; op = op->next) {
         if (op->kind == PROV_OP_RESERVE)
-            mark_reserve(L, ops, op, held, nheld);
+            mark_reserve(L, ops, op, held, nheld, wall);
     }
     return work;
 }

@@ -45,6 +45,10 @@ void prov_slot_unbusy(prov_slot_t *s);
  * after the writer's keep_idle; at once when the writer stops or is gone
  * (a lease it left behind). */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
+/* Whether s's key last had nothing in flight less than keep_idle ago (a
+ * lease of it would still be kept): its requests come one after another,
+ * and the next reservation is granted a lease as if they overlapped. */
+int prov_slot_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
 /* Whether s still has a lease held in the database or entries. */
 int prov_slot_has_work(const prov_slot_t *s);
 /* s no longer holds a lease. */

@@ -561,6 +561,67 @@ static void test_lease_writer(void)
     apr_pool_destroy(f.p);
 }
 
+/* One request at a time (a client waiting for each answer): the second,
+ * reserved within keep_idle of the first's end, is granted a lease, and
+ * the third draws from it; requests further apart than keep_idle, or a
+ * key whose budget keeps no room for a lease, reserve each in the
+ * database. The books are exact either way. */
+static int seq_leased(fixture_t *f, const char *id, prov_micro_t charge, prov_micro_t *charged)
+{
+    prov_reservation_t *r = reserve(f, id, 3 * C, T0, NULL);
+    int leased;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    leased = r->leased;
+    CU_ASSERT_EQUAL(prov_billing_settle(f->src, r, NULL, charge, "ok", T0 + 1, f->p),
+                    APR_SUCCESS);
+    *charged += charge;
+    return leased;
+}
+
+static void test_lease_sequential(void)
+{
+    fixture_t f, fb;
+    prov_billing_writer_t *w = NULL;
+    prov_micro_t charged = 0, charged_b = 0;
+    setup(&f, 1000000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    CU_ASSERT_FALSE(seq_leased(&f, "seq-1", 100, &charged));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_FALSE(seq_leased(&f, "seq-2", 200, &charged));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
+    CU_ASSERT_TRUE(seq_leased(&f, "seq-3", 300, &charged));
+    CU_ASSERT_TRUE(seq_leased(&f, "seq-4", 400, &charged));
+    prov_billing_writer_stop(w);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    check_lease_books(&f, 4, charged);
+
+    /* Further apart than keep_idle: no lease. */
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(5)),
+                          APR_SUCCESS);
+    apr_sleep(apr_time_from_msec(20));
+    CU_ASSERT_FALSE(seq_leased(&f, "far-1", 100, &charged));
+    apr_sleep(apr_time_from_msec(20));
+    CU_ASSERT_FALSE(seq_leased(&f, "far-2", 100, &charged));
+    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    prov_billing_writer_stop(w);
+    check_lease_books(&f, 6, charged);
+    apr_pool_destroy(f.p);
+
+    /* A weekly budget of 100 credits keeps no room for twice a lease of
+     * 256 holds of 3 credits: every request is checked in the database. */
+    setup(&fb, 1000000 * C, 1, 100 * C);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, fb.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    CU_ASSERT_FALSE(seq_leased(&fb, "tight-1", C, &charged_b));
+    CU_ASSERT_FALSE(seq_leased(&fb, "tight-2", C, &charged_b));
+    CU_ASSERT_FALSE(seq_leased(&fb, "tight-3", C, &charged_b));
+    CU_ASSERT_EQUAL(one_value(&fb, "SELECT COUNT(*) FROM billing_leases"), 0);
+    prov_billing_writer_stop(w);
+    check_lease_books(&fb, 3, charged_b);
+    apr_pool_destroy(fb.p);
+}
+
 /* A writer that stops while requests drawn from its lease are in flight
  * leaves the lease (PROV00057): nobody draws from it any more, the
  * requests that settle write their own rows, and the last one returns it;
@@ -1009,7 +1070,8 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_lease_threads), PROV_TEST(test_no_writer_no_lease),
-               PROV_TEST(test_lease_writer), PROV_TEST(test_writer_stops_in_flight),
+               PROV_TEST(test_lease_writer), PROV_TEST(test_lease_sequential),
+               PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_plan_name),
                PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
