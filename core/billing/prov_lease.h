@@ -1,7 +1,8 @@
 /* prov_lease.h: leases, the billing engine's third layer (above the batch
  * writer, below the queue). Per queue (one database) a table of slots, one
  * per key and model this process serves: how many of their reservations
- * are in flight and, under concurrent load, a lease (an amount the database
+ * are in flight and, under concurrent load or requests one right after
+ * another, a lease (an amount the database
  * holds for this process) from which requests draw in memory without a
  * transaction. A drawn request is an entry until a batch writes its ledger
  * row. Here: drawing, settling a drawn request, choosing what the next
