@@ -5,6 +5,7 @@
  * answered before its row is committed, then left to the writer thread,
  * to a running leader or run in a batch of its own); and the account and
  * key status that providerctl and the cabinet show. */
+#include <pthread.h>
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
@@ -36,27 +37,79 @@ apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
 
 /* ---- store sources ------------------------------------------------------- */
 
+/* The one connection of a fixed source is shared by the threads that use
+ * it (a writer thread and the caller's, in the unit tests): one at a time,
+ * a batch or a read between its open and close (recursive: a batch's
+ * thread may open it again). */
+typedef struct fixed_t {
+    prov_store_t *s;
+    pthread_mutex_t mu;
+} fixed_t;
+
 static apr_status_t fixed_open(prov_store_t **s, void *baton, apr_pool_t *p)
 {
+    fixed_t *f = baton;
     (void)p;
-    *s = baton;
+    pthread_mutex_lock(&f->mu);
+    *s = f->s;
     return APR_SUCCESS;
 }
 
 static void fixed_close(prov_store_t *s, void *baton)
 {
+    fixed_t *f = baton;
     (void)s;
-    (void)baton;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static apr_status_t fixed_cleanup(void *data)
+{
+    pthread_mutex_destroy(&((fixed_t *)data)->mu);
+    return APR_SUCCESS;
 }
 
 prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
 {
     prov_store_source_t *src = apr_pcalloc(p, sizeof(*src));
+    fixed_t *f = apr_pcalloc(p, sizeof(*f));
+    pthread_mutexattr_t attr;
+    f->s = s;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&f->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    apr_pool_cleanup_register(p, f, fixed_cleanup, apr_pool_cleanup_null);
     src->open = fixed_open;
     src->close = fixed_close;
-    src->baton = s;
+    src->baton = f;
     src->channel = s;
     return src;
+}
+
+/* Whether the database still admits auth's key: live, with the secret the
+ * request showed, its account not blocked. Asked before a draw from a
+ * lease that nothing else of the key is using (requests one after
+ * another): a key deleted or reissued, or an account blocked, is then
+ * refused at once by the reservation in a batch that a "no" (or a
+ * failure) sends the request to, as without a lease. Overlapping requests
+ * draw without it; the lease's renewal checks the key every
+ * PROV_LEASE_CHECK_EVERY. */
+static int admitted(const prov_store_source_t *src, const prov_auth_t *auth, apr_pool_t *p)
+{
+    prov_store_t *s = NULL;
+    apr_dbd_row_t *row = NULL;
+    const char *hash;
+    int ok = 0;
+    if (src->open(&s, src->baton, p) != APR_SUCCESS)
+        return 0;
+    if (prov_store_select_one(&row, s, "bill_admit", PROV_ARGS(prov_i64(auth->key_id, p)), p)
+        == APR_SUCCESS) {
+        hash = prov_store_get(s, row, 0);
+        ok = hash && (!auth->key_hash || !strcmp(hash, auth->key_hash))
+             && prov_store_get_i64(s, row, 1, 1) == 0;
+    }
+    src->close(s, src->baton);
+    return ok;
 }
 
 apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
@@ -68,12 +121,17 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     prov_op_t op;
     apr_status_t rv;
     prov_queue_t *q;
-    int drawn = 0;
+    int drawn = 0, ok = 1;
     prov_queue_lock();
     memset(&op, 0, sizeof(op));
     if ((q = prov_queue_of(src->channel)) != NULL) {
-        drawn = prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
-                                hold < 0 ? 0 : hold, now, p);
+        if (prov_lease_lone(&q->leases, auth, model_id)) {
+            prov_queue_unlock();
+            ok = admitted(src, auth, p);
+            prov_queue_lock();
+        }
+        drawn = ok && prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
+                                      hold < 0 ? 0 : hold, now, p);
         if (drawn)
             (*r)->queue = q;
         if (!drawn) {

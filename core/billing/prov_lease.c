@@ -126,6 +126,12 @@ int prov_slot_has_work(const prov_slot_t *s)
     return s->state != PROV_LEASE_NONE || s->pending;
 }
 
+int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id)
+{
+    const prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
+    return s && s->state == PROV_LEASE_OPEN && !s->busy;
+}
+
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,
                     apr_int64_t model_id, const char *transport, const char *request_id,
                     prov_micro_t hold, apr_int64_t now, apr_pool_t *p)

@@ -38,6 +38,10 @@ typedef struct prov_leases_t {
     int no_grant;
 } prov_leases_t;
 
+/* Whether a draw for auth's key and model would come from an open lease
+ * that nothing else of the key is using (the caller checks the key first:
+ * prov_billing_reserve). */
+int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
 /* Draws r (allocated in p) from an open lease of auth's key and model;
  * returns 0 when none has room (the caller reserves in the database). */
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,

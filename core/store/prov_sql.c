@@ -162,6 +162,12 @@ static const prov_stmt_def_t statements[] = {
     { "bill_key",
       "SELECT hash, deleted_at, weekly_budget FROM api_keys WHERE id = %lld" },
     { "bill_model", "SELECT enabled FROM models WHERE id = %lld" },
+    /* args: key: what a draw from a lease that nothing else of the key is
+     * using re-reads, without a transaction: the key still live, its
+     * secret, its account's block */
+    { "bill_admit",
+      "SELECT k.hash, u.blocked FROM api_keys k JOIN users u ON u.id = k.user_id "
+      "WHERE k.id = %lld AND k.deleted_at IS NULL" },
     /* args: user, now, now: the subscription active now with its quotas */
     { "bill_subscription",
       "SELECT p.quota_5h, p.quota_7d, p.name, s.until_at FROM subscriptions s "

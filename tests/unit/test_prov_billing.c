@@ -62,10 +62,28 @@ static void with_plan(fixture_t *f, prov_micro_t q5, prov_micro_t q7, apr_int64_
                           APR_SUCCESS);
 }
 
+/* The fixture's one connection, held from the writer thread (whose
+ * batches take it through f->src, prov_store_source_fixed): PostgreSQL's
+ * client library takes one thread at a time on a connection. */
+static void hold_store(fixture_t *f)
+{
+    prov_store_t *s = NULL;
+    f->src->open(&s, f->src->baton, f->p);
+}
+
+static void release_store(fixture_t *f)
+{
+    f->src->close(f->s, f->src->baton);
+}
+
 static prov_micro_t balance_of(fixture_t *f)
 {
     prov_user_t *u = NULL;
-    CU_ASSERT_EQUAL_FATAL(prov_user_find(&u, f->s, "bill@example.com", f->p), APR_SUCCESS);
+    apr_status_t rv;
+    hold_store(f);
+    rv = prov_user_find(&u, f->s, "bill@example.com", f->p);
+    release_store(f);
+    CU_ASSERT_EQUAL_FATAL(rv, APR_SUCCESS);
     return u->balance;
 }
 
@@ -81,16 +99,12 @@ static prov_reservation_t *reserve(fixture_t *f, const char *id, prov_micro_t ho
     return r;
 }
 
+static apr_int64_t one_value(fixture_t *f, const char *sql);
+
 static apr_int64_t count_status(fixture_t *f, const char *status)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_int64_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(f->s->driver, f->p, f->s->handle, &res,
-        apr_psprintf(f->p, "SELECT COUNT(*) FROM ledger WHERE status = '%s'", status), 1), 0);
-    while (apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
-        n = prov_store_get_i64(f->s, row, 0, 0);
-    return n;
+    return one_value(f, apr_psprintf(f->p, "SELECT COUNT(*) FROM ledger WHERE status = '%s'",
+                                     status));
 }
 
 static void test_estimate(void)
@@ -331,9 +345,13 @@ static apr_int64_t one_value(fixture_t *f, const char *sql)
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_int64_t n = -1;
-    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(f->s->driver, f->p, f->s->handle, &res, sql, 1), 0);
-    while (apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
+    int rc;
+    hold_store(f);
+    rc = apr_dbd_select(f->s->driver, f->p, f->s->handle, &res, sql, 1);
+    CU_ASSERT_EQUAL(rc, 0);
+    while (rc == 0 && apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
         n = prov_store_get_i64(f->s, row, 0, 0);
+    release_store(f);
     return n;
 }
 
@@ -529,6 +547,8 @@ static void test_lease_writer(void)
      * writer returns the lease by itself. */
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(20)),
                           APR_SUCCESS);
+    /* (the key's last request older than keep_idle: not one right after) */
+    apr_sleep(apr_time_from_msec(30));
     r = reserve(&f, "one-1", 3 * C, T0 + 4, &err);
     r2 = reserve(&f, "one-2", 3 * C, T0 + 4, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -620,6 +640,47 @@ static void test_lease_sequential(void)
     prov_billing_writer_stop(w);
     check_lease_books(&fb, 3, charged_b);
     apr_pool_destroy(fb.p);
+}
+
+/* A request after others of its key, with a lease open that nothing else
+ * uses, draws from it only once the database still admits the key: the
+ * key deleted, reissued (the old secret) or its account blocked, the next
+ * request is refused at once, with no row, as without a lease. */
+static void test_lease_sequential_refused(void)
+{
+    static const prov_errcode_e want[] = { PROV_E_INVALID_API_KEY, PROV_E_INVALID_API_KEY,
+                                           PROV_E_USER_BLOCKED };
+    int i;
+    for (i = 0; i < 3; i++) {
+        fixture_t f;
+        prov_billing_writer_t *w = NULL;
+        prov_micro_t charged = 0;
+        prov_error_t *e = NULL;
+        const char *fresh = NULL;
+        int revoked = 0;
+        setup(&f, 1000000 * C, 0, 0);
+        CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                              APR_SUCCESS);
+        seq_leased(&f, "lone-1", 100, &charged);
+        seq_leased(&f, "lone-2", 200, &charged);
+        CU_ASSERT_TRUE(seq_leased(&f, "lone-3", 300, &charged));
+        hold_store(&f);
+        if (i == 0)
+            CU_ASSERT_EQUAL(prov_apikey_delete(f.s, f.k->id, f.p), APR_SUCCESS);
+        if (i == 1)
+            CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, f.s, f.k->id, f.p), APR_SUCCESS);
+        if (i == 2)
+            CU_ASSERT_EQUAL(prov_user_set_blocked(&revoked, f.s, f.u->id, 1, f.p), APR_SUCCESS);
+        release_store(&f);
+        CU_ASSERT_PTR_NULL(reserve(&f, "lone-after", 3 * C, T0, &e));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_EQUAL(e->code, want[i]);
+        prov_billing_writer_stop(w);
+        check_lease_books(&f, 3, charged);
+        CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger "
+                                      "WHERE request_id = 'lone-after'"), 0);
+        apr_pool_destroy(f.p);
+    }
 }
 
 /* A writer that stops while requests drawn from its lease are in flight
@@ -1071,6 +1132,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_lease_threads), PROV_TEST(test_no_writer_no_lease),
                PROV_TEST(test_lease_writer), PROV_TEST(test_lease_sequential),
+               PROV_TEST(test_lease_sequential_refused),
                PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_plan_name),

@@ -554,6 +554,18 @@ export class Stack {
     }
   }
 
+  /** billingSettled without leaving the event loop (for synchronous readers). */
+  leasesReturnedSync(ms = 5000) {
+    const until = Date.now() + ms;
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) {
+      const n = Number(this.sql('SELECT COUNT(*) AS n FROM billing_leases')[0].n);
+      if (n === 0) return;
+      if (Date.now() >= until) throw new Error(`${n} billing lease(s) still held after ${ms} ms`);
+      Atomics.wait(cell, 0, 0, 10);
+    }
+  }
+
   /**
    * Waits until the request of res (its x-request-id) is settled in the
    * ledger (throws after ms). A non-streamed answer leaves before its
@@ -724,7 +736,15 @@ export class Stack {
   }
 
   /** Balance of a user in micro-credits (BigInt). */
-  balance(userId) {
+  /**
+   * A user's balance (micro-credits). A lease counts in it like a hold until
+   * its process returns it, keep_idle (100 ms) after its key's last request:
+   * requests one after another draw from one. So the balance is read once no
+   * lease is held (waiting up to ms; throws after), unless held is true: then
+   * at once, what holds and leases take out included.
+   */
+  balance(userId, { held = false, ms = 5000 } = {}) {
+    if (!held) this.leasesReturnedSync(ms);
     const rows = this.sql(`SELECT CAST(balance AS TEXT) AS b FROM users WHERE id = ${Number(userId)}`);
     if (rows.length !== 1) throw new Error(`no user ${userId}`);
     return BigInt(rows[0].b);
