@@ -1,7 +1,9 @@
 /* prov_billing.c: the spend engine's public entry points for a request
- * (prov_billing.h), the top layer: the estimate; store sources; a
- * reservation (drawn from this process's lease when one has room, else
- * queued for a batch); a settlement or release (journaled first when it is
+ * (prov_billing.h), the top layer: the estimate; store sources (a fixed
+ * one's connection taken by one thread at a time); a reservation (drawn
+ * from this process's lease when one has room, after a read of the key
+ * when nothing else of it is in flight, else queued for a batch); a
+ * settlement or release (journaled first when it is
  * answered before its row is committed, then left to the writer thread,
  * to a running leader or run in a batch of its own); and the account and
  * key status that providerctl and the cabinet show. */

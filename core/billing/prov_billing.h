@@ -53,7 +53,9 @@ typedef struct prov_store_source_t {
     const void *channel;
 } prov_store_source_t;
 
-/* A source that always hands out s (providerctl, unit tests). */
+/* A source that always hands out s (providerctl, unit tests), to one
+ * thread at a time: from its open to its close, another thread's open
+ * waits (a writer thread's batch and the caller's reads share s). */
 prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p);
 
 /* The account's plan windows as seen by a reservation (for clients that show
