@@ -107,6 +107,46 @@ static apr_int64_t count_status(fixture_t *f, const char *status)
                                      status));
 }
 
+/* A fixed source's connection goes to one thread at a time: another
+ * thread's open waits for the close (the same thread may open it again). */
+typedef struct opener_t {
+    prov_store_source_t *src;
+    volatile int opened;
+} opener_t;
+
+static void *open_close(void *arg)
+{
+    opener_t *o = arg;
+    prov_store_t *s = NULL;
+    o->src->open(&s, o->src->baton, NULL);
+    o->opened = 1;
+    o->src->close(s, o->src->baton);
+    return NULL;
+}
+
+static void test_fixed_source_one_thread(void)
+{
+    fixture_t f;
+    opener_t o;
+    prov_store_t *s1 = NULL, *s2 = NULL;
+    pthread_t t;
+    setup(&f, 0, 0, 0);
+    o.src = f.src;
+    o.opened = 0;
+    CU_ASSERT_EQUAL(f.src->open(&s1, f.src->baton, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(f.src->open(&s2, f.src->baton, f.p), APR_SUCCESS);
+    CU_ASSERT_PTR_EQUAL(s1, f.s);
+    CU_ASSERT_PTR_EQUAL(s2, f.s);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, open_close, &o), 0);
+    f.src->close(s2, f.src->baton);
+    apr_sleep(apr_time_from_msec(30));
+    CU_ASSERT_EQUAL(o.opened, 0);    /* still open once here */
+    f.src->close(s1, f.src->baton);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(o.opened, 1);
+    apr_pool_destroy(f.p);
+}
+
 static void test_estimate(void)
 {
     prov_rates_t eff = { 1000000, 2000000, 500000, 2000000 };
@@ -1126,7 +1166,7 @@ static void test_huge_holds(void)
 
 void prov_test_suite_billing(void)
 {
-    PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_reserve_settle),
+    PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_fixed_source_one_thread), PROV_TEST(test_reserve_settle),
                PROV_TEST(test_release), PROV_TEST(test_insufficient),
                PROV_TEST(test_key_budget_retry_after), PROV_TEST(test_plan_then_balance),
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
