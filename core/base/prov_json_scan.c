@@ -395,11 +395,6 @@ const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char 
     return NULL;
 }
 
-apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key)
-{
-    return prov_json_scan_member_int(v, prov_json_scan_member(o, key));
-}
-
 apr_status_t prov_json_scan_member_int(apr_int64_t *v, const prov_jmember_t *m)
 {
     const char *c, *end;
@@ -420,6 +415,11 @@ apr_status_t prov_json_scan_member_int(apr_int64_t *v, const prov_jmember_t *m)
         n = n * 10 + (*c - '0');
     *v = neg ? -n : n;
     return APR_SUCCESS;
+}
+
+apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key)
+{
+    return prov_json_scan_member_int(v, prov_json_scan_member(o, key));
 }
 
 int prov_json_scan_plain(const char *id)

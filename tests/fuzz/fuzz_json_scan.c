@@ -27,6 +27,7 @@
 #define prov_json_scan_plain ref_json_scan_plain
 #define prov_json_scan_member ref_json_scan_member
 #define prov_json_scan_int ref_json_scan_int
+#define prov_json_scan_member_int ref_json_scan_member_int
 #define prov_json_scan_render ref_json_scan_render
 #include "prov_json_scan.c"
 #undef prov_json_scan_object
@@ -36,6 +37,7 @@
 #undef prov_json_scan_plain
 #undef prov_json_scan_member
 #undef prov_json_scan_int
+#undef prov_json_scan_member_int
 #undef prov_json_scan_render
 
 #define SUB_LEVELS 4
