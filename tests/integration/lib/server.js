@@ -83,8 +83,12 @@ function deadline(ms) {
   return new Promise((resolve) => setTimeout(() => resolve(null), ms).unref());
 }
 
-/** Returns a TCP port that was free on 127.0.0.1 a moment ago. */
-export function freePort() {
+// Ports freePort has handed out in this process: the kernel may give the
+// same free port to two binds in a row, and a stack's apache2 and mock
+// gateway on one port would answer each other's requests.
+const handedOut = new Set();
+
+function anyFreePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
@@ -94,6 +98,18 @@ export function freePort() {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Returns a TCP port that was free on 127.0.0.1 a moment ago, never one it returned before. */
+export async function freePort() {
+  for (let i = 0; i < 100; i++) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port that was not handed out already');
 }
 
 /** Resolves true once something accepts connections on 127.0.0.1:port. */
@@ -443,9 +459,14 @@ export class Stack {
         // (any status) shows the child serves. httpd also binds its port
         // before the post-config checks that may refuse the configuration:
         // a connection taken then and dropped when it exits is not a start.
-        const answered = await fetch(`${this.baseURL}/`, { signal: AbortSignal.timeout(20000) })
-          .then((r) => r.arrayBuffer()).then(() => true, () => false);
-        if (answered && !proc.exitInfo) return;
+        const answer = await fetch(`${this.baseURL}/`, { signal: AbortSignal.timeout(20000) })
+          .then(async (r) => { await r.arrayBuffer(); return r; }, () => null);
+        // (another server on the port, not this apache2: a clear failure)
+        if (answer && !/^Apache/.test(answer.headers.get('server') || '')) {
+          throw new Error(`something else answers on port ${this.port} (Server: `
+            + `${answer.headers.get('server')}), not this apache2`);
+        }
+        if (answer && !proc.exitInfo) return;
       }
       await sleep(50);
     }
