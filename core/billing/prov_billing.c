@@ -90,8 +90,9 @@ prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
 
 /* Whether the database still admits auth's key: live, with the secret the
  * request showed, its account not blocked. Asked before a draw from a
- * lease that nothing else of the key is using (requests one after
- * another): a key deleted or reissued, or an account blocked, is then
+ * lease that nothing else of the key has used for PROV_LEASE_LONE_GAP
+ * (requests one after another): a key deleted or reissued, or an account
+ * blocked, is then
  * refused at once by the reservation in a batch that a "no" (or a
  * failure) sends the request to, as without a lease. Overlapping requests
  * draw without it; the lease's renewal checks the key every

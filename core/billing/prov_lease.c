@@ -129,7 +129,8 @@ int prov_slot_has_work(const prov_slot_t *s)
 int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id)
 {
     const prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
-    return s && s->state == PROV_LEASE_OPEN && !s->busy;
+    return s && s->state == PROV_LEASE_OPEN && !s->busy
+           && apr_time_now() - s->idle_since >= PROV_LEASE_LONE_GAP;
 }
 
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,

@@ -39,8 +39,12 @@ typedef struct prov_leases_t {
 } prov_leases_t;
 
 /* Whether a draw for auth's key and model would come from an open lease
- * that nothing else of the key is using (the caller checks the key first:
- * prov_billing_reserve). */
+ * that nothing else of the key has used for PROV_LEASE_LONE_GAP (requests
+ * one after another, a client waiting for each answer: the caller checks
+ * the key first, prov_billing_reserve). A request that comes sooner after
+ * the last one ended is one of a burst, which draws as overlapping requests
+ * do (the lease's renewal checks the key every PROV_LEASE_CHECK_EVERY). */
+#define PROV_LEASE_LONE_GAP apr_time_from_msec(2)
 int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
 /* Draws r (allocated in p) from an open lease of auth's key and model;
  * returns 0 when none has room (the caller reserves in the database). */

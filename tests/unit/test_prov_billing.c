@@ -704,6 +704,8 @@ static void test_lease_sequential_refused(void)
         seq_leased(&f, "lone-1", 100, &charged);
         seq_leased(&f, "lone-2", 200, &charged);
         CU_ASSERT_TRUE(seq_leased(&f, "lone-3", 300, &charged));
+        /* (the client's pause before its next request) */
+        apr_sleep(2 * PROV_LEASE_LONE_GAP);
         hold_store(&f);
         if (i == 0)
             CU_ASSERT_EQUAL(prov_apikey_delete(f.s, f.k->id, f.p), APR_SUCCESS);
