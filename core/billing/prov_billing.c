@@ -92,11 +92,10 @@ prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
  * request showed, its account not blocked. Asked before a draw from a
  * lease that nothing else of the key has used for PROV_LEASE_LONE_GAP
  * (requests one after another): a key deleted or reissued, or an account
- * blocked, is then
- * refused at once by the reservation in a batch that a "no" (or a
- * failure) sends the request to, as without a lease. Overlapping requests
- * draw without it; the lease's renewal checks the key every
- * PROV_LEASE_CHECK_EVERY. */
+ * blocked, is then refused at once by the reservation in a batch that a
+ * "no" (or a failure) sends the request to, as without a lease.
+ * Overlapping requests draw without it; the lease's renewal checks the key
+ * every PROV_LEASE_CHECK_EVERY. */
 static int admitted(const prov_store_source_t *src, const prov_auth_t *auth, apr_pool_t *p)
 {
     prov_store_t *s = NULL;

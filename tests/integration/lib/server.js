@@ -568,11 +568,16 @@ export class Stack {
   async billingSettled(ms = 5000) {
     const until = Date.now() + ms;
     for (;;) {
-      const n = Number(this.sql('SELECT COUNT(*) AS n FROM billing_leases')[0].n);
+      const n = this.leasesHeld();
       if (n === 0) return;
       if (Date.now() >= until) throw new Error(`${n} billing lease(s) still held after ${ms} ms`);
       await sleep(10);
     }
+  }
+
+  /** How many billing leases the database holds. */
+  leasesHeld() {
+    return Number(this.sql('SELECT COUNT(*) AS n FROM billing_leases')[0].n);
   }
 
   /** billingSettled without leaving the event loop (for synchronous readers). */
@@ -580,7 +585,7 @@ export class Stack {
     const until = Date.now() + ms;
     const cell = new Int32Array(new SharedArrayBuffer(4));
     for (;;) {
-      const n = Number(this.sql('SELECT COUNT(*) AS n FROM billing_leases')[0].n);
+      const n = this.leasesHeld();
       if (n === 0) return;
       if (Date.now() >= until) throw new Error(`${n} billing lease(s) still held after ${ms} ms`);
       Atomics.wait(cell, 0, 0, 10);
@@ -756,7 +761,6 @@ export class Stack {
     return rows[0].id;
   }
 
-  /** Balance of a user in micro-credits (BigInt). */
   /**
    * A user's balance (micro-credits). A lease counts in it like a hold until
    * its process returns it, keep_idle (100 ms) after its key's last request:
