@@ -5,7 +5,9 @@
  * from which requests draw without a transaction. A drawn request is an
  * entry until a batch writes its ledger row: complete when it was settled
  * by then, as an ordinary hold when it is still running after a second
- * (streams), or when the lease is returned. Here: the slot table, drawing,
+ * (streams), or when the lease is returned. A key's activity over its
+ * models (prov_keyact_t) keeps a lease of one model while the key has
+ * requests of another in flight. Here: the slot and key tables, drawing,
  * settling a drawn request, and whether a batch is due; handing work to a
  * batch and taking its result back is prov_lease_batch.c. Every function
  * runs under the engine's queue mutex. */
@@ -82,24 +84,103 @@ void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s)
     }
 }
 
-/* One reservation of s fewer in flight. */
-void prov_slot_unbusy(prov_slot_t *s)
+struct prov_keyact_t {
+    apr_int64_t key_id;
+    int busy;                       /* reservations in flight, all models */
+    apr_time_t idle_since;          /* wall clock busy last fell to 0 */
+    struct prov_keyact_t *next;
+};
+
+/* The activity of key_id (made when make; NULL without memory). */
+static prov_keyact_t *keyact(prov_leases_t *L, apr_int64_t key_id, int make)
 {
+    prov_keyact_t **head = &L->keys[slot_hash(key_id, 0)], *k;
+    for (k = *head; k; k = k->next) {
+        if (k->key_id == key_id)
+            return k;
+    }
+    if (!make || (k = calloc(1, sizeof(*k))) == NULL)
+        return NULL;
+    k->key_id = key_id;
+    k->next = *head;
+    *head = k;
+    return k;
+}
+
+void prov_slot_busy(prov_leases_t *L, prov_slot_t *s)
+{
+    prov_keyact_t *k = keyact(L, s->key_id, 1);
+    s->busy++;
+    if (k)
+        k->busy++;
+}
+
+/* One reservation of s fewer in flight. */
+void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s)
+{
+    prov_keyact_t *k = keyact(L, s->key_id, 0);
+    apr_time_t now = apr_time_now();
     if (--s->busy == 0)
-        s->idle_since = apr_time_now();
+        s->idle_since = now;
+    if (k && k->busy > 0 && --k->busy == 0)
+        k->idle_since = now;
+}
+
+/* Whether s's key has requests of another model in flight, or had
+ * requests of any model within keep_idle. */
+static int key_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
+{
+    const prov_keyact_t *k;
+    for (k = L->keys[slot_hash(s->key_id, 0)]; k && k->key_id != s->key_id; k = k->next)
+        ;
+    return k && (k->busy > s->busy || (k->idle_since && wall - k->idle_since < L->keep_idle));
+}
+
+void prov_keys_sweep(prov_leases_t *L, apr_time_t wall)
+{
+    prov_keyact_t **pp, *k;
+    int i;
+    for (i = 0; i < PROV_LEASE_SLOTS; i++) {
+        for (pp = &L->keys[i]; (k = *pp) != NULL;) {
+            if (!k->busy && (L->stopping || !L->keep_idle
+                             || (wall - k->idle_since >= L->keep_idle
+                                 && wall - k->idle_since >= PROV_SLOT_KEEP))) {
+                *pp = k->next;
+                free(k);
+            }
+            else {
+                pp = &k->next;
+            }
+        }
+    }
+}
+
+void prov_keys_forget(prov_leases_t *L)
+{
+    prov_keyact_t *k;
+    int i;
+    for (i = 0; i < PROV_LEASE_SLOTS; i++) {
+        while ((k = L->keys[i]) != NULL) {
+            L->keys[i] = k->next;
+            free(k);
+        }
+    }
 }
 
 int prov_slot_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
-    return L->keep_idle && !L->stopping && s->idle_since
-           && wall - s->idle_since < L->keep_idle;
+    return L->keep_idle && !L->stopping
+           && ((s->idle_since && wall - s->idle_since < L->keep_idle)
+               || key_recent(L, s, wall));
 }
 
 /* Whether s's lease is returned now that nothing of its key is in flight:
  * after keep_idle; at once once the writer stops or is gone. */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
-    return !s->busy && (!L->keep_idle || L->stopping || wall - s->idle_since >= L->keep_idle);
+    return !s->busy && (!L->keep_idle || L->stopping
+                        || (wall - s->idle_since >= L->keep_idle
+                            && !key_recent(L, s, wall)));
 }
 
 void prov_slot_pend(prov_slot_t *s, prov_entry_t *e)
@@ -171,7 +252,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     e->hold = hold;
     prov_slot_pend(s, e);
     s->drawn = prov_i64_add_sat(s->drawn, hold);
-    s->busy++;
+    prov_slot_busy(L, s);
     s->last_draw = e->drawn_at;
 
     r = apr_pcalloc(p, sizeof(*r));
@@ -196,7 +277,7 @@ void prov_lease_pending(prov_leases_t *L, prov_op_t *op)
 {
     op->slot = prov_slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id);
     if (op->slot)
-        op->slot->busy++;
+        prov_slot_busy(L, op->slot);
 }
 
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
@@ -209,7 +290,7 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
     r->slot = NULL;
     r->entry = NULL;
     if (s)
-        prov_slot_unbusy(s);
+        prov_slot_unbusy(L, s);
     if (!e) {
         prov_slot_maybe_free(L, s);
         return PROV_LEASE_SETTLE_QUEUE;

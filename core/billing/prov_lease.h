@@ -17,17 +17,24 @@
 /* Buckets of a lease table's hash of slots (by key and model). */
 #define PROV_LEASE_SLOTS 64
 
+/* A key's requests in flight in this process over all its models' slots,
+ * and when they last fell to none (prov_lease.c). */
+typedef struct prov_keyact_t prov_keyact_t;
+
 /* The queue side of leases, all called with the queue mutex held. A lease
  * table is one per queue. */
 typedef struct prov_leases_t {
     prov_slot_t *buckets[PROV_LEASE_SLOTS];
+    prov_keyact_t *keys[PROV_LEASE_SLOTS];
     int failing;                    /* the last batch failed: no draws, no eager batches */
     /* A writer thread serves the queue (prov_billing_writer_start): only
      * then are leases granted (without one every reservation and
      * settlement goes through the batches). A lease whose key has nothing
      * in flight is kept keep_idle before it is returned, so that a key's
-     * requests coming in waves keep drawing; stopping: the writer's last
-     * batches return every lease. */
+     * requests coming in waves keep drawing, and as long as the key has
+     * requests of another model in flight here (an agent's small requests
+     * beside its streams); stopping: the writer's last batches return
+     * every lease. */
     apr_interval_time_t keep_idle;  /* 0: no writer, no lease granted */
     int stopping;
     /* The queue's journal (prov_billing_writer_upkeep): written entries'

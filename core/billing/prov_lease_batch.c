@@ -318,13 +318,13 @@ static void reserve_done(prov_leases_t *L, prov_op_t *op, apr_int64_t now)
     if (!op->out) {
         if ((s = op->slot) != NULL) {
             op->slot = NULL;
-            prov_slot_unbusy(s);
+            prov_slot_unbusy(L, s);
         }
         return;
     }
     if ((s = op->slot) == NULL
         && (s = prov_slot_get(L, op->auth->key_id, op->model_id, op->auth->user_id)) != NULL)
-        s->busy++;
+        prov_slot_busy(L, s);
     op->slot = NULL;
     if (!s) {                        /* no memory: it settles without a slot */
         if (op->granted > 0)
@@ -378,5 +378,6 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             prov_slot_maybe_free(L, s);
         }
     }
+    prov_keys_sweep(L, apr_time_now());
     return d.requeue;
 }

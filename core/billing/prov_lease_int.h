@@ -39,16 +39,25 @@ prov_slot_t *prov_slot_get(prov_leases_t *L, apr_int64_t key_id, apr_int64_t mod
 /* Forgets s when nothing is in flight, it has no lease and none was
  * returned within PROV_SLOT_KEEP (s may be NULL). */
 void prov_slot_maybe_free(prov_leases_t *L, prov_slot_t *s);
-/* One reservation of s fewer in flight. */
-void prov_slot_unbusy(prov_slot_t *s);
-/* Whether s's lease is returned now that nothing of its key is in flight:
- * after the writer's keep_idle; at once when the writer stops or is gone
- * (a lease it left behind). */
+/* One reservation of s more, or fewer, in flight (counted for its key too). */
+void prov_slot_busy(prov_leases_t *L, prov_slot_t *s);
+void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s);
+/* Whether s's lease is returned now that nothing of its key and model is
+ * in flight: after the writer's keep_idle, and only once the key has had
+ * nothing of any model in flight for as long; at once when the writer
+ * stops or is gone (a lease it left behind). */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
-/* Whether s's key last had nothing in flight less than keep_idle ago (a
- * lease of it would still be kept): its requests come one after another,
- * and the next reservation is granted a lease as if they overlapped. */
+/* Whether s's key and model last had nothing in flight less than keep_idle
+ * ago, or its key has requests of any model in flight or had within
+ * keep_idle (a lease of it would still be kept): its requests come one
+ * after another, or beside the key's others, and the next reservation is
+ * granted a lease as if they overlapped. */
 int prov_slot_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
+/* Forgets the keys with nothing in flight for keep_idle (PROV_SLOT_KEEP at
+ * least). */
+void prov_keys_sweep(prov_leases_t *L, apr_time_t wall);
+/* Forgets every key, in flight or not (a table dropped whole). */
+void prov_keys_forget(prov_leases_t *L);
 /* Whether s still has a lease held in the database or entries. */
 int prov_slot_has_work(const prov_slot_t *s);
 /* s no longer holds a lease. */

@@ -43,6 +43,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
         const plan = { name: 'lease-plan', id: addPlan(s, 'lease-plan', '50000', '50000') };
         mkUser(s, 'plan', { plan });
         mkUser(s, 'killed', { balance: 100000 });
+        mkUser(s, 'beside', { balance: 100000 });
       },
     });
   });
@@ -114,6 +115,32 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     await wave(u.plan, 'bill-flat');
     await burstOver(u.plan);
     checkBooks(u.plan, 2 * WAVE, { plan: true });
+  });
+
+  it("keeps a lease for a key's requests to a second model while a long one of the first runs", async () => {
+    // An agent's small requests beside its stream: one after another, each
+    // 250 ms after the last answer (more than keep_idle, 100 ms), while a
+    // request of another model of the key is in flight. The first is
+    // granted a lease and the lease is kept between them; once the key has
+    // nothing in flight it is returned, and the books are exact.
+    const user = u.beside;
+    const flat = stack.sql(`SELECT id FROM models WHERE public_id = 'bill-flat'`)[0].id;
+    const sideLeases = () => Number(stack.sql(`SELECT COUNT(*) AS n FROM billing_leases
+      WHERE user_id = ${user.id} AND model_id = ${flat}`)[0].n);
+    const long = stack.chat(user.key.secret, fullBody({ model: SLOW }));
+    const end = Date.now() + 3000;
+    while (Date.now() < end && !stack.sql(`SELECT request_id FROM ledger
+      WHERE user_id = ${user.id} AND status = 'reserved'`).length) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (let i = 0; i < 4; i++) {
+      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      await new Promise((r) => setTimeout(r, 250));
+      assert.equal(sideLeases(), 1, `a lease of the second model is held after request ${i + 1}`);
+    }
+    assertCharged(await long, FULL_CHARGE);
+    await burstOver(user);
+    checkBooks(user, 5);
   });
 
   it('returns the lease of a killed child at once, by replaying its journal; unanswered requests are never charged', async () => {

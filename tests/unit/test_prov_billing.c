@@ -13,6 +13,7 @@
 #include "unit_tests.h"
 #include "prov_account.h"
 #include "prov_billing_int.h"
+#include "prov_lease_int.h"
 #include "prov_models.h"
 #include "prov_plans.h"
 
@@ -725,6 +726,60 @@ static void test_lease_sequential_refused(void)
     }
 }
 
+/* Polls the lease count until it is want (2 s at most); returns the last. */
+static apr_int64_t leases_become(fixture_t *f, apr_int64_t want)
+{
+    apr_int64_t n = -1;
+    int i;
+    for (i = 0; i < 200 && (n = one_value(f, "SELECT COUNT(*) FROM billing_leases")) != want;
+         i++)
+        apr_sleep(apr_time_from_msec(10));
+    return n;
+}
+
+/* A key's requests of a second model beside a long one of the first (an
+ * agent's small requests beside its stream): the first of them is granted
+ * a lease although it comes alone, the lease stays past keep_idle while
+ * the long request is in flight and the next one draws from it; it is
+ * returned keep_idle after the key has nothing in flight. */
+static void test_lease_beside_other_model(void)
+{
+    fixture_t f;
+    prov_billing_writer_t *w = NULL;
+    prov_model_t *m2 = NULL;
+    prov_reservation_t *lng, *side = NULL;
+    prov_error_t *e = NULL;
+    prov_micro_t charged = 0;
+    const char *ids[] = { "side-1", "side-2" };
+    int i;
+    setup(&f, 1000000 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_model_add(&m2, f.s, "m2", "up-m2", NULL, NULL, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(30)),
+                          APR_SUCCESS);
+    lng = reserve(&f, "long", 3 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lng);
+    CU_ASSERT_FALSE(lng->leased);
+    for (i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(prov_billing_reserve(&side, &e, f.src, f.auth, m2->id, "chat", ids[i],
+                                             C, T0, f.p), APR_SUCCESS);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(side);
+        CU_ASSERT_EQUAL(side->leased, i == 1);
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, side, NULL, 10, "ok", T0 + 1, f.p),
+                        APR_SUCCESS);
+        charged += 10;
+        /* three times keep_idle: kept while "long" is in flight */
+        apr_sleep(apr_time_from_msec(90));
+        CU_ASSERT_EQUAL(leases_become(&f, 1), 1);
+    }
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, lng, NULL, 20, "ok", T0 + 2, f.p), APR_SUCCESS);
+    charged += 20;
+    CU_ASSERT_EQUAL(leases_become(&f, 0), 0);
+    prov_billing_writer_stop(w);
+    check_lease_books(&f, 3, charged);
+    apr_pool_destroy(f.p);
+}
+
 /* A writer that stops while requests drawn from its lease are in flight
  * leaves the lease (PROV00057): nobody draws from it any more, the
  * requests that settle write their own rows, and the last one returns it;
@@ -860,13 +915,16 @@ static void writer_table(prov_leases_t *L)
     L->keep_idle = TEST_KEEP_IDLE;
 }
 
-/* Frees the slots of a lease table of a test's own, each with no lease,
- * nothing in flight and nothing unwritten left (the slot of a returned
- * lease is kept a moment, PROV_SLOT_KEEP). */
+/* Frees the slots and keys of a lease table of a test's own, each with no
+ * lease, nothing in flight and nothing unwritten left (the slot of a
+ * returned lease is kept a moment, PROV_SLOT_KEEP). */
 static void free_slots(prov_leases_t *L)
 {
     int i;
+    L->stopping = 1;
+    prov_keys_sweep(L, apr_time_now());
     for (i = 0; i < PROV_LEASE_SLOTS; i++) {
+        CU_ASSERT_PTR_NULL(L->keys[i]);
         while (L->buckets[i]) {
             prov_slot_t *sl = L->buckets[i];
             CU_ASSERT_EQUAL(sl->state, PROV_LEASE_NONE);
@@ -1174,7 +1232,7 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_expire), PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_lease_threads), PROV_TEST(test_no_writer_no_lease),
                PROV_TEST(test_lease_writer), PROV_TEST(test_lease_sequential),
-               PROV_TEST(test_lease_sequential_refused),
+               PROV_TEST(test_lease_sequential_refused), PROV_TEST(test_lease_beside_other_model),
                PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit),
                PROV_TEST(test_lease_plan_name),

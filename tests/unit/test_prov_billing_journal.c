@@ -144,10 +144,12 @@ static void reserve_op(prov_op_t *op, fixture_t *f, const char *id)
     op->hold = C;
 }
 
-/* Frees a dead process's lease table: slots and whatever entries they hold. */
+/* Frees a dead process's lease table: slots and whatever entries they
+ * hold, and its keys. */
 static void drop_slots(prov_leases_t *L)
 {
     int i;
+    prov_keys_forget(L);
     for (i = 0; i < 64; i++) {
         while (L->buckets[i]) {
             prov_slot_t *sl = L->buckets[i];
