@@ -45,6 +45,10 @@
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
+# BENCH_ROUNDS (1: how many times both servers are measured, alternating
+# which goes first; the table sums the rounds and adds each round's ratios
+# and their median: on a host whose speed drifts, one pair of runs can be
+# 0.1 off either way),
 # BENCH_DBDMAX (mod_provider's DBDMax: mod_dbd's 10 on SQLite, 16 on PostgreSQL),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
 # dir; BENCH_PG_OPTS: more of its server options, "-c name=value ..."),
@@ -78,6 +82,11 @@ case $BACKEND in
     sqlite3) DBDMAX=${BENCH_DBDMAX:-10} ;;
     pgsql) DBDMAX=${BENCH_DBDMAX:-16} ;;
     *) echo "bench: BENCH_DB must be sqlite3 or pgsql" >&2; exit 2 ;;
+esac
+ROUNDS=${BENCH_ROUNDS:-1}
+case $ROUNDS in
+    [1-9]|[1-9][0-9]) ;;
+    *) echo "bench: BENCH_ROUNDS must be a number from 1 to 99" >&2; exit 2 ;;
 esac
 MODE=${BENCH_MODE:-chat}
 case $MODE in
@@ -215,18 +224,37 @@ settled_rows() {
 
 echo "bench: mod_provider on :$PROVIDER_PORT, mod_proxy on :$PROXY_PORT, mockgw on $GW" >&2
 
-request proxy
-warm_up "$PROXY_PORT"
-run_wrk proxy "$PROXY_PORT"
-request provider
-warm_up "$PROVIDER_PORT"
-# The warm-up and readiness requests are in the ledger already: count from here.
-ROWS_BEFORE=$(settled_rows)
-run_wrk provider "$PROVIDER_PORT"
+# Round r measures both servers one after the other, mod_proxy first in odd
+# rounds and mod_provider first in even ones, so that a host whose speed
+# drifts during the run does not favour either; each is warmed up once,
+# before its first run.
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+    order="proxy provider"
+    [ $((r % 2)) = 1 ] || order="provider proxy"
+    for name in $order; do
+        port=$PROXY_PORT
+        [ "$name" = proxy ] || port=$PROVIDER_PORT
+        request "$name"
+        if [ "$r" = 1 ]; then
+            warm_up "$port"
+            # The warm-up and readiness requests are in the ledger already: count from here.
+            [ "$name" = proxy ] || ROWS_BEFORE=$(settled_rows)
+        fi
+        run_wrk "$name.$r" "$port"
+    done
+    r=$((r + 1))
+done
 CHILDREN=$(pgrep -c -P "$(cat "$W/run/provider.pid")" || true)
 # Requests still in flight when wrk stops are finished (and written) by the server.
 sleep 1
 ROWS_AFTER=$(settled_rows)
+
+# total NAME KEY: KEY of NAME's BENCH lines summed over the rounds;
+# median NAME KEY: their median; rounds NAME KEY: each round's, in order.
+rounds() { i=1; while [ "$i" -le "$ROUNDS" ]; do field "$1.$i" "$2"; i=$((i + 1)); done; }
+total() { rounds "$1" "$2" | awk '{ t += $1 } END { printf "%d", t }'; }
+median() { rounds "$1" "$2" | sort -n | awk '{ v[NR] = $1 } END { printf "%d", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 # ---- the table ---------------------------------------------------------------
 # mod_provider's database lines other than the driver and the file, as one line.
@@ -236,17 +264,17 @@ awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$D
     -v sched="$SCHED" -v mpm="$MPM" -v children="$CHILDREN" -v mode="$MODE" \
     -v dbd="$DBDLINES" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
-    -v pr_req="$(field provider requests)" -v px_req="$(field proxy requests)" \
-    -v pr_dur="$(field provider duration_us)" -v px_dur="$(field proxy duration_us)" \
-    -v pr_p50="$(field provider p50_us)" -v px_p50="$(field proxy p50_us)" \
-    -v pr_p99="$(field provider p99_us)" -v px_p99="$(field proxy p99_us)" \
-    -v pr_ok="$(field provider ok2xx)" -v px_ok="$(field proxy ok2xx)" \
-    -v pr_bad="$(field provider non2xx)" -v px_bad="$(field proxy non2xx)" \
-    -v pr_sock="$(( $(field provider connect) + $(field provider read) + $(field provider write) + $(field provider timeout) ))" \
-    -v px_sock="$(( $(field proxy connect) + $(field proxy read) + $(field proxy write) + $(field proxy timeout) ))" \
-    -v pr_socks="$(field provider connect)/$(field provider read)/$(field provider write)/$(field provider timeout)" \
-    -v px_socks="$(field proxy connect)/$(field proxy read)/$(field proxy write)/$(field proxy timeout)" \
-    -v body="$(field provider body_bytes)" '
+    -v pr_req="$(total provider requests)" -v px_req="$(total proxy requests)" \
+    -v pr_dur="$(total provider duration_us)" -v px_dur="$(total proxy duration_us)" \
+    -v pr_p50="$(median provider p50_us)" -v px_p50="$(median proxy p50_us)" \
+    -v pr_p99="$(median provider p99_us)" -v px_p99="$(median proxy p99_us)" \
+    -v pr_ok="$(total provider ok2xx)" -v px_ok="$(total proxy ok2xx)" \
+    -v pr_bad="$(total provider non2xx)" -v px_bad="$(total proxy non2xx)" \
+    -v pr_sock="$(( $(total provider connect) + $(total provider read) + $(total provider write) + $(total provider timeout) ))" \
+    -v px_sock="$(( $(total proxy connect) + $(total proxy read) + $(total proxy write) + $(total proxy timeout) ))" \
+    -v pr_socks="$(total provider connect)/$(total provider read)/$(total provider write)/$(total provider timeout)" \
+    -v px_socks="$(total proxy connect)/$(total proxy read)/$(total proxy write)/$(total proxy timeout)" \
+    -v body="$(field provider.1 body_bytes)" -v rounds="$ROUNDS" '
 function ratio(a, b) { return (b > 0) ? sprintf("%.2f", a / b) : "-" }
 BEGIN {
     pr_rps = pr_req / (pr_dur / 1e6); px_rps = px_req / (px_dur / 1e6)
@@ -265,7 +293,10 @@ BEGIN {
         printf "mod_provider: PostgreSQL 15 (local socket, fsync off)"
     else
         printf "mod_provider: SQLite"
-    printf ", %s; %s children at the end of its run\n\n", (dbd == "" ? "mod_dbd defaults" : dbd), children
+    printf ", %s; %s children at the end of its run\n", (dbd == "" ? "mod_dbd defaults" : dbd), children
+    if (rounds > 1)
+        printf "%d rounds (mod_proxy first in odd ones): requests/s over all of them, latency the median of the rounds\n", rounds
+    printf "\n"
     printf "%-22s %14s %14s %10s\n", "", "mod_provider", "mod_proxy", "ratio"
     printf "%-22s %14.1f %14.1f %10s\n", "requests/s", pr_rps, px_rps, ratio(pr_rps, px_rps)
     printf "%-22s %14.2f %14.2f %10s\n", "latency p50 (ms)", pr_p50 / 1000, px_p50 / 1000, ratio(pr_p50, px_p50)
@@ -276,7 +307,27 @@ BEGIN {
     printf "%-22s %14d %14d   (connect/read/write/timeout: %s / %s)\n", "errors: socket", pr_sock, px_sock, pr_socks, px_socks
 }'
 
-OK2XX=$(field provider ok2xx)
+if [ "$ROUNDS" -gt 1 ]; then
+    # each round's ratios, and their median
+    per_round() {
+        i=1
+        while [ "$i" -le "$ROUNDS" ]; do
+            case $1 in
+                rps) echo "$(field "provider.$i" requests) $(field "provider.$i" duration_us) $(field "proxy.$i" requests) $(field "proxy.$i" duration_us)" |
+                         awk '{ printf "%.2f\n", ($1 / $2) / ($3 / $4) }' ;;
+                *) echo "$(field "provider.$i" "$1") $(field "proxy.$i" "$1")" | awk '{ printf "%.2f\n", $1 / $2 }' ;;
+            esac
+            i=$((i + 1))
+        done
+    }
+    for k in rps p50_us p99_us; do
+        v=$(per_round "$k")
+        printf "%-22s %s   (median %s)\n" "ratio by round, $(echo "$k" | sed 's/rps/req\/s/; s/_us//')" \
+            "$(echo "$v" | paste -sd ' ' -)" "$(echo "$v" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }')"
+    done
+fi
+
+OK2XX=$(total provider ok2xx)
 ROWS=$((ROWS_AFTER - ROWS_BEFORE))
 echo
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
@@ -286,8 +337,8 @@ UNSETTLED=$(q "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
 # wrk stops counting at the deadline; up to one request per connection may
 # still be answered (and charged) after it, so the ledger may lead by <= C.
 if [ "$OK2XX" -gt 0 ] && [ "$UNSETTLED" = 0 ] &&
-   [ "$ROWS" -ge "$OK2XX" ] && [ "$ROWS" -le $((OK2XX + C)) ]; then
-    echo "ledger check: OK (rows - 2xx = $((ROWS - OK2XX)); at most $C requests were in flight at the deadline; no reservation left unsettled)"
+   [ "$ROWS" -ge "$OK2XX" ] && [ "$ROWS" -le $((OK2XX + C * ROUNDS)) ]; then
+    echo "ledger check: OK (rows - 2xx = $((ROWS - OK2XX)); at most $C requests were in flight at each deadline; no reservation left unsettled)"
 else
     echo "ledger check: FAILED (2xx = $OK2XX, rows - 2xx = $((ROWS - OK2XX)), reservations never settled = $UNSETTLED)"
     exit 1
