@@ -91,16 +91,21 @@ struct prov_keyact_t {
     struct prov_keyact_t *next;
 };
 
-/* The activity of key_id (made when make; NULL without memory). */
-static prov_keyact_t *keyact(prov_leases_t *L, apr_int64_t key_id, int make)
+/* The activity of key_id, or NULL. */
+static prov_keyact_t *key_find(const prov_leases_t *L, apr_int64_t key_id)
 {
-    prov_keyact_t **head = &L->keys[slot_hash(key_id, 0)], *k;
-    for (k = *head; k; k = k->next) {
-        if (k->key_id == key_id)
-            return k;
-    }
-    if (!make || (k = calloc(1, sizeof(*k))) == NULL)
-        return NULL;
+    prov_keyact_t *k;
+    for (k = L->keys[slot_hash(key_id, 0)]; k && k->key_id != key_id; k = k->next)
+        ;
+    return k;
+}
+
+/* The activity of key_id, made if need be (NULL without memory). */
+static prov_keyact_t *keyact(prov_leases_t *L, apr_int64_t key_id)
+{
+    prov_keyact_t **head = &L->keys[slot_hash(key_id, 0)], *k = key_find(L, key_id);
+    if (k || (k = calloc(1, sizeof(*k))) == NULL)
+        return k;
     k->key_id = key_id;
     k->next = *head;
     *head = k;
@@ -109,7 +114,7 @@ static prov_keyact_t *keyact(prov_leases_t *L, apr_int64_t key_id, int make)
 
 void prov_slot_busy(prov_leases_t *L, prov_slot_t *s)
 {
-    prov_keyact_t *k = keyact(L, s->key_id, 1);
+    prov_keyact_t *k = keyact(L, s->key_id);
     s->busy++;
     if (k)
         k->busy++;
@@ -118,11 +123,12 @@ void prov_slot_busy(prov_leases_t *L, prov_slot_t *s)
 /* One reservation of s fewer in flight. */
 void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s)
 {
-    prov_keyact_t *k = keyact(L, s->key_id, 0);
-    apr_time_t now = apr_time_now();
-    if (--s->busy == 0)
+    prov_keyact_t *k = key_find(L, s->key_id);
+    int slot_idle = --s->busy == 0, key_idle = k && k->busy > 0 && --k->busy == 0;
+    apr_time_t now = slot_idle || key_idle ? apr_time_now() : 0;
+    if (slot_idle)
         s->idle_since = now;
-    if (k && k->busy > 0 && --k->busy == 0)
+    if (key_idle)
         k->idle_since = now;
 }
 
@@ -130,9 +136,7 @@ void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s)
  * requests of any model within keep_idle. */
 static int key_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
 {
-    const prov_keyact_t *k;
-    for (k = L->keys[slot_hash(s->key_id, 0)]; k && k->key_id != s->key_id; k = k->next)
-        ;
+    const prov_keyact_t *k = key_find(L, s->key_id);
     return k && (k->busy > s->busy || (k->idle_since && wall - k->idle_since < L->keep_idle));
 }
 
