@@ -9,62 +9,33 @@
  * writer with upkeep journals a drawn settlement before prov_billing_settle
  * returns and leaves no file when it stops; it expires a stale hold by the
  * engine's clock without any request; and holds can be listed and given
- * back by hand, exactly as an expiry does. */
+ * back by hand, exactly as an expiry does. The fixture is
+ * billing_fixture.c. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "unit_tests.h"
-#include "prov_account.h"
-#include "prov_billing_int.h"
-#include "prov_lease_int.h"
-#include "prov_models.h"
+#include "billing_fixture.h"
 
-#define C PROV_MICRO_PER_CREDIT
-#define T0 APR_INT64_C(1700000000)
-
-typedef struct fixture_t {
-    apr_pool_t *p;
-    prov_store_t *s;
-    prov_store_source_t *src;
-    prov_user_t *u;
-    prov_apikey_t *k;
-    prov_model_t *m;
-    prov_auth_t *auth;
-    char dir[64];
-} fixture_t;
-
-static char channels[64];
-static int next_channel;
-
-/* A database (in memory, or the file path), a user with balance, a key, a
- * model, and an empty journal directory. */
-static void setup(fixture_t *f, const char *file, prov_micro_t balance)
+/* A database (SQLite, in memory, or the file path), a user with balance
+ * (billing_fixture.c), and an empty journal directory. */
+static void setup(bf_fixture_t *f, const char *file, prov_micro_t balance)
 {
-    const char *secret = NULL;
+    apr_pool_t *p = NULL;
+    prov_store_t *s = NULL;
     int applied = 0;
-    memset(f, 0, sizeof(*f));
-    apr_pool_create(&f->p, prov_test_pool());
+    apr_pool_create(&p, prov_test_pool());
     if (file) {
-        CU_ASSERT_EQUAL_FATAL(prov_store_open(&f->s, apr_pstrcat(f->p, "sqlite3:", file, NULL),
-                                              0, f->p), APR_SUCCESS);
-        CU_ASSERT_EQUAL_FATAL(prov_schema_migrate(&applied, f->s, f->p), APR_SUCCESS);
-        CU_ASSERT_EQUAL_FATAL(prov_store_prepare_all(f->s), APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_store_open(&s, apr_pstrcat(p, "sqlite3:", file, NULL), 0, p),
+                              APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_schema_migrate(&applied, s, p), APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_store_prepare_all(s), APR_SUCCESS);
     }
     else {
-        f->s = prov_test_store(f->p);
+        s = prov_test_store(p);
     }
-    f->src = prov_store_source_fixed(f->s, f->p);
-    f->src->channel = &channels[next_channel++ % (int)sizeof(channels)];
-    CU_ASSERT_EQUAL_FATAL(prov_user_add(&f->u, f->s, "j@example.com", NULL, f->p), APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_balance_add(NULL, f->s, f->u->id, balance, "test", f->p),
-                          APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&f->k, &secret, f->s, f->u->id, "k", 0, 0, f->p),
-                          APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_model_add(&f->m, f->s, "m1", "up-m1", NULL, NULL, f->p),
-                          APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_auth_lookup(&f->auth, f->s, secret, f->p), APR_SUCCESS);
+    bf_fill(f, p, s, "j@example.com", balance, 0, 0);
     strcpy(f->dir, "/tmp/prov-unit-bj-XXXXXX");
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(f->dir));
 }
@@ -82,7 +53,7 @@ static int files_in(const char *dir)
     return n;
 }
 
-static void teardown(fixture_t *f)
+static void teardown(bf_fixture_t *f)
 {
     DIR *d = opendir(f->dir);
     struct dirent *de;
@@ -98,71 +69,20 @@ static void teardown(fixture_t *f)
     apr_pool_destroy(f->p);
 }
 
-static apr_int64_t one_value(fixture_t *f, const char *sql)
-{
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_int64_t n = -1;
-    CU_ASSERT_EQUAL_FATAL(apr_dbd_select(f->s->driver, f->p, f->s->handle, &res, sql, 1), 0);
-    while (apr_dbd_get_row(f->s->driver, f->p, res, &row, -1) == 0)
-        n = prov_store_get_i64(f->s, row, 0, 0);
-    return n;
-}
-
-static prov_micro_t balance_of(fixture_t *f)
-{
-    return one_value(f, apr_psprintf(f->p, "SELECT balance FROM users WHERE id = %"
-                                     APR_INT64_T_FMT, f->u->id));
-}
-
 /* The books: balance + holds and leases in flight + the ledger's charges =
  * the top-up, and every scope's buckets = charges + holds + leases. */
-static void check_books(fixture_t *f, prov_micro_t topup)
+static void check_books(bf_fixture_t *f, prov_micro_t topup)
 {
-    prov_micro_t charged = one_value(f, "SELECT COALESCE(SUM(credits), 0) FROM ledger "
-                                        "WHERE status <> 'reserved'"),
-                 held = one_value(f, "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
-                                     "WHERE status = 'reserved'"),
-                 leased = one_value(f, "SELECT COALESCE(SUM(amount), 0) FROM billing_leases");
-    CU_ASSERT_EQUAL(balance_of(f) + charged + held + leased, topup);
-    CU_ASSERT_EQUAL(one_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
-                                 "WHERE scope = 'key:h'"), charged + held + leased);
-    CU_ASSERT_EQUAL(one_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
-                                 "WHERE scope = 'user:m'"), charged + held + leased);
-}
-
-static void reserve_op(prov_op_t *op, fixture_t *f, const char *id)
-{
-    memset(op, 0, sizeof(*op));
-    op->kind = PROV_OP_RESERVE;
-    op->p = f->p;
-    op->now = T0;
-    op->auth = f->auth;
-    op->model_id = f->m->id;
-    op->transport = "chat";
-    op->request_id = id;
-    op->hold = C;
-}
-
-/* Frees a dead process's lease table: slots and whatever entries they
- * hold, and its keys. */
-static void drop_slots(prov_leases_t *L)
-{
-    int i;
-    prov_keys_forget(L);
-    for (i = 0; i < 64; i++) {
-        while (L->buckets[i]) {
-            prov_slot_t *sl = L->buckets[i];
-            while (sl->pending) {
-                prov_entry_t *e = sl->pending;
-                sl->pending = e->next;
-                prov_entry_free(e);
-            }
-            L->buckets[i] = sl->next;
-            free(sl->key_hash);
-            free(sl);
-        }
-    }
+    prov_micro_t charged = bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM ledger "
+                                       "WHERE status <> 'reserved'"),
+                 held = bf_value(f, "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
+                                    "WHERE status = 'reserved'"),
+                 leased = bf_value(f, "SELECT COALESCE(SUM(amount), 0) FROM billing_leases");
+    CU_ASSERT_EQUAL(bf_balance(f) + charged + held + leased, topup);
+    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
+                                "WHERE scope = 'key:h'"), charged + held + leased);
+    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
+                                "WHERE scope = 'user:m'"), charged + held + leased);
 }
 
 /* The journal record of a settlement, as finish() writes it. */
@@ -194,7 +114,7 @@ static void journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t
  * Its two ordinary holds: one settled (charge C/2) and journaled, not
  * written; the other in flight. Then the process is gone. Returns the
  * charges the replay must add. */
-static prov_micro_t dead_process(fixture_t *f, prov_journal_t *j, const char *tag, int n,
+static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char *tag, int n,
                                  int written)
 {
     static const prov_tokens_t t = { 4, 5, 0, 0 };
@@ -202,18 +122,17 @@ static prov_micro_t dead_process(fixture_t *f, prov_journal_t *j, const char *ta
     prov_op_t ops[2];
     prov_slot_t *work;
     int i;
-    memset(&L, 0, sizeof(L));
-    L.keep_idle = PROV_LEASE_IDLE_DEFAULT;   /* served by a writer: leases granted */
+    bf_lease_table(&L, PROV_LEASE_IDLE_DEFAULT);   /* served by a writer: leases granted */
     apr_cpystrn(L.owner, prov_journal_owner(j), sizeof(L.owner));
-    reserve_op(&ops[0], f, apr_psprintf(f->p, "%s-hold-a", tag));
-    reserve_op(&ops[1], f, apr_psprintf(f->p, "%s-hold-b", tag));
+    bf_reserve_op(&ops[0], f, apr_psprintf(f->p, "%s-hold-a", tag), T0);
+    bf_reserve_op(&ops[1], f, apr_psprintf(f->p, "%s-hold-b", tag), T0);
     ops[0].next = &ops[1];
     work = prov_lease_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
     prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
-    CU_ASSERT_EQUAL(one_value(f, apr_psprintf(f->p, "SELECT COUNT(*) FROM billing_leases "
+    CU_ASSERT_EQUAL(bf_value(f, apr_psprintf(f->p, "SELECT COUNT(*) FROM billing_leases "
                                               "WHERE owner = '%s'", L.owner)), 1);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
@@ -230,13 +149,13 @@ static prov_micro_t dead_process(fixture_t *f, prov_journal_t *j, const char *ta
     }
     /* hold-a was settled and journaled, its batch never ran */
     journal(j, ops[0].out, C / 2);
-    drop_slots(&L);
+    bf_drop_slots(&L);
     return (prov_micro_t)(n - written) * (C / 4) + C / 2;
 }
 
 static void test_replay_dead_process(void)
 {
-    fixture_t f;
+    bf_fixture_t f;
     prov_journal_t *j = NULL, *j2 = NULL;
     const char *id = NULL;
     prov_micro_t before, expect;
@@ -246,9 +165,9 @@ static void test_replay_dead_process(void)
     CU_ASSERT_EQUAL_FATAL(prov_billing_database_id(&id, f.src, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     expect = dead_process(&f, j, "d", 40, 25);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 25);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 25);
     check_books(&f, 10000 * C);
-    before = balance_of(&f);
+    before = bf_balance(&f);
     /* While it lives, nothing is replayed. */
     CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 0);
@@ -258,21 +177,21 @@ static void test_replay_dead_process(void)
     CU_ASSERT_EQUAL(files_in(f.dir), 0);
     /* Every drawn request once, the queued settlement done, the lease back;
      * the hold still in flight stays until it expires. */
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 41);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(DISTINCT request_id) FROM ledger"), 42);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT credits FROM ledger WHERE request_id = 'd-hold-a'"),
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 41);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(DISTINCT request_id) FROM ledger"), 42);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'd-hold-a'"),
                     C / 2);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 1);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(requests) FROM usage_buckets "
-                                  "WHERE scope = 'user:h'"), 42);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 1);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(requests) FROM usage_buckets "
+                                 "WHERE scope = 'user:h'"), 42);
     check_books(&f, 10000 * C);
-    CU_ASSERT_EQUAL(balance_of(&f) + C /* hold-b */,
+    CU_ASSERT_EQUAL(bf_balance(&f) + C /* hold-b */,
                     10000 * C - 40 * (C / 4) - C / 2);
-    CU_ASSERT_TRUE(balance_of(&f) > before - expect);   /* the lease came back */
+    CU_ASSERT_TRUE(bf_balance(&f) > before - expect);   /* the lease came back */
 
     /* The same records again (another copy of the journal): nothing moves. */
-    before = balance_of(&f);
+    before = bf_balance(&f);
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j2, f.dir, id, 0, f.p), APR_SUCCESS);
     {
         prov_reservation_t r;
@@ -296,13 +215,13 @@ static void test_replay_dead_process(void)
     prov_journal_close(j2);
     CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
-    CU_ASSERT_EQUAL(balance_of(&f), before);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger"), 42);
+    CU_ASSERT_EQUAL(bf_balance(&f), before);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 42);
     check_books(&f, 10000 * C);
     /* The hold in flight expires; then everything but the charges is back. */
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 3601, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
-    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 40 * (C / 4) - C / 2);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 40 * (C / 4) - C / 2);
     check_books(&f, 10000 * C);
     teardown(&f);
 }
@@ -313,7 +232,7 @@ static void test_replay_dead_process(void)
 #define RACE_LIVE 300
 
 typedef struct racer_t {
-    fixture_t *f;
+    bf_fixture_t *f;
     prov_store_source_t *src;
     int journals;
     int ok;
@@ -362,7 +281,7 @@ static void *replayer(void *arg)
 
 static void test_replay_races_live_batches(void)
 {
-    fixture_t f;
+    bf_fixture_t f;
     char file[80];
     prov_store_t *s2 = NULL, *s3 = NULL;
     prov_journal_t *j = NULL;
@@ -406,13 +325,13 @@ static void test_replay_races_live_batches(void)
     CU_ASSERT_EQUAL(live.ok, 2 * RACE_LIVE);
     /* Live rows and leases end when the live process's writer stops. */
     prov_billing_writer_stop(w);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'live-%' "
-                                  "AND status = 'ok'"), 2 * RACE_LIVE);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'dead%' "
-                                  "AND status = 'ok'"), 3 * 61);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 3);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'live-%' "
+                                 "AND status = 'ok'"), 2 * RACE_LIVE);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'dead%' "
+                                 "AND status = 'ok'"), 3 * 61);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 3);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
                     live.charged + 3 * (60 * (C / 4) + C / 2));
     check_books(&f, 100000 * C);
     (void)replayed;
@@ -450,7 +369,7 @@ static int dir_has(const char *dir, const char *text)
  * the journal's name; stopping leaves nothing in the directory. */
 static void test_upkeep_journal(void)
 {
-    fixture_t f;
+    bf_fixture_t f;
     prov_billing_writer_t *w = NULL;
     prov_reservation_t *r[3];
     prov_error_t *err = NULL;
@@ -471,7 +390,7 @@ static void test_upkeep_journal(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(r[i]);
     }
     CU_ASSERT_TRUE(r[2]->leased);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases WHERE owner IS NOT NULL"),
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases WHERE owner IS NOT NULL"),
                     1);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], NULL, 123, "ok", T0 + 1, f.p), APR_SUCCESS);
     CU_ASSERT_TRUE(dir_has(f.dir, "up-2\t"));
@@ -479,8 +398,8 @@ static void test_upkeep_journal(void)
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
     prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(files_in(f.dir), 0);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
-    CU_ASSERT_EQUAL(balance_of(&f), 10000 * C - 323);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 323);
     check_books(&f, 10000 * C);
     teardown(&f);
 }
@@ -489,7 +408,7 @@ static void test_upkeep_journal(void)
  * with no request at all. */
 static void test_upkeep_expires(void)
 {
-    fixture_t f;
+    bf_fixture_t f;
     prov_billing_writer_t *w = NULL;
     prov_reservation_t *r = NULL;
     prov_error_t *err = NULL;
@@ -504,15 +423,15 @@ static void test_upkeep_expires(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_upkeep(w, NULL), APR_SUCCESS);
     apr_sleep(apr_time_from_msec(1200));
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 1);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 1);
     prov_clock_set(T0 + 9);
     for (polls = 0; polls < 300; polls++) {
-        if (one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'expired'") == 1)
+        if (bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'expired'") == 1)
             break;
         apr_sleep(apr_time_from_msec(10));
     }
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'expired'"), 1);
-    CU_ASSERT_EQUAL(balance_of(&f), 10 * C);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'expired'"), 1);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
     prov_billing_writer_stop(w);
     prov_billing_configure(0);
     prov_clock_set(0);
@@ -522,7 +441,7 @@ static void test_upkeep_expires(void)
 /* Holds listed, and given back one by one exactly as an expiry would. */
 static void test_holds_by_hand(void)
 {
-    fixture_t f;
+    bf_fixture_t f;
     apr_array_header_t *holds = NULL;
     prov_leases_t L;
     prov_op_t ops[2], hand[2];
@@ -535,23 +454,22 @@ static void test_holds_by_hand(void)
     /* two ordinary holds of 2 credits, and a lease (with two holds of its
      * own) as another process (its writer thread running) would hold them */
     for (i = 0; i < 2; i++) {
-        reserve_op(&hand[i], &f, apr_psprintf(f.p, "hand-%d", i));
+        bf_reserve_op(&hand[i], &f, apr_psprintf(f.p, "hand-%d", i), T0);
         hand[i].hold = 2 * C;
         hand[i].now = T0 + i;
         CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, &hand[i], NULL, 0, 0, 3600, f.p),
                               APR_SUCCESS);
         CU_ASSERT_PTR_NOT_NULL_FATAL(hand[i].out);
     }
-    memset(&L, 0, sizeof(L));
-    L.keep_idle = PROV_LEASE_IDLE_DEFAULT;
-    reserve_op(&ops[0], &f, "hand-a");
-    reserve_op(&ops[1], &f, "hand-b");
+    bf_lease_table(&L, PROV_LEASE_IDLE_DEFAULT);
+    bf_reserve_op(&ops[0], &f, "hand-a", T0);
+    bf_reserve_op(&ops[1], &f, "hand-b", T0);
     ops[0].next = &ops[1];
     work = prov_lease_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
     prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
-    drop_slots(&L);
+    bf_drop_slots(&L);
     CU_ASSERT_EQUAL_FATAL(prov_billing_holds(&holds, f.s, f.u->id, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(holds->nelts, 5);
     for (i = 0; i < holds->nelts; i++) {
@@ -573,24 +491,24 @@ static void test_holds_by_hand(void)
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", "released", T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'released' "
-                                  "AND credits = 0 AND settled_at = 1700000005"), 1);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'released' "
+                                 "AND credits = 0 AND settled_at = 1700000005"), 1);
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", "released", T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, lease, "released", T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
-    CU_ASSERT_EQUAL(one_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "nope", "released", T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
     check_books(&f, 1000 * C);
-    CU_ASSERT_EQUAL(balance_of(&f), 1000 * C - 2 * C - 2 * C);   /* hand-1, hand-a, hand-b */
+    CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - 2 * C - 2 * C);   /* hand-1, hand-a, hand-b */
     /* The request whose hold was given back ends: nothing is charged. */
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, hand[0].out, NULL, C, "ok", T0 + 6, f.p),
                     APR_EINCOMPLETE);
-    CU_ASSERT_EQUAL(balance_of(&f), 1000 * C - 2 * C - 2 * C);
+    CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - 2 * C - 2 * C);
     teardown(&f);
 }
 
