@@ -22,7 +22,10 @@
 # with every stream open, the latency of a plain chat completion (not
 # streamed: STREAMS_PLAIN of them, one after the other with
 # STREAMS_PLAIN_GAP_MS between them; median, p90 and max), checked to
-# have ended before the first stream did. Then a second wave of the same N
+# have ended before the first stream did, and on mod_provider how many of
+# them drew their hold from the key's lease in memory (the access log's
+# provider-hold note: lease or database) rather than reserving it in the
+# database: a count that timing does not blur. Then a second wave of the same N
 # streams (STREAMS_WAVES=1: none): its completions and errors, and the
 # connects it made to the gateway (none when the first wave's connections,
 # kept by the threads, are reused). For mod_provider also the ledger: one
@@ -107,6 +110,10 @@ mpm_conf() {
     mpm_fixed "$PROCS" "$THREADS"
     echo "ThreadStackSize $STACK"
 }
+# the plain requests' access log: how each one's hold was taken (only
+# mod_provider sets the note; mod_proxy's lines say "-")
+PAIR_EXTRA="LogFormat \"%{local}p %{provider-hold}n\" hold
+CustomLog \"$W/logs/plain.log\" hold \"expr=%{REQUEST_URI} == '/v1/chat/completions'\""
 start_pair
 # one server at a time (start_server): each holds PROCS x THREADS threads
 stop_httpd "$W/run/proxy.pid"
@@ -239,8 +246,10 @@ run() {
     [ "${STREAMS_SHOW:-0}" != 1 ] || gwopens=$((gwopens - 1))
     p0=$(($(now_ms) - t0))
     c0=$(cpu_ticks $(server_pids "$name")) g0=$(cpu_ticks "$MOCKGW_PID") act2=$(tcp ActiveOpens)
+    l0=$(wc -l <"$W/logs/plain.log")
     lat=$(plain "$port" "$auth" "$MODEL")
     p1=$(($(now_ms) - t0))
+    leased=$(tail -n +"$((l0 + 1))" "$W/logs/plain.log" | awk -v p="$port" '$1 == p && $2 == "lease"' | wc -l)
     # the connects made meanwhile less curl's: the server's for the plain requests
     plainopens=$(($(tcp ActiveOpens) - act2 - PLAIN_N))
     # CPU meanwhile, in % of one CPU (ticks are 1/CLK_TCK s)
@@ -258,7 +267,7 @@ run() {
         gwopens2=$(($(tcp ActiveOpens) - act1 - N))
     fi
     echo "before=$before during=$during gwconns=$gwconns gwopens=$gwopens gwopens2=$gwopens2 over=$over syn=$syn" \
-         "queues=\"$(cat "$W/$name.queues")\" idle=\"$idle\" lat=\"$lat\" plain_from=$p0 plain_to=$p1 plainopens=$plainopens cpu=$cpu gcpu=$gcpu" >"$W/$name.vars"
+         "queues=\"$(cat "$W/$name.queues")\" idle=\"$idle\" lat=\"$lat\" plain_from=$p0 plain_to=$p1 plainopens=$plainopens leased=$leased cpu=$cpu gcpu=$gcpu" >"$W/$name.vars"
 }
 
 echo "streams10k: $N streams at once, one event every $PACE ms, $EVENTS text events;" \
@@ -310,6 +319,7 @@ lat "plain request meanwhile, max (ms)" 3 lat
 both "plain requests from (ms)" plain_from
 both "plain requests to (ms)" plain_to
 both "their connects to the gateway" plainopens
+row "of them drawn from a lease" "$(var provider leased) of $PLAIN_N" "-"
 both "server's CPU meanwhile (% of a CPU)" cpu
 both "gateway's CPU meanwhile (% of a CPU)" gcpu
 if [ "$WAVES" = 2 ]; then

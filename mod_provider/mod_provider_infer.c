@@ -187,6 +187,8 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
                     "The service's database is busy; try again later.");
     if (!in->res)
         return provider_send_error(in->r, in->family, err);
+    /* For the access log: how the hold was taken (README, "Logs"). */
+    apr_table_setn(in->r->notes, "provider-hold", in->res->leased ? "lease" : "database");
     return PROVIDER_GO;
 }
 

@@ -10,6 +10,8 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { startStack } from './lib/server.js';
 import {
   addBillModel, addPlan, seedUser, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
@@ -34,6 +36,9 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
       clock: t0,
       threads: 64,
       overrides: { ProviderHoldTimeout: String(HOLD_TIMEOUT) },
+      // How each request's hold was taken, as an operator's access log shows it.
+      directives: 'LogFormat "%{provider-request-id}n %{provider-hold}n" hold\n'
+        + 'CustomLog logs/hold.log hold',
       seed: (s) => {
         addBillModel(s);
         const rates = { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE };
@@ -53,6 +58,11 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
 
   const leases = (user) => Number(stack.sql(
     `SELECT COUNT(*) AS n FROM billing_leases WHERE user_id = ${user.id}`)[0].n);
+
+  // The access log's provider-hold note of each request id (lease or
+  // database); a line is written once its request is over.
+  const holds = () => new Map(fs.readFileSync(path.join(stack.dir, 'logs', 'hold.log'), 'utf8')
+    .split('\n').filter(Boolean).map((l) => l.split(' ')));
 
   async function wave(user, model) {
     const results = await Promise.all(Array.from({ length: WAVE },
@@ -133,14 +143,29 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
       WHERE user_id = ${user.id} AND status = 'reserved'`).length) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    const small = [];
     for (let i = 0; i < 4; i++) {
-      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      const r = await stack.chat(user.key.secret, fullBody());
+      assertCharged(r, FULL_CHARGE);
+      small.push(r.headers.get('x-request-id'));
       await new Promise((r) => setTimeout(r, 250));
       assert.equal(sideLeases(), 1, `a lease of the second model is held after request ${i + 1}`);
     }
-    assertCharged(await long, FULL_CHARGE);
+    const longAnswer = await long;
+    assertCharged(longAnswer, FULL_CHARGE);
     await burstOver(user);
     checkBooks(user, 5);
+    // The access log says the same: the long request, the key's first, was
+    // reserved in the database, and so was the first small one, whose
+    // reservation took the lease; the next three drew from it.
+    const ids = [longAnswer.headers.get('x-request-id'), ...small];
+    let h = holds();
+    for (const until = Date.now() + 2000; Date.now() < until && !ids.every((id) => h.has(id));) {
+      await new Promise((r) => setTimeout(r, 20));
+      h = holds();
+    }
+    assert.equal(h.get(longAnswer.headers.get('x-request-id')), 'database');
+    assert.deepEqual(small.map((id) => h.get(id)), ['database', 'lease', 'lease', 'lease']);
   });
 
   it('returns the lease of a killed child at once, by replaying its journal; unanswered requests are never charged', async () => {
