@@ -113,7 +113,10 @@ apr_status_t prov_store_prepare_all(prov_store_t *s)
         apr_dbd_prepared_t *stmt = NULL;
         const char *label = apr_pstrcat(s->pool, PROV_STMT_PREFIX, d->label, NULL);
         const char *sql = (s->dialect == PROV_DIALECT_PGSQL && d->pgsql) ? d->pgsql : d->sql;
-        int rc = apr_dbd_prepare(s->driver, s->pool, s->handle, sql, label, &stmt);
+        int rc;
+        if (!*sql)
+            continue;               /* not on this dialect */
+        rc = apr_dbd_prepare(s->driver, s->pool, s->handle, sql, label, &stmt);
         if (rc) {
             prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00013: cannot prepare statement %s: %s",
                      d->label, apr_dbd_error(s->driver, s->handle, rc));

@@ -30,7 +30,8 @@ typedef struct prov_stmt_def_t {
     const char *label;
     const char *sql;    /* apr_dbd placeholders (%s text, %lld / %d integers);
                          * every argument is passed as a string */
-    const char *pgsql;  /* PostgreSQL's own text when it differs, else NULL */
+    const char *pgsql;  /* PostgreSQL's own text when it differs, else NULL;
+                         * "" for a statement PostgreSQL does not prepare */
 } prov_stmt_def_t;
 
 typedef struct prov_store_t {

@@ -5,7 +5,8 @@
  * the transaction's BEGIN with the account row locks (one SELECT in id
  * order), the complete ledger rows (one INSERT from arrays), and at the
  * end every bucket (one upsert) and balance (one UPDATE) with the COMMIT.
- * SQLite runs a prepared statement per row: no round trip to save. */
+ * SQLite runs prepared statements: a row's numbers bound as integers, the
+ * ledger's rows up to 64 to a statement. */
 #include <stdlib.h>
 #include "prov_store_billing.h"
 
@@ -55,15 +56,58 @@ static const char *quoted(prov_store_t *s, const char *v, apr_pool_t *p)
     return apr_pstrcat(p, "'", apr_dbd_escape(s->driver, p, v, s->handle), "'", NULL);
 }
 
-static apr_status_t insert_one(prov_store_t *s, const prov_ledger_row_t *e, apr_pool_t *p)
+/* The ledger's columns written whole, in the order of the statements'
+ * values (bill_ledger_complete*) and of the arrays below. */
+#define LEDGER_COLUMNS 16
+
+/* Rows [0, k) of e in one statement of k rows (SQLite): k is one of the
+ * sizes of bill_ledger_complete*. */
+static apr_status_t insert_rows(prov_store_t *s, const prov_ledger_row_t *e, int k,
+                                const char *label, apr_pool_t *p)
 {
-    apr_int64_t plan = e->from_plan ? e->charge : 0;
-    const void *args[] = { e->request_id, &e->user_id, &e->key_id, &e->model_id, e->transport,
-                           &e->tokens.input, &e->tokens.output, &e->tokens.cache,
-                           &e->tokens.reasoning, &e->hold, &e->charge, &plan,
-                           source_of(e->from_plan), e->status, &e->created_at,
-                           &e->settled_at };
-    return prov_store_exec_bin(s, "bill_ledger_complete", args, p);
+    const void **args = apr_palloc(p, sizeof(*args) * LEDGER_COLUMNS * (apr_size_t)k);
+    apr_int64_t *plan = apr_palloc(p, sizeof(*plan) * (apr_size_t)k);
+    int i;
+    for (i = 0; i < k; i++, e++) {
+        const void **a = args + LEDGER_COLUMNS * i;
+        plan[i] = e->from_plan ? e->charge : 0;
+        a[0] = e->request_id;
+        a[1] = &e->user_id;
+        a[2] = &e->key_id;
+        a[3] = &e->model_id;
+        a[4] = e->transport;
+        a[5] = &e->tokens.input;
+        a[6] = &e->tokens.output;
+        a[7] = &e->tokens.cache;
+        a[8] = &e->tokens.reasoning;
+        a[9] = &e->hold;
+        a[10] = &e->charge;
+        a[11] = &plan[i];
+        a[12] = source_of(e->from_plan);
+        a[13] = e->status;
+        a[14] = &e->created_at;
+        a[15] = &e->settled_at;
+    }
+    return prov_store_exec_bin(s, label, args, p);
+}
+
+/* SQLite: the rows in order, as many as fit into the biggest statement
+ * first (64, 16, 4, then one at a time). */
+static apr_status_t insert_sqlite(prov_store_t *s, const prov_ledger_row_t *rows, int n,
+                                  apr_pool_t *p)
+{
+    static const struct { int k; const char *label; } sizes[] = {
+        { 64, "bill_ledger_complete64" }, { 16, "bill_ledger_complete16" },
+        { 4, "bill_ledger_complete4" }, { 1, "bill_ledger_complete" } };
+    apr_status_t rv = APR_SUCCESS;
+    int i = 0, z = 0;
+    while (i < n && rv == APR_SUCCESS) {
+        while (n - i < sizes[z].k)
+            z++;
+        rv = insert_rows(s, rows + i, sizes[z].k, sizes[z].label, p);
+        i += sizes[z].k;
+    }
+    return rv;
 }
 
 /* A text value as an element of an array literal: double-quoted, with
@@ -86,9 +130,6 @@ static const char *array_text(const char *v, apr_pool_t *p)
     *o = '\0';
     return out;
 }
-
-/* The ledger's columns written whole, in the order of the arrays below. */
-#define LEDGER_COLUMNS 16
 
 /* Column c of a ledger row as an array element. */
 static const char *ledger_value(const prov_ledger_row_t *e, int c, apr_pool_t *p)
@@ -141,13 +182,8 @@ static const char *insert_unnest(prov_store_t *s, const prov_ledger_row_t *rows,
 apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_row_t *rows, int n,
                                            apr_pool_t *p)
 {
-    apr_status_t rv = APR_SUCCESS;
-    int i;
-    if (s->dialect == PROV_DIALECT_SQLITE) {
-        for (i = 0; i < n && rv == APR_SUCCESS; i++)
-            rv = insert_one(s, &rows[i], p);
-        return rv;
-    }
+    if (s->dialect == PROV_DIALECT_SQLITE)
+        return insert_sqlite(s, rows, n, p);
     return n ? prov_store_defer(s, insert_unnest(s, rows, n, p), p) : APR_SUCCESS;
 }
 

@@ -80,6 +80,52 @@ static void test_ledger_insert(void)
     apr_pool_destroy(p);
 }
 
+/* Many rows: on SQLite 93 = 64 + 16 + 4 + 4 + 4 + 1, six statements; every
+ * row written once, in order, with its own values; a duplicate request id
+ * inside a statement of 64 fails it. */
+static void test_ledger_insert_many(void)
+{
+    enum { N = 93 };
+    apr_pool_t *p = NULL;
+    prov_store_t *s;
+    prov_ledger_row_t rows[N];
+    apr_uint64_t trips;
+    char *want = "";
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    s = store_with_users(p);
+    for (i = 0; i < N; i++) {
+        rows[i] = row_of(apr_psprintf(p, "req_%03d", i), 1 + i % 2, i % 3 == 0, i);
+        want = apr_psprintf(p, "%sreq_%03d|%d|%d|%d|%s|\n", want, i, 1 + i % 2, 2 * i, 500 + i,
+                            i % 3 == 0 ? "plan" : "balance");
+    }
+    CU_ASSERT_EQUAL_FATAL(prov_store_begin(s, p), APR_SUCCESS);
+    trips = s->round_trips;
+    CU_ASSERT_EQUAL(prov_store_bill_ledger_insert(s, rows, N, p), APR_SUCCESS);
+    if (!is_pg(s))
+        CU_ASSERT_EQUAL(s->round_trips, trips + 6);
+    CU_ASSERT_EQUAL(prov_store_commit(s, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT request_id, user_id, output_tokens, credits, "
+                                             "source FROM ledger ORDER BY id", p), want);
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT SUM(plan_credits) FROM ledger", p),
+                           apr_psprintf(p, "%d|\n", 31 * 500 + 3 * (30 * 31 / 2)));
+
+    for (i = 0; i < 64; i++)
+        rows[i].request_id = apr_psprintf(p, "dup_%d", i == 40 ? 3 : i);
+    CU_ASSERT_EQUAL_FATAL(prov_store_begin(s, p), APR_SUCCESS);
+    if (is_pg(s)) {
+        CU_ASSERT_EQUAL(prov_store_bill_ledger_insert(s, rows, 64, p), APR_SUCCESS);
+        CU_ASSERT_NOT_EQUAL(prov_store_commit(s, p), APR_SUCCESS);
+    }
+    else {
+        CU_ASSERT_NOT_EQUAL(prov_store_bill_ledger_insert(s, rows, 64, p), APR_SUCCESS);
+        prov_store_rollback(s, p);
+    }
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT COUNT(*) FROM ledger", p),
+                           apr_psprintf(p, "%d|\n", N));
+    apr_pool_destroy(p);
+}
+
 /* Buckets upserted (new and existing) and balances, each once. */
 static void test_buckets_balances(void)
 {
@@ -238,6 +284,7 @@ void prov_test_suite_store_billing(void)
 {
     CU_pSuite s = CU_add_suite("store_billing", NULL, NULL);
     CU_add_test(s, "complete ledger rows, quoted, in order", test_ledger_insert);
+    CU_add_test(s, "many complete rows, several to a statement", test_ledger_insert_many);
     CU_add_test(s, "buckets and balances", test_buckets_balances);
     CU_add_test(s, "begin with the account locks", test_begin);
     CU_add_test(s, "deferred writes: rollback and failure", test_defer_rollback_and_failure);
