@@ -281,7 +281,8 @@ typedef struct provider_stream_t {
     int client_gone;
     int undelivered;              /* PROVIDER_WRITE_REFUSED or _FAILED: our answer failed */
     int malformed;                /* the translator refused the gateway's bytes */
-    int feeding;                  /* inside on_data: events wait for its end */
+    int feeding;                  /* inside on_data: events wait for the gateway's
+                                   * pause (or the answer's end) */
     prov_sse_buf_t *out;          /* events not yet passed on; a translator may
                                    * encode into it (prov_sse_put_*) instead of
                                    * calling provider_stream_write */
@@ -306,6 +307,9 @@ typedef struct provider_streamer_t {
     /* A gateway error that ended the stream before the client had anything
      * (answered as a plain error); NULL when the translator relays errors. */
     const prov_gwerror_t *(*early_error)(void *translator);
+    /* Whether the answer is complete (its last event seen): its last
+     * events then wait for provider_stream_finish. */
+    int (*complete)(void *translator);
     /* Settles a stream that the client has, however it ended (rv: the
      * gateway transfer's result), and writes its last event. */
     int (*end)(provider_infer_t *in, provider_stream_t *x, apr_status_t rv);
@@ -314,16 +318,20 @@ typedef struct provider_streamer_t {
 } provider_streamer_t;
 
 /* Writes one event (x is a provider_stream_t) and flushes it; the first
- * write sends the 200 and the stream's headers. The events made from one
- * read of the gateway's bytes go out together, flushed when that read is
- * translated (one write to the client, not one per event; nothing waits
- * for the gateway's next bytes). APR_ECONNABORTED when the client has gone
- * or the answer failed (x says which): the translator stops. */
+ * write sends the 200 and the stream's headers. The events made from the
+ * gateway's bytes go out together, flushed when the gateway has nothing
+ * more to read for now (one write to the client, not one per event;
+ * nothing waits for the gateway's next bytes). APR_ECONNABORTED when the
+ * client has gone or the answer failed (x says which): the translator
+ * stops. */
 apr_status_t provider_stream_write(void *x, const char *event, apr_size_t len);
-/* Ends the answer of a complete stream for the client (the last chunk, with
- * a flush) before the transport commits its settlement, as an answer read
- * whole goes out before its settlement. */
-void provider_stream_finish(provider_stream_t *x);
+/* Ends the answer of a complete stream for the client (the events still
+ * waiting and the last chunk, in one write with a flush) before the
+ * transport commits its settlement, as an answer read whole goes out before
+ * its settlement. Returns PROVIDER_WRITE_*: _REFUSED or _FAILED when this
+ * was the answer's first write and it was refused (nothing was delivered:
+ * provider_infer_undelivered). */
+int provider_stream_finish(provider_stream_t *x);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);
 /* Streams the gateway's answer to body at path through how and settles it;

@@ -120,6 +120,11 @@ static apr_status_t stream_feed(void *s, const char *data, apr_size_t len)
     return prov_messages_stream_feed(s, data, len);
 }
 
+static int stream_complete(void *s)
+{
+    return prov_messages_stream_complete(s);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), the figure that message_delta or the
  * error event told the client. */
@@ -130,13 +135,16 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     int failed = prov_messages_stream_failed(s);
     prov_delivery_t d;
     prov_micro_t charge;
+    int w;
 
     if (failed)
         provider_log_gateway_error(r, prov_messages_stream_error(s));
     prov_messages_stream_delivery(s, &d);
     if (d.complete) {
         provider_infer_bill(in, &d, "ok", "no_usage");
-        provider_stream_finish(x);
+        w = provider_stream_finish(x);
+        if (w == PROVIDER_WRITE_REFUSED || w == PROVIDER_WRITE_FAILED)
+            return provider_infer_undelivered(in, w);
         provider_infer_commit(in);
         return OK;
     }
@@ -169,7 +177,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
 /* Relayed: the gateway's errors become error events of ours (no early error). */
 static const provider_streamer_t messages_stream = {
     .content_type = "text/event-stream; charset=utf-8", .ping = prov_messages_ping_event,
-    .open = stream_open, .feed = stream_feed, .end = stream_end,
+    .open = stream_open, .feed = stream_feed, .complete = stream_complete, .end = stream_end,
     .malformed = "The model gateway sent an answer that is not a message stream. "
                  "Nothing was charged.",
 };

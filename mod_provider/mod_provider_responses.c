@@ -67,8 +67,9 @@ static const char *render(provider_infer_t *in, json_object *answer)
 /* ---- streaming ---------------------------------------------------------------- */
 
 /* The translator writes its events straight into the stream's output
- * (x->out): those of a read of the gateway go out together when the read
- * is done, and the last ones with provider_stream_finish. */
+ * (x->out): they go out together when the gateway pauses
+ * (mod_provider_stream.c), a complete answer's last ones with its end
+ * (provider_stream_finish). */
 static void *stream_open(provider_infer_t *in, provider_stream_t *x)
 {
     prov_resp_stream_t *s = prov_resp_stream_create(in->call.req, resp_id(in),
@@ -88,6 +89,11 @@ static const prov_gwerror_t *stream_error(void *s)
     return prov_resp_stream_error(s);
 }
 
+static int stream_complete(void *s)
+{
+    return prov_resp_stream_finished(s);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), and the last event tells the figure. */
 static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t rv)
@@ -97,6 +103,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     const prov_gwerror_t *gw_error = prov_resp_stream_error(s);
     prov_delivery_t d;
     prov_micro_t charge;
+    int w;
 
     if (gw_error)
         provider_log_gateway_error(r, gw_error);
@@ -106,7 +113,9 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     if (d.complete) {
         charge = provider_infer_bill(in, &d, "ok", "no_usage");
         prov_resp_stream_complete(s, charge);
-        provider_stream_finish(x);
+        w = provider_stream_finish(x);
+        if (w == PROVIDER_WRITE_REFUSED || w == PROVIDER_WRITE_FAILED)
+            return provider_infer_undelivered(in, w);
         provider_infer_commit(in);
         return OK;
     }
@@ -136,7 +145,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
 /* No keep-alive event: the Responses stream has none. */
 static const provider_streamer_t responses_stream = {
     .content_type = "text/event-stream", .early_error = stream_error,
-    .open = stream_open, .feed = stream_feed, .end = stream_end,
+    .open = stream_open, .feed = stream_feed, .complete = stream_complete, .end = stream_end,
     .malformed = "The model gateway sent a stream that is not a chat completion stream. "
                  "Nothing was charged.",
 };

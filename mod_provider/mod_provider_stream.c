@@ -2,9 +2,11 @@
  * streams to us, for every transport that streams (Messages relays the
  * gateway's events, Responses translates its chat chunks). The transport's
  * translator (provider_streamer_t) turns gateway bytes into client events;
- * this file owns the rest: the events of each read of gateway bytes written
- * together and flushed before the next read (mod_proxy's pace: a burst of
- * events the gateway sent at once costs one write, not one each), the 200
+ * this file owns the rest: the events written together and flushed when the
+ * gateway has nothing more to read for now, before the reader waits for it
+ * (mod_proxy's pace: a burst of events the gateway sent at once costs one
+ * write, not one each), a complete answer's last events with its last chunk
+ * in one write, the 200
  * and the stream's headers with the first one, a client that went away
  * noticed (c->aborted, or a write that failed) and the transfer stopped
  * with it, a keep-alive event while the gateway is silent, a refusal's body
@@ -20,6 +22,8 @@ APLOG_USE_MODULE(provider);
 
 /* A gateway refusal that arrives on a stream request is kept up to this size. */
 #define REFUSAL_MAX (64 * 1024)
+/* Events waiting for the gateway's pause go out at once beyond this size. */
+#define HOLD_MAX (16 * 1024)
 
 /* The 200 and the stream's headers, with the first events. */
 static void start_answer(provider_stream_t *x)
@@ -72,23 +76,38 @@ apr_status_t provider_stream_write(void *baton, const char *event, apr_size_t le
     return x->feeding ? APR_SUCCESS : flush_events(x);
 }
 
-void provider_stream_finish(provider_stream_t *x)
+int provider_stream_finish(provider_stream_t *x)
 {
     conn_rec *c = x->r->connection;
-    if (flush_events(x) != APR_SUCCESS || !x->started)
-        return;
-    /* The EOS alone (httpd then sends none of its own: r->eos_sent), so
-     * that the chunk filter writes the last chunk and leaves; then a flush
-     * at the connection, which would otherwise keep those 5 bytes until
-     * the request's end, after the settlement. */
+    int w;
+    if (x->client_gone || x->undelivered)
+        return x->undelivered ? x->undelivered : PROVIDER_WRITE_GONE;
+    if (!x->out->len && !x->started)
+        return PROVIDER_WRITE_OK;
+    if (!x->started)
+        start_answer(x);
+    /* The events waiting and the EOS (httpd then sends none of its own:
+     * r->eos_sent), so that the chunk filter writes the last chunk after
+     * them; then a flush at the connection, which would otherwise keep
+     * those bytes until the request's end, after the settlement: one
+     * write. */
+    if (x->out->len)
+        APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_transient_create(x->out->data, x->out->len,
+                                                                   c->bucket_alloc));
     APR_BRIGADE_INSERT_TAIL(x->bb, apr_bucket_eos_create(c->bucket_alloc));
-    if (provider_pass(x->r, x->bb) != PROVIDER_WRITE_OK) {
-        x->client_gone = 1;
-        return;
+    w = provider_pass(x->r, x->bb);
+    prov_sse_buf_reset(x->out);
+    if (w == PROVIDER_WRITE_OK) {
+        x->started = 1;
+        if (ap_fflush(c->output_filters, x->bb) != APR_SUCCESS)
+            w = PROVIDER_WRITE_GONE;
     }
-    if (ap_fflush(c->output_filters, x->bb) != APR_SUCCESS)
-        x->client_gone = 1;
     apr_brigade_cleanup(x->bb);
+    if (w == PROVIDER_WRITE_GONE)
+        x->client_gone = 1;
+    else if (w != PROVIDER_WRITE_OK)
+        x->undelivered = w;
+    return w;
 }
 
 int provider_stream_gone(provider_stream_t *x)
@@ -123,10 +142,19 @@ static apr_status_t on_data(void *baton, const char *data, apr_size_t len)
     x->feeding = 0;
     if (rv != APR_SUCCESS && !x->client_gone && !x->undelivered)
         x->malformed = 1;
-    /* what this read made goes out now, before the gateway's next bytes */
-    if (flush_events(x) != APR_SUCCESS && rv == APR_SUCCESS)
+    /* What this read made waits for the gateway's pause (on_idle), unless
+     * it is much or the transfer stops here. */
+    if ((rv != APR_SUCCESS || x->out->len >= HOLD_MAX) && flush_events(x) != APR_SUCCESS
+        && rv == APR_SUCCESS)
         rv = APR_ECONNABORTED;
     return rv;
+}
+
+/* The gateway has nothing more for now: what its bytes made goes out. */
+static apr_status_t on_idle(void *baton)
+{
+    provider_stream_t *x = baton;
+    return x->out->len ? flush_events(x) : APR_SUCCESS;
 }
 
 /* While the gateway is silent: a keep-alive event after the interval; notices
@@ -183,6 +211,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
 {
     request_rec *r = in->r;
     provider_stream_t x;
+    prov_gw_stream_cb_t cb;
     apr_status_t rv;
 
     memset(&x, 0, sizeof(x));
@@ -192,11 +221,19 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     x.out = prov_sse_buf_create(r->pool);
     x.ping = apr_time_from_sec(in->conf->ping_interval);
     x.translator = how->open(in, &x);
-    rv = prov_gateway_stream_tick(&x.status, in->conf->gateway, path, body, strlen(body),
-                                  headers, on_data, how->ping ? on_tick : NULL, &x, r->pool);
+    cb.data = on_data;
+    cb.tick = how->ping ? on_tick : NULL;
+    cb.idle = on_idle;
+    cb.baton = &x;
+    rv = prov_gateway_stream_with(&x.status, in->conf->gateway, path, body, strlen(body),
+                                  headers, &cb, r->pool);
+    /* A complete answer's last events go with its end (provider_stream_finish);
+     * any other's now, as after every read. */
+    if (x.out->len && !how->complete(x.translator))
+        flush_events(&x);
     if (x.undelivered)
         return provider_infer_undelivered(in, x.undelivered);
-    if (x.started)
+    if (x.started || x.out->len)
         return how->end(in, &x, rv);
     return not_started(in, &x, rv);
 }

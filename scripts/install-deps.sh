@@ -9,7 +9,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  apache2 apache2-dev libapr1-dev libaprutil1-dev
  libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3 libsqlite3-dev
  libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev libcjose-dev libjansson-dev
- curl wrk postgresql valgrind iproute2 util-linux chromium zsh
+ curl wrk postgresql valgrind strace iproute2 util-linux chromium zsh
  clang libclang-rt-14-dev"
 # Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"

@@ -123,19 +123,21 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p)
 {
-    return prov_gateway_stream_tick(status, gw, path, body, len, headers, cb, NULL, baton, p);
+    prov_gw_stream_cb_t with = { cb, NULL, NULL, baton };
+    return prov_gateway_stream_with(status, gw, path, body, len, headers, &with, p);
 }
 
-apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const char *path,
+apr_status_t prov_gateway_stream_with(int *status, prov_gateway_t *gw, const char *path,
                                       const char *body, apr_size_t len,
-                                      const apr_table_t *headers, prov_gw_data_cb *cb,
-                                      prov_gw_tick_cb *tick, void *baton, apr_pool_t *p)
+                                      const apr_table_t *headers, const prov_gw_stream_cb_t *cb,
+                                      apr_pool_t *p)
 {
     prov_gw_req_t req;
     const char *why = NULL;
     describe(&req, gw, gw->streams_where, path, body, len, headers);
-    req.cb = cb;
-    req.tick = tick;
-    req.baton = baton;
+    req.cb = cb->data;
+    req.tick = cb->tick;
+    req.idle = cb->idle;
+    req.baton = cb->baton;
     return logged(gw->streams->stream(status, &req, &why, p), path, why);
 }

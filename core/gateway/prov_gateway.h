@@ -58,10 +58,23 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p);
 
-/* prov_gateway_stream that also calls tick (may be NULL) with baton. */
-apr_status_t prov_gateway_stream_tick(int *status, prov_gateway_t *gw, const char *path,
+/* What a stream's reader is told, all with baton: the body as it arrives
+ * (data), about once a second (tick, or NULL), and when the gateway has
+ * sent nothing more for now, just before the reader waits for it (idle, or
+ * NULL): what the body made so far can go out together then, as mod_proxy
+ * flushes when its backend has nothing more to read. A backend that cannot
+ * tell calls idle after each piece of the body. */
+typedef struct prov_gw_stream_cb_t {
+    prov_gw_data_cb *data;
+    prov_gw_tick_cb *tick;
+    prov_gw_tick_cb *idle;
+    void *baton;
+} prov_gw_stream_cb_t;
+
+/* prov_gateway_stream with the callbacks of cb. */
+apr_status_t prov_gateway_stream_with(int *status, prov_gateway_t *gw, const char *path,
                                       const char *body, apr_size_t len,
-                                      const apr_table_t *headers, prov_gw_data_cb *cb,
-                                      prov_gw_tick_cb *tick, void *baton, apr_pool_t *p);
+                                      const apr_table_t *headers, const prov_gw_stream_cb_t *cb,
+                                      apr_pool_t *p);
 
 #endif

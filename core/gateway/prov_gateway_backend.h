@@ -27,7 +27,9 @@ typedef struct prov_gw_req_t {
     const apr_table_t *headers;     /* extra request headers, or NULL */
     prov_gw_data_cb *cb;            /* streams: the body as it arrives */
     prov_gw_tick_cb *tick;          /* streams: about once a second, or NULL */
-    void *baton;                    /* for cb and tick */
+    prov_gw_tick_cb *idle;          /* streams: nothing more to read for now
+                                     * (prov_gw_stream_cb_t), or NULL */
+    void *baton;                    /* for cb, tick and idle */
 } prov_gw_req_t;
 
 /* Process-wide setup, before threads start. */

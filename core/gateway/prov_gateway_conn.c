@@ -351,6 +351,9 @@ apr_status_t prov_gw_conn_recv_stream(void *ssock, char *buf, apr_size_t cap,
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return APR_FROM_OS_ERROR(errno);
+        /* nothing more for now: what the bytes so far made can go out */
+        if (s->idle && s->idle(s->baton) != APR_SUCCESS)
+            return APR_ECONNABORTED;
         now = apr_time_now();
         left = s->last_data + s->idle_limit - now;
         if (left <= 0)

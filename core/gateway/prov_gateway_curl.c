@@ -107,7 +107,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
             curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
             *x->status = (int)code;
         }
-        if (x->req->cb(x->req->baton, data, n) != APR_SUCCESS) {
+        /* (libcurl does not say whether more bytes are waiting: each piece
+         * is followed by idle) */
+        if (x->req->cb(x->req->baton, data, n) != APR_SUCCESS
+            || (x->req->idle && x->req->idle(x->req->baton) != APR_SUCCESS)) {
             x->aborted = 1;
             return 0;
         }

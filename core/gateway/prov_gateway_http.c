@@ -312,6 +312,7 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
     sock.last_data = sock.last_tick = apr_time_now();
     sock.idle_limit = apr_time_from_msec(req->timeout_ms);
     sock.tick = req->tick;
+    sock.idle = req->idle;
     sock.baton = req->baton;
     a.read = prov_gw_conn_recv_stream;
     a.src = &sock;

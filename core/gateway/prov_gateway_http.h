@@ -87,6 +87,7 @@ typedef struct prov_gw_ssock_t {
     apr_time_t last_tick;
     apr_interval_time_t idle_limit; /* the longest silence allowed */
     prov_gw_tick_cb *tick;          /* about once a second of silence, or NULL */
+    prov_gw_tick_cb *idle;          /* before each wait for bytes, or NULL */
     void *baton;
 } prov_gw_ssock_t;
 

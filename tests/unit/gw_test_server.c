@@ -88,6 +88,11 @@ static void *serve(void *arg)
                 usleep((useconds_t)st->delay_ms * 1000);
             if (st->reply && send(fd, st->reply, strlen(st->reply), MSG_NOSIGNAL) < 0)
                 break;
+            if (st->then) {
+                usleep((useconds_t)st->then_ms * 1000);
+                if (send(fd, st->then, strlen(st->then), MSG_NOSIGNAL) < 0)
+                    break;
+            }
             if (st->close_after) {
                 shutdown(fd, SHUT_WR);
                 half_closed = 1;

@@ -19,12 +19,15 @@
  * (a FIN) but still reads and counts what arrives on that connection until
  * the client closes it; if reset, the connection is closed with a TCP reset
  * right after the request was read (and reply is not sent); reset 2 does so
- * after reading only the request's head. */
+ * after reading only the request's head. A step with then writes it too,
+ * then_ms after the reply (a gateway that pauses inside its answer). */
 typedef struct gw_ts_step_t {
     const char *reply;
     int close_after;
     int delay_ms;
     int reset;
+    const char *then;
+    int then_ms;
 } gw_ts_step_t;
 
 typedef struct gw_ts_t {

@@ -7,7 +7,8 @@
  * streams through the plain client (the body handed on as it is decoded,
  * the status first, a refusal's body, a cut stream, a caller that stops
  * it, the limit on the gateway's silence, the connection kept after a
- * clean end) and through libcurl's backend; then the public interface,
+ * clean end, the idle call while the gateway pauses) and through libcurl's
+ * backend; then the public interface,
  * whose answers and streams take the plain client for http://
  * (core/gateway/prov_gateway.c). How connections are kept, shared, reused
  * and sent on again is test_prov_gateway_conn.c's. */
@@ -128,6 +129,7 @@ typedef struct stream_call_t {
     sink_t k;
     int status, ticks, stop_after;  /* stop_after: refuse the nth piece (0: never) */
     int pieces;
+    int idles, idles_between;       /* idle calls; those after "data: a" alone */
     apr_status_t rv;
     const char *why;
 } stream_call_t;
@@ -143,6 +145,15 @@ static apr_status_t stream_piece(void *baton, const char *data, apr_size_t len)
 static apr_status_t stream_tick(void *baton)
 {
     ((stream_call_t *)baton)->ticks++;
+    return APR_SUCCESS;
+}
+
+static apr_status_t stream_idle(void *baton)
+{
+    stream_call_t *c = baton;
+    c->idles++;
+    if (!strcmp(c->k.buf, "data: a"))
+        c->idles_between++;
     return APR_SUCCESS;
 }
 
@@ -164,6 +175,7 @@ static void stream(stream_call_t *c, const prov_gw_backend_t *b, gw_ts_t *s, con
     req.len = 2;
     req.cb = stream_piece;
     req.tick = stream_tick;
+    req.idle = stream_idle;
     req.baton = c;
     c->rv = b->stream(&c->status, &req, &c->why, p);
 }
@@ -224,6 +236,46 @@ static void test_streams(const prov_gw_backend_t *b, int kept)
 static void test_streams_plain(void)
 {
     test_streams(&prov_gw_http_backend, 1);
+}
+
+/* The idle callback: called while the gateway pauses inside its stream
+ * (what came so far can go out, as nothing more is there to read), and,
+ * from the plain client, not between events it wrote at once. */
+static void test_stream_idle(const prov_gw_backend_t *b, int plain)
+{
+    static const gw_ts_step_t steps[] = {
+        { SSE_HEAD "7\r\ndata: a\r\n", 0, 0, 0, "7\r\ndata: b\r\n0\r\n\r\n", 300 },
+        { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0, NULL, 0 },
+    };
+    apr_pool_t *p = NULL;
+    gw_ts_t s;
+    stream_call_t c;
+    int gw = 0;
+    gw_ts_begin(&s, &p, steps, 2);
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(c.k.buf, "data: adata: b");
+    CU_ASSERT(c.idles_between >= 1);
+    memset(&c, 0, sizeof(c));
+    stream(&c, b, &s, &gw, 2000, p);
+    CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(c.k.buf, "data: adata: b");
+    if (plain)
+        CU_ASSERT_EQUAL(c.idles_between, 0);
+    gw_ts_finish(&s);
+    apr_pool_destroy(p);
+}
+
+static void test_stream_idle_plain(void)
+{
+    test_stream_idle(&prov_gw_http_backend, 1);
+}
+
+static void test_stream_idle_libcurl(void)
+{
+    CU_ASSERT_EQUAL_FATAL(prov_gw_curl_backend.init(), APR_SUCCESS);
+    test_stream_idle(&prov_gw_curl_backend, 0);
 }
 
 /* The plain client's request head, whole: the caller's Accept instead of
@@ -337,6 +389,7 @@ void prov_test_suite_gateway(void)
     PROV_SUITE("gateway", PROV_TEST(test_target_parse), PROV_TEST(test_keepalive_and_encodings),
                PROV_TEST(test_failures),
                PROV_TEST(test_streams_plain), PROV_TEST(test_streams_libcurl),
-               PROV_TEST(test_stream_head),
+               PROV_TEST(test_stream_head), PROV_TEST(test_stream_idle_plain),
+               PROV_TEST(test_stream_idle_libcurl),
                PROV_TEST(test_front_answers_and_streams));
 }
