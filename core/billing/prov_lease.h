@@ -83,5 +83,12 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
 int prov_lease_due(const prov_leases_t *L);
 /* Whether any lease is held or any drawn request is not written yet. */
 int prov_lease_active(const prov_leases_t *L);
+/* When (wall clock) the leases next have work by time alone: settled rows
+ * that have waited long enough, a running drawn request a second old, a
+ * lease idle for keep_idle; no sooner than wall + lo, no later than
+ * wall + hi (what makes work due sooner, a drawn settlement, wakes the
+ * writer itself; hi bounds what is not foreseen here). */
+apr_time_t prov_lease_next_due(const prov_leases_t *L, apr_time_t wall, apr_interval_time_t lo,
+                               apr_interval_time_t hi);
 
 #endif

@@ -1,0 +1,103 @@
+/* test_prov_lease_clock.c: unit tests of the lease table's clock
+ * (prov_lease_next_due, core/billing/prov_lease.c): when the billing
+ * writer next has work by time alone, so that it sleeps until then instead
+ * of looking every 2 ms. A lease granted by a real batch (billing_fixture.c)
+ * on a table of the test's own; each step asks with a wall clock of the
+ * test's choosing, so nothing depends on how fast the test runs. */
+#include "billing_fixture.h"
+
+#define KEEP apr_time_from_msec(100)
+#define LO apr_time_from_msec(2)
+#define HI apr_time_from_sec(10)
+
+/* The lease's slot: two reservations at once are granted a lease. */
+static prov_slot_t *granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])
+{
+    prov_slot_t *work;
+    bf_reserve_op(&ops[0], f, "clock-1", T0);
+    bf_reserve_op(&ops[1], f, "clock-2", T0);
+    ops[0].next = &ops[1];
+    work = prov_lease_take(L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
+    CU_ASSERT_PTR_NULL(prov_lease_done(L, work, ops, T0, APR_SUCCESS));
+    return prov_slot_find(L, f->auth->key_id, f->m->id);
+}
+
+/* A running drawn request is due a second after its draw; a settled one
+ * PROV_WRITER_WAIT after it; nothing sooner than lo or later than hi. */
+static void test_clock_drawn(void)
+{
+    bf_fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_reservation_t *r = NULL;
+    prov_tokens_t t = { 3, 4, 0, 0 };
+    prov_slot_t *s;
+    apr_time_t wall;
+    bf_setup(&f, 10000 * C, 0, 0);
+    bf_lease_table(&L, KEEP);
+    s = granted(&f, &L, ops);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    /* the two holds run: nothing by time */
+    wall = apr_time_now();
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + HI);
+    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "clock-3", C, T0 + 1,
+                                         f.p));
+    wall = s->pending_oldest;
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + apr_time_from_sec(1));
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, apr_time_from_msec(20)),
+                    wall + apr_time_from_msec(20));
+    /* settled (the two holds still run): its row waits PROV_WRITER_WAIT */
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", T0 + 1), PROV_LEASE_SETTLE_DRAWN);
+    s->settled_since = s->last_draw + apr_time_from_msec(5);
+    wall = s->last_draw;
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + PROV_WRITER_WAIT);
+    s->settled_since = s->last_draw - apr_time_from_msec(5);
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI),
+                    wall - apr_time_from_msec(5) + PROV_WRITER_WAIT);
+    /* past: no sooner than lo */
+    wall = s->last_draw + PROV_WRITER_WAIT;
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + LO);
+    bf_drop_slots(&L);
+    apr_pool_destroy(f.p);
+}
+
+/* A lease whose requests have ended is due keep_idle after the last one,
+ * or after its key's last request of another model; while the key has one
+ * of another model in flight, only hi. */
+static void test_clock_idle(void)
+{
+    bf_fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_slot_t *s, *other;
+    apr_time_t wall;
+    bf_setup(&f, 10000 * C, 0, 0);
+    bf_lease_table(&L, KEEP);
+    s = granted(&f, &L, ops);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0), 0);
+    CU_ASSERT_EQUAL(s->busy, 0);
+    wall = s->idle_since;
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + KEEP);
+    /* another model of the key starts: its end is not foreseen */
+    other = prov_slot_get(&L, f.auth->key_id, f.m->id + 1000, f.auth->user_id);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    prov_slot_busy(&L, other);
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + HI);
+    /* ... and ends: keep_idle after it */
+    apr_sleep(apr_time_from_msec(3));
+    prov_slot_unbusy(&L, other);
+    CU_ASSERT(other->idle_since > s->idle_since);
+    CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), other->idle_since + KEEP);
+    bf_drop_slots(&L);
+    apr_pool_destroy(f.p);
+}
+
+void prov_test_suite_lease_clock(void)
+{
+    PROV_SUITE("lease_clock", PROV_TEST(test_clock_drawn), PROV_TEST(test_clock_idle));
+}
