@@ -228,7 +228,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     rv = prov_gateway_stream_with(&x.status, in->conf->gateway, path, body, strlen(body),
                                   headers, &cb, r->pool);
     /* A complete answer's last events go with its end (provider_stream_finish);
-     * any other's now, as after every read. */
+     * any other's now, as at each pause of the gateway. */
     if (x.out->len && !how->complete(x.translator))
         flush_events(&x);
     if (x.undelivered)
