@@ -332,6 +332,10 @@ apr_status_t provider_stream_write(void *x, const char *event, apr_size_t len);
  * was the answer's first write and it was refused (nothing was delivered:
  * provider_infer_undelivered). */
 int provider_stream_finish(provider_stream_t *x);
+/* A complete stream's end: provider_stream_finish, then the staged
+ * settlement committed (or, when that first write was refused, the hold
+ * released as undelivered). Returns what the handler returns. */
+int provider_stream_commit(provider_infer_t *in, provider_stream_t *x);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);
 /* Streams the gateway's answer to body at path through how and settles it;

@@ -135,18 +135,13 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     int failed = prov_messages_stream_failed(s);
     prov_delivery_t d;
     prov_micro_t charge;
-    int w;
 
     if (failed)
         provider_log_gateway_error(r, prov_messages_stream_error(s));
     prov_messages_stream_delivery(s, &d);
     if (d.complete) {
         provider_infer_bill(in, &d, "ok", "no_usage");
-        w = provider_stream_finish(x);
-        if (w == PROVIDER_WRITE_REFUSED || w == PROVIDER_WRITE_FAILED)
-            return provider_infer_undelivered(in, w);
-        provider_infer_commit(in);
-        return OK;
+        return provider_stream_commit(in, x);
     }
     r->connection->keepalive = AP_CONN_CLOSE;
     if (x->client_gone) {

@@ -103,7 +103,6 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     const prov_gwerror_t *gw_error = prov_resp_stream_error(s);
     prov_delivery_t d;
     prov_micro_t charge;
-    int w;
 
     if (gw_error)
         provider_log_gateway_error(r, gw_error);
@@ -113,11 +112,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     if (d.complete) {
         charge = provider_infer_bill(in, &d, "ok", "no_usage");
         prov_resp_stream_complete(s, charge);
-        w = provider_stream_finish(x);
-        if (w == PROVIDER_WRITE_REFUSED || w == PROVIDER_WRITE_FAILED)
-            return provider_infer_undelivered(in, w);
-        provider_infer_commit(in);
-        return OK;
+        return provider_stream_commit(in, x);
     }
     r->connection->keepalive = AP_CONN_CLOSE;
     d.client_left = x->client_gone;

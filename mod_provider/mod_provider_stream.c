@@ -110,6 +110,15 @@ int provider_stream_finish(provider_stream_t *x)
     return w;
 }
 
+int provider_stream_commit(provider_infer_t *in, provider_stream_t *x)
+{
+    int w = provider_stream_finish(x);
+    if (w == PROVIDER_WRITE_REFUSED || w == PROVIDER_WRITE_FAILED)
+        return provider_infer_undelivered(in, w);
+    provider_infer_commit(in);
+    return OK;
+}
+
 int provider_stream_gone(provider_stream_t *x)
 {
     if (x->r->connection->aborted)

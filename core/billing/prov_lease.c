@@ -361,44 +361,41 @@ int prov_lease_due(const prov_leases_t *L)
     return 0;
 }
 
-/* When s next has work by time alone (slot_due's clocks), or 0. */
-static apr_time_t slot_next(const prov_leases_t *L, const prov_slot_t *s)
+static apr_time_t sooner(apr_time_t a, apr_time_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The sooner of next and the times at which s has work by time alone
+ * (slot_due's clocks). */
+static apr_time_t slot_next(const prov_leases_t *L, const prov_slot_t *s, apr_time_t next)
 {
     const prov_keyact_t *k;
-    apr_time_t at = 0, t;
     if (s->settled_n)
-        at = (s->settled_since < s->last_draw ? s->settled_since : s->last_draw)
-             + PROV_WRITER_WAIT;
-    if (s->pending) {
-        t = s->pending_oldest + PROV_ENTRY_WRITE_AFTER;
-        if (!at || t < at)
-            at = t;
-    }
+        next = sooner(next, sooner(s->settled_since, s->last_draw) + PROV_WRITER_WAIT);
+    if (s->pending)
+        next = sooner(next, s->pending_oldest + PROV_ENTRY_WRITE_AFTER);
     if (s->state == PROV_LEASE_OPEN && !s->busy && L->keep_idle) {
         /* idle for keep_idle, its key too (unless another model of the
          * key is in flight: its end is not foreseen) */
         k = key_find(L, s->key_id);
-        if (!k || k->busy <= s->busy) {
-            t = (k && k->idle_since > s->idle_since ? k->idle_since : s->idle_since)
-                + L->keep_idle;
-            if (!at || t < at)
-                at = t;
-        }
+        if (!k || k->busy <= s->busy)
+            next = sooner(next, (k && k->idle_since > s->idle_since ? k->idle_since
+                                                                    : s->idle_since)
+                                + L->keep_idle);
     }
-    return at;
+    return next;
 }
 
 apr_time_t prov_lease_next_due(const prov_leases_t *L, apr_time_t wall, apr_interval_time_t lo,
                                apr_interval_time_t hi)
 {
-    apr_time_t next = wall + hi, t;
+    apr_time_t next = wall + hi;
     const prov_slot_t *s;
     int i;
     for (i = 0; i < PROV_LEASE_SLOTS; i++) {
-        for (s = L->buckets[i]; s; s = s->next) {
-            if ((t = slot_next(L, s)) != 0 && t < next)
-                next = t;
-        }
+        for (s = L->buckets[i]; s; s = s->next)
+            next = slot_next(L, s, next);
     }
     return next < wall + lo ? wall + lo : next;
 }
