@@ -96,6 +96,7 @@ struct prov_slot_t {
     int closing;                    /* the batch returns the lease */
     int renew;                      /* ... or checks it again and tops it up */
     apr_time_t checked;             /* wall clock of its last check */
+    apr_time_t admitted;            /* ... or of a read that admitted its key */
     struct prov_slot_t *work_next;
     /* the batch's results */
     prov_micro_t res_amount;

@@ -94,8 +94,10 @@ prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
  * (requests one after another): a key deleted or reissued, or an account
  * blocked, is then refused at once by the reservation in a batch that a
  * "no" (or a failure) sends the request to, as without a lease.
- * Overlapping requests draw without it; the lease's renewal checks the key
- * every PROV_LEASE_CHECK_EVERY. */
+ * Overlapping requests draw without it, and so do requests beside the key's
+ * requests of another model while the key was seen admitted within
+ * PROV_LEASE_CHECK_EVERY (prov_lease_lone); the lease's renewal checks the
+ * key every PROV_LEASE_CHECK_EVERY. */
 static int admitted(const prov_store_source_t *src, const prov_auth_t *auth, apr_pool_t *p)
 {
     prov_store_t *s = NULL;
@@ -131,6 +133,8 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
             prov_queue_unlock();
             ok = admitted(src, auth, p);
             prov_queue_lock();
+            if (ok)
+                prov_lease_admitted(&q->leases, auth, model_id);
         }
         drawn = ok && prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
                                       hold < 0 ? 0 : hold, now, p);

@@ -132,6 +132,12 @@ void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s)
         k->idle_since = now;
 }
 
+int prov_slot_beside(const prov_leases_t *L, const prov_slot_t *s)
+{
+    const prov_keyact_t *k = key_find(L, s->key_id);
+    return k && k->busy > s->busy;
+}
+
 /* Whether s's key has requests of another model in flight, or had
  * requests of any model within keep_idle. */
 static int key_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall)
@@ -214,8 +220,18 @@ int prov_slot_has_work(const prov_slot_t *s)
 int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id)
 {
     const prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
-    return s && s->state == PROV_LEASE_OPEN && !s->busy
-           && apr_time_now() - s->idle_since >= PROV_LEASE_LONE_GAP;
+    apr_time_t wall = apr_time_now();
+    if (!s || s->state != PROV_LEASE_OPEN || s->busy || wall - s->idle_since < PROV_LEASE_LONE_GAP)
+        return 0;
+    /* beside the key's requests of another model: as overlapping ones */
+    return !(prov_slot_beside(L, s) && wall - s->admitted < PROV_LEASE_CHECK_EVERY);
+}
+
+void prov_lease_admitted(prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id)
+{
+    prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
+    if (s)
+        s->admitted = apr_time_now();
 }
 
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,

@@ -46,13 +46,18 @@ typedef struct prov_leases_t {
 } prov_leases_t;
 
 /* Whether a draw for auth's key and model would come from an open lease
- * that nothing else of the key has used for PROV_LEASE_LONE_GAP (requests
- * one after another, a client waiting for each answer: the caller checks
- * the key first, prov_billing_reserve). A request that comes sooner after
- * the last one ended is one of a burst, which draws as overlapping requests
- * do (the lease's renewal checks the key every PROV_LEASE_CHECK_EVERY). */
+ * that nothing else of the key and model has used for PROV_LEASE_LONE_GAP
+ * (requests one after another, a client waiting for each answer: the
+ * caller checks the key first, prov_billing_reserve). A request that comes
+ * sooner after the last one ended is one of a burst, which draws as
+ * overlapping requests do (the lease's renewal checks the key every
+ * PROV_LEASE_CHECK_EVERY); so does one beside the key's requests of another
+ * model in flight (an agent's small requests beside its stream) while the
+ * key was seen admitted less than PROV_LEASE_CHECK_EVERY ago, by the lease's
+ * check or by such a read (prov_lease_admitted records it). */
 #define PROV_LEASE_LONE_GAP apr_time_from_msec(2)
 int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
+void prov_lease_admitted(prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
 /* Draws r (allocated in p) from an open lease of auth's key and model;
  * returns 0 when none has room (the caller reserves in the database). */
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,

@@ -55,7 +55,9 @@ static int take_slot(const prov_leases_t *L, prov_slot_t *s, apr_time_t wall, in
     }
     s->renew = !closing && (s->exhausted
                             || prov_i64_sub_sat(s->amount, s->drawn) < s->unit / 2
-                            || wall - s->checked >= PROV_LEASE_CHECK_EVERY);
+                            || wall - s->checked >= (prov_slot_beside(L, s)
+                                                     ? PROV_LEASE_CHECK_BESIDE
+                                                     : PROV_LEASE_CHECK_EVERY));
     /* A lease with enough headroom and nothing to write waits. */
     if (!closing && !s->taken && !s->renew)
         return 0;
@@ -252,7 +254,7 @@ static void slot_done(prov_slot_t *s, apr_status_t rv)
             s->amount = s->res_amount;
             s->at = s->res_at;
             if (s->renew)
-                s->checked = apr_time_now();
+                s->checked = s->admitted = apr_time_now();
             s->state = s->res_drain ? PROV_LEASE_DRAINING : PROV_LEASE_OPEN;
             if (s->res_windows.has_plan) {
                 s->windows = s->res_windows;
@@ -298,7 +300,7 @@ static void lease_open(prov_slot_t *s, const prov_op_t *op, apr_int64_t now)
         s->unit_max = s->unit;
     s->exhausted = 0;
     s->at = now;
-    s->checked = apr_time_now();
+    s->checked = s->admitted = apr_time_now();
     s->windows = op->lease_windows;
     memcpy(s->plan_name, op->lease_plan_name, sizeof(s->plan_name));
 }

@@ -31,6 +31,11 @@
 /* How often a lease in use is checked against the key, account and model
  * again (a deleted key or a blocked account stops drawing within this). */
 #define PROV_LEASE_CHECK_EVERY apr_time_from_msec(100)
+/* ... and half as long for a lease beside its key's requests of another
+ * model, whose requests rely on that check instead of reading the key
+ * (prov_lease_lone): an agent's small requests every 50 to 100 ms beside
+ * its stream keep it fresh through the batches that write their rows. */
+#define PROV_LEASE_CHECK_BESIDE (PROV_LEASE_CHECK_EVERY / 2)
 /* Accounts with a lease told apart when a batch is taken; beyond, every
  * refusal is checked twice. */
 #define PROV_LEASE_HELD_MAX 64
@@ -50,6 +55,8 @@ void prov_slot_unbusy(prov_leases_t *L, prov_slot_t *s);
  * nothing of any model in flight for as long; at once when the writer
  * stops or is gone (a lease it left behind). */
 int prov_slot_idle_over(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
+/* Whether s's key has requests of another model in flight. */
+int prov_slot_beside(const prov_leases_t *L, const prov_slot_t *s);
 /* Whether s's key and model last had nothing in flight less than keep_idle
  * ago, or its key has requests of any model in flight or had within
  * keep_idle (a lease of it would still be kept): its requests come one

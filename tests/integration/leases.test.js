@@ -6,7 +6,9 @@
 // the buckets equal the ledger, and when the burst is over no lease and no
 // hold is left. A child killed while its lease is out loses nothing that
 // was answered: the next child replays its journal and returns its lease at
-// once, and the requests it never answered are never charged.
+// once, and the requests it never answered are never charged. Requests
+// beside the key's long one of another model stop within 100 ms of the
+// key's deletion, relying on the lease's check instead of a read each.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,6 +51,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
         mkUser(s, 'plan', { plan });
         mkUser(s, 'killed', { balance: 100000 });
         mkUser(s, 'beside', { balance: 100000 });
+        mkUser(s, 'besidegone', { balance: 100000 });
       },
     });
   });
@@ -166,6 +169,48 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     }
     assert.equal(h.get(longAnswer.headers.get('x-request-id')), 'database');
     assert.deepEqual(small.map((id) => h.get(id)), ['database', 'lease', 'lease', 'lease']);
+  });
+
+  it("stops a deleted key's requests beside its long one within the lease's check", async () => {
+    // Small requests 30 ms apart beside a long request of another model
+    // draw on their lease without reading the key each time: the lease's
+    // check, made at least every 50 ms while they come, stands for that
+    // read. Once the key is deleted they are refused within 100 ms (here:
+    // every one sent 400 ms after providerctl returned); the refused leave
+    // no row, the long one (admitted before) is answered and charged, and
+    // the books are exact.
+    const user = u.besidegone;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const long = stack.chat(user.key.secret, fullBody({ model: SLOW }));
+    for (const end = Date.now() + 3000; Date.now() < end && !stack.sql(`SELECT request_id
+      FROM ledger WHERE user_id = ${user.id} AND status = 'reserved'`).length;) await sleep(20);
+    let charged = 1;
+    for (let i = 0; i < 10; i++) {
+      assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
+      charged++;
+      await sleep(30);
+    }
+    stack.ctl('key', 'delete', String(user.key.id));
+    const deleted = Date.now();
+    const late = [];
+    while (Date.now() - deleted < 700) {
+      const sent = Date.now() - deleted;
+      const r = await stack.chat(user.key.secret, fullBody());
+      if (r.status === 200) {
+        assertCharged(r, FULL_CHARGE);
+        charged++;
+      }
+      else {
+        assert.equal(r.status, 401, `refused as a deleted key (${r.text})`);
+      }
+      if (sent >= 400) late.push(r.status);
+      await sleep(30);
+    }
+    assert.ok(late.length >= 3, `requests sent 400 ms after the deletion: ${late.length}`);
+    assert.deepEqual(late, late.map(() => 401), 'all refused');
+    assertCharged(await long, FULL_CHARGE);
+    await burstOver(user);
+    checkBooks(user, charged);
   });
 
   it('returns the lease of a killed child at once, by replaying its journal; unanswered requests are never charged', async () => {

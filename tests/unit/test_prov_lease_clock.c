@@ -1,9 +1,12 @@
-/* test_prov_lease_clock.c: unit tests of the lease table's clock
- * (prov_lease_next_due, core/billing/prov_lease.c): when the billing
- * writer next has work by time alone, so that it sleeps until then instead
- * of looking every 2 ms. A lease granted by a real batch (billing_fixture.c)
- * on a table of the test's own; each step asks with a wall clock of the
- * test's choosing, so nothing depends on how fast the test runs. */
+/* test_prov_lease_clock.c: unit tests of the lease table's clocks
+ * (core/billing/prov_lease.c, prov_lease_batch.c): when the billing writer
+ * next has work by time alone (prov_lease_next_due), so that it sleeps
+ * until then instead of looking every 2 ms; and when a request drawing on a
+ * lease first reads its key (prov_lease_lone) and how often a batch checks
+ * the lease again, alone and beside the key's requests of another model. A
+ * lease granted by a real batch (billing_fixture.c) on a table of the
+ * test's own; each step asks with a wall clock of the test's choosing, or
+ * sets the slot's clocks, so nothing depends on how fast the test runs. */
 #include "billing_fixture.h"
 
 #define KEEP apr_time_from_msec(100)
@@ -97,7 +100,84 @@ static void test_clock_idle(void)
     apr_pool_destroy(f.p);
 }
 
+/* A request drawing on a lease that nothing else of its key and model has
+ * used for PROV_LEASE_LONE_GAP first reads the key; beside the key's
+ * request of another model in flight it does not while the key was seen
+ * admitted (the lease's check, or such a read) less than
+ * PROV_LEASE_CHECK_EVERY ago. */
+static void test_clock_lone_beside(void)
+{
+    bf_fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_slot_t *s, *other;
+    bf_setup(&f, 10000 * C, 0, 0);
+    bf_lease_table(&L, KEEP);
+    s = granted(&f, &L, ops);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    /* in flight: a burst */
+    CU_ASSERT_FALSE(prov_lease_lone(&L, f.auth, f.m->id));
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0), 0);
+    s->idle_since = apr_time_now() - 2 * PROV_LEASE_LONE_GAP;
+    /* one after another, the lease checked just now: the key is read */
+    CU_ASSERT_TRUE(prov_lease_lone(&L, f.auth, f.m->id));
+    other = prov_slot_get(&L, f.auth->key_id, f.m->id + 1000, f.auth->user_id);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    prov_slot_busy(&L, other);
+    CU_ASSERT_FALSE(prov_lease_lone(&L, f.auth, f.m->id));
+    s->admitted = apr_time_now() - PROV_LEASE_CHECK_EVERY;
+    CU_ASSERT_TRUE(prov_lease_lone(&L, f.auth, f.m->id));
+    prov_lease_admitted(&L, f.auth, f.m->id);
+    CU_ASSERT_FALSE(prov_lease_lone(&L, f.auth, f.m->id));
+    /* the other model's request ends: read again */
+    prov_slot_unbusy(&L, other);
+    CU_ASSERT_TRUE(prov_lease_lone(&L, f.auth, f.m->id));
+    bf_drop_slots(&L);
+    apr_pool_destroy(f.p);
+}
+
+/* Whether a batch taken now checks the lease again, its last check age
+ * old, with (beside) or without a request of another model of its key in
+ * flight. */
+static int renews(int beside, apr_interval_time_t age)
+{
+    bf_fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_slot_t *s, *other, *work;
+    int renew;
+    bf_setup(&f, 10000 * C, 0, 0);
+    bf_lease_table(&L, KEEP);
+    s = granted(&f, &L, ops);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    other = prov_slot_get(&L, f.auth->key_id, f.m->id + 1000, f.auth->user_id);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    if (beside)
+        prov_slot_busy(&L, other);
+    s->checked = apr_time_now() - age;
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT(work == NULL || work == s);
+    renew = work == s && s->renew;
+    prov_lease_done(&L, work, NULL, T0, APR_EGENERAL);
+    bf_drop_slots(&L);
+    apr_pool_destroy(f.p);
+    return renew;
+}
+
+/* A batch checks a lease with nothing to write again once its last check
+ * is PROV_LEASE_CHECK_EVERY old; beside the key's request of another model,
+ * once it is PROV_LEASE_CHECK_BESIDE old. */
+static void test_clock_check_beside(void)
+{
+    CU_ASSERT_FALSE(renews(0, PROV_LEASE_CHECK_BESIDE));
+    CU_ASSERT_TRUE(renews(0, PROV_LEASE_CHECK_EVERY));
+    CU_ASSERT_FALSE(renews(1, PROV_LEASE_CHECK_BESIDE / 2));
+    CU_ASSERT_TRUE(renews(1, PROV_LEASE_CHECK_BESIDE));
+}
+
 void prov_test_suite_lease_clock(void)
 {
-    PROV_SUITE("lease_clock", PROV_TEST(test_clock_drawn), PROV_TEST(test_clock_idle));
+    PROV_SUITE("lease_clock", PROV_TEST(test_clock_drawn), PROV_TEST(test_clock_idle),
+               PROV_TEST(test_clock_lone_beside), PROV_TEST(test_clock_check_beside));
 }
