@@ -44,6 +44,7 @@
 # STREAMS_STACK (ThreadStackSize, 524288), STREAMS_WAVES (2), STREAMS_PLAIN (100),
 # STREAMS_PLAIN_GAP_MS (50), STREAMS_NETNS (1; 0: the host's network
 # namespace), STREAMS_SOMAXCONN (65535, in the run's own namespace),
+# STREAMS_BACKLOG (both servers' ListenBacklog; unset: httpd's 511),
 # STREAMS_SHOW=1 (one stream's answer first), BENCH_DB (sqlite3 or pgsql),
 # BENCH_DBDMAX, BENCH_KEEP=1.
 set -eu
@@ -54,7 +55,9 @@ set -eu
 # namespace, is raised there to STREAMS_SOMAXCONN (65535) so that the
 # gateway's listen backlog takes the burst of connects, as the README
 # asks of a gateway's host for 10,000 agents; httpd keeps its
-# ListenBacklog (511) in both servers. The host's own setting is untouched.
+# ListenBacklog (511) in both servers unless STREAMS_BACKLOG says otherwise
+# (the README's 10,000-agent lines raise it). The host's own setting is
+# untouched.
 if [ "${STREAMS_NETNS:-1}" = 1 ] && [ -z "${STREAMS_IN_NETNS:-}" ] && command -v unshare >/dev/null; then
     self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
     STREAMS_IN_NETNS=1 exec unshare -n -- sh -c \
@@ -113,7 +116,8 @@ mpm_conf() {
 # the plain requests' access log: how each one's hold was taken (only
 # mod_provider sets the note; mod_proxy's lines say "-")
 PAIR_EXTRA="LogFormat \"%{local}p %{provider-hold}n\" hold
-CustomLog \"$W/logs/plain.log\" hold \"expr=%{REQUEST_URI} == '/v1/chat/completions'\""
+CustomLog \"$W/logs/plain.log\" hold \"expr=%{REQUEST_URI} == '/v1/chat/completions'\"
+${STREAMS_BACKLOG:+ListenBacklog $STREAMS_BACKLOG}"
 start_pair
 # one server at a time (start_server): each holds PROCS x THREADS threads
 stop_httpd "$W/run/proxy.pid"
@@ -272,7 +276,7 @@ run() {
 
 echo "streams10k: $N streams at once, one event every $PACE ms, $EVENTS text events;" \
      "$("$HTTPD" -v | sed -n 's/^Server version: //p'), MPM event $PROCS x $THREADS," \
-     "ThreadStackSize $STACK, $(nproc) CPUs, $BACKEND; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+     "ThreadStackSize $STACK, ListenBacklog ${STREAMS_BACKLOG:-511}, $(nproc) CPUs, $BACKEND; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 run provider "$PROVIDER_PORT" slow "x-api-key: $KEY"
 sleep 2
 SLOW="model_id = (SELECT id FROM models WHERE public_id = 'slow')"
