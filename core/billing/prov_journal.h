@@ -62,9 +62,14 @@ const char *prov_journal_owner(const prov_journal_t *j);
  * when the segment is full and no next one could be made; *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
 /* A record of segment ticket is committed (ticket 0: nothing); _n: n of
- * them. Never waits for a write in progress. */
+ * them. Never waits for a write in progress, and makes no system call: a
+ * full segment whose records are all done is deleted by the next
+ * prov_journal_reap. */
 void prov_journal_done(prov_journal_t *j, int ticket);
 void prov_journal_done_n(prov_journal_t *j, int ticket, int n);
+/* Deletes the files of the segments whose records are all done (the
+ * billing writer calls it outside the engine's mutex); returns how many. */
+int prov_journal_reap(prov_journal_t *j);
 /* Records appended and not done yet. */
 int prov_journal_outstanding(prov_journal_t *j);
 /* Closes and frees j (nobody may use it any more): its files are deleted

@@ -71,8 +71,9 @@ static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
 }
 
 /* One round of the writer's upkeep (without the engine's mutex): the
- * journal, the journals of dead processes, and holds that expired by the
- * engine's clock, so that nothing waits for traffic. */
+ * journal and its spent segments, the journals of dead processes, and
+ * holds that expired by the engine's clock, so that nothing waits for
+ * traffic. */
 static void upkeep(prov_billing_writer_t *w)
 {
     prov_queue_t *q = w->q;
@@ -90,6 +91,8 @@ static void upkeep(prov_billing_writer_t *w)
     }
     if (w->journal_dir && !w->journal_tried)
         upkeep_journal(w, p);
+    /* spent segments of a batch that a request's thread led */
+    prov_journal_reap(__atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST));
     if (w->journal_dir)
         prov_billing_recover_db(NULL, &w->src, w->journal_dir, w->db_id, p);
     now = prov_now();
@@ -142,6 +145,9 @@ static void *writer_main(void *arg)
              * (or the last batch's), the engine's clock being the
              * requests'. */
             rv = prov_queue_flush(&w->src, 0, w->pool);
+            /* The journal's spent segments go here, outside the engine's
+             * mutex (the journal is closed only once this thread ends). */
+            prov_journal_reap(__atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST));
             prov_queue_lock();
             if (rv != APR_SUCCESS || q->leases.failing)
                 w->retry_at = apr_time_now() + WRITER_RETRY;

@@ -190,8 +190,10 @@ static void test_journal_roundtrip(void)
     apr_pool_destroy(p);
 }
 
-/* Small segments: a full one goes once its records are done; a journal
- * closed with nothing outstanding leaves no file behind. */
+/* Small segments: a full one goes once its records are done, by the next
+ * reap (done itself deletes nothing: the engine calls it holding its
+ * mutex); a journal closed with nothing outstanding leaves no file
+ * behind. */
 static void test_journal_segments(void)
 {
     apr_pool_t *p = NULL;
@@ -210,12 +212,24 @@ static void test_journal_segments(void)
         if (tickets[i] < tickets[9])
             prov_journal_done(j, tickets[i]);
     }
+    CU_ASSERT_EQUAL(files_in(dir), 1 + tickets[9]);
+    CU_ASSERT_EQUAL(prov_journal_reap(j), tickets[9] - 1);
     CU_ASSERT_EQUAL(files_in(dir), 2);           /* the lock and the current segment */
+    CU_ASSERT_EQUAL(prov_journal_reap(j), 0);
     for (i = 0; i < 10; i++) {
         if (tickets[i] == tickets[9])
             prov_journal_done(j, tickets[i]);
     }
     CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    /* Spent segments not reaped yet go with the close. */
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 100, p), APR_SUCCESS);
+    for (i = 0; i < 10; i++)
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &tickets[i]), APR_SUCCESS);
+    for (i = 0; i < 10; i++)
+        prov_journal_done(j, tickets[i]);
+    CU_ASSERT_EQUAL(files_in(dir), 1 + tickets[9]);
     prov_journal_close(j);
     CU_ASSERT_EQUAL(files_in(dir), 0);
     remove_dir(dir);
