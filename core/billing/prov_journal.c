@@ -131,7 +131,7 @@ static void seg_bury(prov_journal_t *j, seg_t **pp)
     seg_t *s = *pp;
     *pp = s->next;
     s->next = j->dead;
-    j->dead = s;
+    __atomic_store_n(&j->dead, s, __ATOMIC_RELAXED);   /* reap peeks without mu */
 }
 
 static void journal_free(prov_journal_t *j)
@@ -378,7 +378,7 @@ int prov_journal_reap(prov_journal_t *j)
         return 0;
     pthread_mutex_lock(&j->mu);
     s = j->dead;
-    j->dead = NULL;
+    __atomic_store_n(&j->dead, NULL, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&j->mu);
     for (; s; s = next, n++) {
         next = s->next;
