@@ -1,14 +1,21 @@
 /* prov_cache.c: the hot-path lookup caches. One mutex per cache, entries
  * malloc'ed as one block (struct and strings together) so that emptying the
- * cache is a walk of frees; copies handed out are made in the caller's pool. */
+ * cache is a walk of frees; copies handed out are made in the caller's pool.
+ * An entry is read again ahead of its expiry by one lookup only: the first
+ * in its last second (a second or more after it was put) is told it missed,
+ * reads the database and puts the entry anew, while the others keep
+ * finding it. Without that, every lookup of the key or model between the
+ * expiry and the first put went to the database at once (under load on
+ * PostgreSQL, a cluster of requests each waiting for a round trip). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "prov_cache.h"
 
 typedef struct entry_t {
-    apr_int64_t expires;
+    apr_int64_t expires, put_at;
     int is_model;
+    int claimed;                  /* a lookup was told to read it again */
     union {
         prov_auth_t auth;
         prov_model_t model;
@@ -90,10 +97,18 @@ static void put(prov_cache_t *c, const char *key, entry_t *e)
     pthread_mutex_unlock(&c->mutex);
 }
 
+/* The live entry of key (mutex held), or NULL: none, expired, or this
+ * lookup is the one that reads it again ahead of its expiry. */
 static const entry_t *get(prov_cache_t *c, const char *key, apr_int64_t now, int is_model)
 {
     entry_t *e = apr_hash_get(c->map, key, APR_HASH_KEY_STRING);
-    return (e && e->is_model == is_model && e->expires > now) ? e : NULL;
+    if (!e || e->is_model != is_model || e->expires <= now)
+        return NULL;
+    if (e->expires - now == 1 && e->put_at < now && !e->claimed) {
+        e->claimed = 1;
+        return NULL;
+    }
+    return e;
 }
 
 prov_auth_t *prov_cache_get_auth(prov_cache_t *c, const char *key_hash, apr_int64_t now,
@@ -120,6 +135,7 @@ void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now)
     if (!c->ttl || !a->key_hash || !(e = entry_make(in, out, 2)))
         return;
     e->expires = now + c->ttl;
+    e->put_at = now;
     e->u.auth = *a;
     e->u.auth.key_hash = out[0];
     e->u.auth.key_display = out[1];
@@ -179,6 +195,7 @@ void prov_cache_put_model(prov_cache_t *c, const prov_model_t *m, apr_int64_t no
         return;
     e->is_model = 1;
     e->expires = now + c->ttl;
+    e->put_at = now;
     e->u.model = *m;
     e->u.model.public_id = out[1];
     e->u.model.display_name = out[2];

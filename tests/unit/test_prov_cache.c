@@ -1,6 +1,7 @@
 /* test_prov_cache.c: unit tests of the hot-path lookup caches: a put entry is
- * found until its time to live runs out, copies are independent of the
- * cache, a TTL of 0 caches nothing, and a full cache starts over. */
+ * found until its time to live runs out, one lookup in its last second is
+ * told to read it again while the others find it, copies are independent
+ * of the cache, a TTL of 0 caches nothing, and a full cache starts over. */
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_cache.h"
@@ -27,14 +28,51 @@ static void test_auth(void)
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 2, 16, p), APR_SUCCESS);
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 100, p));
     prov_cache_put_auth(c, &a, 100);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    /* its last second: the first lookup reads it again, the others find it */
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 101, p));
     got = prov_cache_get_auth(c, "h1", 101, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 101, p));
     CU_ASSERT_EQUAL(got->key_id, 3);
     CU_ASSERT_EQUAL(got->weekly_budget, 42);
     CU_ASSERT_STRING_EQUAL(got->key_hash, "h1");
     CU_ASSERT_STRING_EQUAL(got->key_display, "sk-prov-abcd");
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 102, p));   /* expired */
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h2", 101, p));
+    /* put again by the lookup that read it: two more seconds, the same way */
+    prov_cache_put_auth(c, &a, 101);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 101, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 102, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 102, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 103, p));
+    apr_pool_destroy(p);
+}
+
+/* A TTL of one second: never read ahead (its last second is the one it
+ * was put in); a model the same way as a key. */
+static void test_ahead_short_and_model(void)
+{
+    apr_pool_t *p = NULL;
+    prov_cache_t *c = NULL;
+    prov_auth_t a = auth_of("h1", 3);
+    prov_model_t m;
+    apr_pool_create(&p, prov_test_pool());
+    memset(&m, 0, sizeof(m));
+    m.public_id = "pub";
+    m.display_name = m.upstream_id = m.family = "";
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 1, 16, p), APR_SUCCESS);
+    prov_cache_put_auth(c, &a, 100);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 101, p));
+    CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 3, 16, p), APR_SUCCESS);
+    prov_cache_put_model(c, &m, 100);
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_model(c, "pub", 101, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_model(c, "pub", 102, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_model(c, "pub", 102, p));
+    CU_ASSERT_PTR_NULL(prov_cache_get_model(c, "pub", 103, p));
     apr_pool_destroy(p);
 }
 
@@ -129,5 +167,5 @@ static void test_full(void)
 void prov_test_suite_cache(void)
 {
     PROV_SUITE("cache", PROV_TEST(test_auth), PROV_TEST(test_model_and_off), PROV_TEST(test_full),
-               PROV_TEST(test_forget_key));
+               PROV_TEST(test_forget_key), PROV_TEST(test_ahead_short_and_model));
 }
