@@ -19,6 +19,18 @@ static prov_auth_t auth_of(const char *hash, apr_int64_t key_id)
     return a;
 }
 
+/* Looks key up (a model's public id when model) at now once per letter of
+ * want, asserting each: '+' found, '-' not. */
+static void lookups(prov_cache_t *c, const char *key, int model, apr_int64_t now,
+                    const char *want, apr_pool_t *p)
+{
+    for (; *want; want++) {
+        int found = model ? prov_cache_get_model(c, key, now, p) != NULL
+                          : prov_cache_get_auth(c, key, now, p) != NULL;
+        CU_ASSERT_EQUAL(found, *want == '+');
+    }
+}
+
 static void test_auth(void)
 {
     apr_pool_t *p = NULL;
@@ -28,10 +40,9 @@ static void test_auth(void)
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 2, 16, p), APR_SUCCESS);
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 100, p));
     prov_cache_put_auth(c, &a, 100);
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
+    lookups(c, "h1", 0, 100, "++", p);
     /* its last second: the first lookup reads it again, the others find it */
-    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 101, p));
+    lookups(c, "h1", 0, 101, "-", p);
     got = prov_cache_get_auth(c, "h1", 101, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(got);
     CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 101, p));
@@ -43,10 +54,9 @@ static void test_auth(void)
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h2", 101, p));
     /* put again by the lookup that read it: two more seconds, the same way */
     prov_cache_put_auth(c, &a, 101);
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 101, p));
-    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 102, p));
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 102, p));
-    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 103, p));
+    lookups(c, "h1", 0, 101, "+", p);
+    lookups(c, "h1", 0, 102, "-++", p);
+    lookups(c, "h1", 0, 103, "-", p);
     apr_pool_destroy(p);
 }
 
@@ -64,15 +74,13 @@ static void test_ahead_short_and_model(void)
     m.display_name = m.upstream_id = m.family = "";
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 1, 16, p), APR_SUCCESS);
     prov_cache_put_auth(c, &a, 100);
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_auth(c, "h1", 100, p));
-    CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h1", 101, p));
+    lookups(c, "h1", 0, 100, "+++", p);
+    lookups(c, "h1", 0, 101, "-", p);
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 3, 16, p), APR_SUCCESS);
     prov_cache_put_model(c, &m, 100);
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_model(c, "pub", 101, p));
-    CU_ASSERT_PTR_NULL(prov_cache_get_model(c, "pub", 102, p));
-    CU_ASSERT_PTR_NOT_NULL(prov_cache_get_model(c, "pub", 102, p));
-    CU_ASSERT_PTR_NULL(prov_cache_get_model(c, "pub", 103, p));
+    lookups(c, "pub", 1, 101, "+", p);
+    lookups(c, "pub", 1, 102, "-++", p);
+    lookups(c, "pub", 1, 103, "-", p);
     apr_pool_destroy(p);
 }
 
