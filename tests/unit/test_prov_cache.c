@@ -19,6 +19,17 @@ static prov_auth_t auth_of(const char *hash, apr_int64_t key_id)
     return a;
 }
 
+/* A catalog row with public id pub and empty texts. */
+static prov_model_t model_of(const char *pub, apr_int64_t id)
+{
+    prov_model_t m;
+    memset(&m, 0, sizeof(m));
+    m.public_id = pub;
+    m.display_name = m.upstream_id = m.family = "";
+    m.id = id;
+    return m;
+}
+
 /* Looks key up (a model's public id when model) at now once per letter of
  * want, asserting each: '+' found, '-' not. */
 static void lookups(prov_cache_t *c, const char *key, int model, apr_int64_t now,
@@ -67,11 +78,8 @@ static void test_ahead_short_and_model(void)
     apr_pool_t *p = NULL;
     prov_cache_t *c = NULL;
     prov_auth_t a = auth_of("h1", 3);
-    prov_model_t m;
+    prov_model_t m = model_of("pub", 9);
     apr_pool_create(&p, prov_test_pool());
-    memset(&m, 0, sizeof(m));
-    m.public_id = "pub";
-    m.display_name = m.upstream_id = m.family = "";
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 1, 16, p), APR_SUCCESS);
     prov_cache_put_auth(c, &a, 100);
     lookups(c, "h1", 0, 100, "+++", p);
@@ -90,13 +98,9 @@ static void test_forget_key(void)
     apr_pool_t *p = NULL;
     prov_cache_t *c = NULL;
     prov_auth_t a = auth_of("old", 3), b = auth_of("new", 3), other = auth_of("h9", 9);
-    prov_model_t m;
+    prov_model_t m = model_of("m", 3);
     int i;
     apr_pool_create(&p, prov_test_pool());
-    memset(&m, 0, sizeof(m));
-    m.public_id = "m";
-    m.display_name = m.upstream_id = m.family = "";
-    m.id = 3;
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 60, 64, p), APR_SUCCESS);
     prov_cache_put_auth(c, &a, 100);
     prov_cache_put_auth(c, &b, 100);
