@@ -67,8 +67,11 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
  * prov_journal_reap. */
 void prov_journal_done(prov_journal_t *j, int ticket);
 void prov_journal_done_n(prov_journal_t *j, int ticket, int n);
-/* Deletes the files of the segments whose records are all done (the
- * billing writer calls it outside the engine's mutex); returns how many. */
+/* The file system's work, done by the billing writer outside the engine's
+ * mutex: deletes the files of the segments whose records are all done
+ * (returns how many), seals the segment the last rotation left, and makes
+ * the next segment ahead once the current one is half full, so that a
+ * rotation only swaps it in. */
 int prov_journal_reap(prov_journal_t *j);
 /* Records appended and not done yet. */
 int prov_journal_outstanding(prov_journal_t *j);

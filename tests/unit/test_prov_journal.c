@@ -5,7 +5,10 @@
  * full segments go as soon as their records are done; a torn last record
  * (the process killed inside a record's copy) and a garbled line are
  * skipped, and a killed process's segment (its unused rest NUL bytes) is
- * read up to its last whole record; records
+ * read up to its last whole record; the writer's reap makes the next
+ * segment ahead once the current one is half full and seals the one a
+ * rotation left, a rotation without a spare makes and seals its own, and a
+ * killed process's spare (NUL bytes only) replays as nothing; records
  * come in chunks, in order; a journal of another database is left alone, and
  * one whose replay fails is kept for the next try. */
 #include <dirent.h>
@@ -58,6 +61,18 @@ static apr_status_t collect(void *baton, const char *owner, const prov_journal_r
     return APR_SUCCESS;
 }
 
+/* The first n ids seen are prefix0, prefix1, ... in that order. */
+static void ids_in_order(const seen_t *s, const char *prefix, int n)
+{
+    char id[32];
+    int i;
+    CU_ASSERT_TRUE(s->n >= n);
+    for (i = 0; i < n && i < s->n && i < 1300; i++) {
+        snprintf(id, sizeof(id), "%s%d", prefix, i);
+        CU_ASSERT_STRING_EQUAL(s->ids[i], id);
+    }
+}
+
 static char *temp_dir(void)
 {
     static char dir[64];
@@ -97,6 +112,19 @@ static void remove_dir(const char *dir)
     }
     closedir(d);
     rmdir(dir);
+}
+
+/* Marks the n records of tickets done and closes j: not a file may stay
+ * in dir, which goes. */
+static void done_and_close(prov_journal_t *j, const int *tickets, int n, const char *dir)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        prov_journal_done(j, tickets[i]);
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
 }
 
 static prov_journal_rec_t rec(const char *id, prov_micro_t charge)
@@ -214,7 +242,7 @@ static void test_journal_segments(void)
     }
     CU_ASSERT_EQUAL(files_in(dir), 1 + tickets[9]);
     CU_ASSERT_EQUAL(prov_journal_reap(j), tickets[9] - 1);
-    CU_ASSERT_EQUAL(files_in(dir), 2);           /* the lock and the current segment */
+    CU_ASSERT_EQUAL(files_in(dir), 3);           /* the lock, the current segment, a spare */
     CU_ASSERT_EQUAL(prov_journal_reap(j), 0);
     for (i = 0; i < 10; i++) {
         if (tickets[i] == tickets[9])
@@ -227,12 +255,8 @@ static void test_journal_segments(void)
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 100, p), APR_SUCCESS);
     for (i = 0; i < 10; i++)
         CU_ASSERT_EQUAL(prov_journal_append(j, &r, &tickets[i]), APR_SUCCESS);
-    for (i = 0; i < 10; i++)
-        prov_journal_done(j, tickets[i]);
     CU_ASSERT_EQUAL(files_in(dir), 1 + tickets[9]);
-    prov_journal_close(j);
-    CU_ASSERT_EQUAL(files_in(dir), 0);
-    remove_dir(dir);
+    done_and_close(j, tickets, 10, dir);
     apr_pool_destroy(p);
 }
 
@@ -270,10 +294,7 @@ static void test_journal_torn_and_chunks(void)
     CU_ASSERT_EQUAL(s->chunk[1], PROV_JOURNAL_CHUNK);
     CU_ASSERT_EQUAL(s->chunk[2], 100);
     CU_ASSERT_EQUAL(s->lasts, 1);
-    for (i = 0; i < n && i < 1300; i++) {
-        snprintf(id, sizeof(id), "req-%d", i);
-        CU_ASSERT_STRING_EQUAL(s->ids[i], id);
-    }
+    ids_in_order(s, "req-", n);
     CU_ASSERT_EQUAL(files_in(dir), 0);
     remove_dir(dir);
     free(s);
@@ -349,8 +370,114 @@ static void test_journal_killed(void)
     apr_pool_destroy(p);
 }
 
+/* The size of j's segment no in dir (-1: no such file). */
+static long seg_size(const char *dir, const prov_journal_t *j, int no)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s.%d.log", dir, prov_journal_owner(j), no);
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Appends n records (ids from *next on), their tickets into t. */
+static void append_n(prov_journal_t *j, int *next, int n, int *t)
+{
+    int i;
+    for (i = 0; i < n; i++, (*next)++) {
+        char id[16];
+        prov_journal_rec_t r;
+        snprintf(id, sizeof(id), "a%d", *next);
+        r = rec(id, *next);
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &t[*next]), APR_SUCCESS);
+    }
+}
+
+/* Segments of 200 bytes: four 62-byte records each, a spare made once
+ * two are in, a full mapping 200 + 1024 bytes. */
+static void test_journal_ahead(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    char *dir = temp_dir();
+    int t[16], next = 0, i;
+    const long full = 200 + 1024, four = 4 * 62;
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(strlen("S\ta0\t7\t8\t9\tchat\t11\t22\t3\t4\t1000\t0\t1\t1\tok\t"
+                                 "1700000000\t1700000002\n"), 62);
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 200, p), APR_SUCCESS);
+    append_n(j, &next, 1, t);
+    CU_ASSERT_EQUAL(prov_journal_reap(j), 0);
+    CU_ASSERT_EQUAL(files_in(dir), 2);                /* less than half: no spare */
+    append_n(j, &next, 1, t);
+    CU_ASSERT_EQUAL(prov_journal_reap(j), 0);
+    CU_ASSERT_EQUAL(files_in(dir), 3);
+    CU_ASSERT_EQUAL(seg_size(dir, j, 2), full);       /* the spare, NUL bytes */
+    append_n(j, &next, 3, t);                         /* the fifth rotates */
+    CU_ASSERT_EQUAL(t[4], 2);
+    CU_ASSERT_EQUAL(files_in(dir), 3);                /* the spare swapped in */
+    CU_ASSERT_EQUAL(seg_size(dir, j, 1), full);       /* left for the reap */
+    CU_ASSERT_EQUAL(prov_journal_reap(j), 0);
+    CU_ASSERT_EQUAL(seg_size(dir, j, 1), four);       /* sealed */
+    CU_ASSERT_EQUAL(files_in(dir), 3);
+    /* No reap: the rotations make their own segments, the second seals
+     * what the first left. */
+    append_n(j, &next, 3 + 4 + 1, t);
+    CU_ASSERT_EQUAL(t[12], 4);
+    CU_ASSERT_EQUAL(seg_size(dir, j, 2), four);
+    CU_ASSERT_EQUAL(seg_size(dir, j, 3), full);
+    CU_ASSERT_EQUAL(files_in(dir), 5);
+    for (i = 0; i < next; i++) {
+        if (t[i] < 4)
+            prov_journal_done(j, t[i]);
+    }
+    CU_ASSERT_EQUAL(prov_journal_reap(j), 3);
+    CU_ASSERT_EQUAL(files_in(dir), 2);
+    for (i = 0; i < next && t[i] < 4; i++)
+        ;
+    done_and_close(j, t + i, next - i, dir);
+    apr_pool_destroy(p);
+}
+
+/* Killed with a sealed segment, the current one and a spare: the six
+ * records come back in order, and every file goes. */
+static void test_journal_killed_ahead(void)
+{
+    apr_pool_t *p = NULL;
+    seen_t *s;
+    char *dir = temp_dir();
+    int replayed = 0, status = -1;
+    pid_t pid;
+
+    apr_pool_create(&p, prov_test_pool());
+    if ((pid = fork()) == 0) {
+        prov_journal_t *j = NULL;
+        int t[8], next = 0;
+        if (prov_journal_open(&j, dir, "db-1", 200, p) != APR_SUCCESS)
+            _exit(1);
+        append_n(j, &next, 6, t);
+        prov_journal_reap(j);
+        raise(SIGKILL);
+        _exit(1);
+    }
+    CU_ASSERT_TRUE_FATAL(pid > 0);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    CU_ASSERT_EQUAL(files_in(dir), 4);
+    s = calloc(1, sizeof(*s));
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 1);
+    CU_ASSERT_EQUAL(s->n, 6);
+    ids_in_order(s, "a", 6);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    free(s);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_journal(void)
 {
     PROV_SUITE("journal", PROV_TEST(test_journal_roundtrip), PROV_TEST(test_journal_segments),
-               PROV_TEST(test_journal_torn_and_chunks), PROV_TEST(test_journal_killed));
+               PROV_TEST(test_journal_torn_and_chunks), PROV_TEST(test_journal_killed),
+               PROV_TEST(test_journal_ahead), PROV_TEST(test_journal_killed_ahead));
 }
