@@ -435,8 +435,9 @@ void prov_journal_done_n(prov_journal_t *j, int ticket, int n)
 static void ahead(prov_journal_t *j)
 {
     mfile_t left;
-    int half = __atomic_load_n(&j->cur.size, __ATOMIC_RELAXED) >= j->segment_max / 2;
-    pthread_mutex_lock(&j->smu);
+    int half;
+    pthread_mutex_lock(&j->smu);    /* a rotation swaps cur under it */
+    half = __atomic_load_n(&j->cur.size, __ATOMIC_RELAXED) >= j->segment_max / 2;
     left = j->left;
     j->left.map = NULL;
     j->left.fd = -1;
