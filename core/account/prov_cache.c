@@ -13,7 +13,7 @@
 #include "prov_cache.h"
 
 typedef struct entry_t {
-    apr_int64_t expires, put_at;
+    apr_int64_t expires;            /* put at expires - ttl */
     int is_model;
     int claimed;                  /* a lookup was told to read it again */
     union {
@@ -104,7 +104,7 @@ static const entry_t *get(prov_cache_t *c, const char *key, apr_int64_t now, int
     entry_t *e = apr_hash_get(c->map, key, APR_HASH_KEY_STRING);
     if (!e || e->is_model != is_model || e->expires <= now)
         return NULL;
-    if (e->expires - now == 1 && e->put_at < now && !e->claimed) {
+    if (e->expires - now == 1 && e->expires - c->ttl < now && !e->claimed) {
         e->claimed = 1;
         return NULL;
     }
@@ -135,7 +135,6 @@ void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now)
     if (!c->ttl || !a->key_hash || !(e = entry_make(in, out, 2)))
         return;
     e->expires = now + c->ttl;
-    e->put_at = now;
     e->u.auth = *a;
     e->u.auth.key_hash = out[0];
     e->u.auth.key_display = out[1];
@@ -195,7 +194,6 @@ void prov_cache_put_model(prov_cache_t *c, const prov_model_t *m, apr_int64_t no
         return;
     e->is_model = 1;
     e->expires = now + c->ttl;
-    e->put_at = now;
     e->u.model = *m;
     e->u.model.public_id = out[1];
     e->u.model.display_name = out[2];

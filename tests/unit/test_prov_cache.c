@@ -42,6 +42,15 @@ static void lookups(prov_cache_t *c, const char *key, int model, apr_int64_t now
     }
 }
 
+/* An entry that expires at t + 2: found at t; at t + 1, its last second,
+ * one lookup reads it again and the others find it; gone at t + 2. */
+static void ahead_cycle(prov_cache_t *c, const char *key, int model, apr_int64_t t, apr_pool_t *p)
+{
+    lookups(c, key, model, t, "+", p);
+    lookups(c, key, model, t + 1, "-++", p);
+    lookups(c, key, model, t + 2, "-", p);
+}
+
 static void test_auth(void)
 {
     apr_pool_t *p = NULL;
@@ -65,9 +74,7 @@ static void test_auth(void)
     CU_ASSERT_PTR_NULL(prov_cache_get_auth(c, "h2", 101, p));
     /* put again by the lookup that read it: two more seconds, the same way */
     prov_cache_put_auth(c, &a, 101);
-    lookups(c, "h1", 0, 101, "+", p);
-    lookups(c, "h1", 0, 102, "-++", p);
-    lookups(c, "h1", 0, 103, "-", p);
+    ahead_cycle(c, "h1", 0, 101, p);
     apr_pool_destroy(p);
 }
 
@@ -86,9 +93,7 @@ static void test_ahead_short_and_model(void)
     lookups(c, "h1", 0, 101, "-", p);
     CU_ASSERT_EQUAL_FATAL(prov_cache_create(&c, 3, 16, p), APR_SUCCESS);
     prov_cache_put_model(c, &m, 100);
-    lookups(c, "pub", 1, 101, "+", p);
-    lookups(c, "pub", 1, 102, "-++", p);
-    lookups(c, "pub", 1, 103, "-", p);
+    ahead_cycle(c, "pub", 1, 101, p);
     apr_pool_destroy(p);
 }
 
