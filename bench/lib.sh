@@ -9,6 +9,11 @@
 # what was started. The functions read and set the scripts' variables (W, the
 # work directory; BACKEND, MODEL, KEY, GW, DB, DBSPEC, PGDATA_DIR, PGPORT,
 # MOCKGW_PID) as the scripts' own code did before it moved here.
+#
+# CPUs (taskset): BENCH_CPUS runs the script and everything it starts (both
+# servers, mockgw, wrk) on those CPUs only; BENCH_PG_CPUS runs PostgreSQL on
+# those. BENCH_CPUS=0 BENCH_PG_CPUS=1 gives the database a CPU of its own,
+# as a database host of its own would, on a 2-core machine.
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 HTTPD=/usr/sbin/apache2
@@ -33,6 +38,21 @@ preflight() {
     command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 is missing (sh scripts/install-deps.sh)"
     if grep -q '^SAN_CFLAGS = -f' "$SRC/Makefile" 2>/dev/null; then
         die "the tree is built with sanitizers: reconfigure without --enable-sanitizers and rebuild"
+    fi
+    if [ -n "${BENCH_CPUS:-}" ]; then
+        taskset -cp "$BENCH_CPUS" $$ >/dev/null || die "BENCH_CPUS=$BENCH_CPUS: not CPUs of this machine"
+    fi
+    PG_PIN=""
+    if [ -n "${BENCH_PG_CPUS:-}" ]; then
+        taskset -c "$BENCH_PG_CPUS" true || die "BENCH_PG_CPUS=$BENCH_PG_CPUS: not CPUs of this machine"
+        PG_PIN="taskset -c $BENCH_PG_CPUS"
+    fi
+}
+
+# cpus_line: which CPUs the run used, for a table's header.
+cpus_line() {
+    if [ -n "${BENCH_CPUS:-}${BENCH_PG_CPUS:-}" ]; then
+        echo "CPUs: servers, mockgw and wrk on ${BENCH_CPUS:-any}; PostgreSQL on ${BENCH_PG_CPUS:-any}"
     fi
 }
 
@@ -138,7 +158,7 @@ make_database() {
         mkdir -p "$W/pg" && chown postgres "$W/pg"
         su postgres -s /bin/sh -c "$PGBIN/initdb -D '$PGDATA_DIR' --auth=trust -U postgres --no-sync" \
             >"$W/logs/initdb.log" 2>&1 || { cat "$W/logs/initdb.log" >&2; die "initdb failed"; }
-        su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off ${BENCH_PG_OPTS:-}\" start" \
+        $PG_PIN su postgres -s /bin/sh -c "$PGBIN/pg_ctl -D '$PGDATA_DIR' -w -l '$W/pg/log' -o \"-p $PGPORT -k $W/pg -c listen_addresses='' -c fsync=off ${BENCH_PG_OPTS:-}\" start" \
             >/dev/null 2>&1 || { cat "$W/pg/log" >&2; die "PostgreSQL did not start"; }
         psql -h "$W/pg" -p "$PGPORT" -U postgres -qc 'CREATE DATABASE bench' || die "cannot create the database"
         DBSPEC="pgsql:host=$W/pg port=$PGPORT user=postgres dbname=bench"

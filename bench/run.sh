@@ -54,7 +54,8 @@
 # dir; BENCH_PG_OPTS: more of its server options, "-c name=value ..."),
 # BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
 # above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
-# kernel's setting alone).
+# kernel's setting alone), BENCH_CPUS and BENCH_PG_CPUS (bench/lib.sh: the
+# CPUs of the servers, mockgw and wrk, and of PostgreSQL).
 #
 # The scheduler. With the kernel's autogroup on (Debian's default), every
 # session is one scheduling group with an equal share of the CPUs: apache2
@@ -261,7 +262,7 @@ median() { rounds "$1" "$2" | sort -n | awk '{ v[NR] = $1 } END { printf "%d", (
 DBDLINES=$(grep '^DBD' "$W/provider.conf" | grep -v '^DBDriver\|^DBDParams' | paste -sd ';' - |
            sed 's/;/; /g')
 awk -v t="$T" -v c="$C" -v d="$D" -v m="$MODEL" -v cpus="$(nproc)" -v dbdmax="$DBDMAX" -v backend="$BACKEND" \
-    -v sched="$SCHED" -v mpm="$MPM" -v children="$CHILDREN" -v mode="$MODE" \
+    -v sched="$SCHED" -v cpusline="$(cpus_line)" -v mpm="$MPM" -v children="$CHILDREN" -v mode="$MODE" \
     -v dbd="$DBDLINES" \
     -v httpd="$("$HTTPD" -v | sed -n 's/^Server version: //p')" \
     -v pr_req="$(total provider requests)" -v px_req="$(total proxy requests)" \
@@ -289,6 +290,8 @@ BEGIN {
     else
         printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
     printf "scheduler: %s\n", sched
+    if (cpusline != "")
+        printf "%s\n", cpusline
     if (backend == "pgsql")
         printf "mod_provider: PostgreSQL 15 (local socket, fsync off)"
     else

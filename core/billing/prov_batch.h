@@ -139,6 +139,7 @@ typedef struct prov_op_t {
     int retry_ok;                   /* reserve: a lease of the account is held here ... */
     int retry;                      /* ... and a refusal runs again once it is returned */
     int retried;
+    int no_draw;                    /* reserve: the database did not admit its key just now */
     const char *lease_owner;        /* reserve: the journal a granted lease is recorded to */
     /* replay: records of a dead process's journal, and (owner set) the
      * leases it held, all returned; drop: request_id names the hold or

@@ -143,6 +143,7 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
         if (!drawn) {
             op.auth = auth;
             op.model_id = model_id;
+            op.no_draw = !ok;
             prov_lease_pending(&q->leases, &op);
         }
     }

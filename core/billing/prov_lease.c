@@ -300,6 +300,19 @@ void prov_lease_pending(prov_leases_t *L, prov_op_t *op)
         prov_slot_busy(L, op->slot);
 }
 
+int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
+{
+    prov_slot_t *s = op->slot;
+    if (op->kind != PROV_OP_RESERVE || op->async || op->retried || op->no_draw || !s
+        || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op->transport,
+                            op->request_id, op->hold, op->now, op->p))
+        return 0;
+    /* in flight once: the draw counted it again */
+    op->slot = NULL;
+    prov_slot_unbusy(L, s);
+    return 1;
+}
+
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
                       prov_micro_t charge, const char *status, apr_int64_t now)
 {

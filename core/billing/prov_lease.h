@@ -66,6 +66,13 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t 
 /* Counts a reservation that goes to the database as in flight from now on
  * (op->slot), so that its key's lease is not returned as idle meanwhile. */
 void prov_lease_pending(prov_leases_t *L, prov_op_t *op);
+/* A reservation op queued while a batch ran (the batch that granted or
+ * topped up its key and model's lease) draws from that lease instead of
+ * waiting for the next batch: op->out is then the drawn reservation (in
+ * op->p); returns 0 when it cannot (no open lease with room, or not such
+ * an op: one asked again after a refusal, or one whose key the database
+ * did not admit just now, op->no_draw). */
+int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op);
 /* What prov_lease_settle leaves to its caller: an ordinary settlement to
  * queue, or nothing in the database now (a drawn request: the next batch
  * writes it). */

@@ -227,6 +227,27 @@ static void requeue(prov_queue_t *q, prov_op_t *retry, prov_op_t *again)
     }
 }
 
+/* The reservations queued while a batch ran that a lease it opened or
+ * topped up covers are drawn from it and done at once (a burst after idle:
+ * they came while the batch granted the lease), instead of waiting for the
+ * next batch to hold each in the database. */
+static void draw_queued(prov_queue_t *q)
+{
+    prov_op_t **pp = &q->head, *o;
+    q->tail = NULL;
+    while ((o = *pp) != NULL) {
+        if (prov_lease_draw_queued(&q->leases, o)) {
+            *pp = o->next;
+            o->done = 1;
+            pthread_cond_signal(&o->cond);
+        }
+        else {
+            q->tail = o;
+            pp = &o->next;
+        }
+    }
+}
+
 /* The calling thread (its op mine) leads one batch of q: everything queued
  * and the leases' work, round led of its turn; then wakes the next leader
  * (the first waiting thread, else the writer while leases are held). The
@@ -261,6 +282,7 @@ static void lead_round(prov_queue_t *q, prov_op_t *mine, int led,
         }
     }
     complete(q, batch, mine);
+    draw_queued(q);
     requeue(q, retry, again);
     if ((w = first_waiting(q)) != NULL && w != mine)
         pthread_cond_signal(&w->cond);

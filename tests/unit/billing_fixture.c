@@ -112,6 +112,20 @@ void bf_reserve_op(prov_op_t *op, bf_fixture_t *f, const char *id, apr_int64_t n
     op->hold = C;
 }
 
+prov_slot_t *bf_granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])
+{
+    prov_slot_t *work;
+    bf_reserve_op(&ops[0], f, "grant-1", T0);
+    bf_reserve_op(&ops[1], f, "grant-2", T0);
+    ops[0].next = &ops[1];
+    work = prov_lease_take(L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
+    CU_ASSERT_PTR_NULL(prov_lease_done(L, work, ops, T0, APR_SUCCESS));
+    return prov_slot_find(L, f->auth->key_id, f->m->id);
+}
+
 /* Leases are granted only where a writer thread serves the table, which a
  * keep_idle says. */
 void bf_lease_table(prov_leases_t *L, apr_time_t keep_idle)

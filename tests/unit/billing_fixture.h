@@ -59,6 +59,10 @@ void bf_reserve_op(prov_op_t *op, bf_fixture_t *f, const char *id, apr_int64_t n
 /* An empty lease table of a test's own that grants leases (as one a writer
  * thread serves), keeping a lease keep_idle after its key's last request. */
 void bf_lease_table(prov_leases_t *L, apr_time_t keep_idle);
+/* Two reservations at once (grant-1, grant-2 in ops, of C each) run in a
+ * real batch on such a table, the second granted a lease of 1,024 holds:
+ * the lease's slot. */
+prov_slot_t *bf_granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2]);
 /* Frees the slots and keys of such a table, asserting that each has no
  * lease, nothing in flight and nothing unwritten left. */
 void bf_free_slots(prov_leases_t *L);

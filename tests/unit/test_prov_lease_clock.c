@@ -13,21 +13,6 @@
 #define LO apr_time_from_msec(2)
 #define HI apr_time_from_sec(10)
 
-/* The lease's slot: two reservations at once are granted a lease. */
-static prov_slot_t *granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])
-{
-    prov_slot_t *work;
-    bf_reserve_op(&ops[0], f, "clock-1", T0);
-    bf_reserve_op(&ops[1], f, "clock-2", T0);
-    ops[0].next = &ops[1];
-    work = prov_lease_take(L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
-                          APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
-    CU_ASSERT_PTR_NULL(prov_lease_done(L, work, ops, T0, APR_SUCCESS));
-    return prov_slot_find(L, f->auth->key_id, f->m->id);
-}
-
 /* A running drawn request is due a second after its draw; a settled one
  * PROV_WRITER_WAIT after it; nothing sooner than lo or later than hi. */
 static void test_clock_drawn(void)
@@ -41,7 +26,7 @@ static void test_clock_drawn(void)
     apr_time_t wall;
     bf_setup(&f, 10000 * C, 0, 0);
     bf_lease_table(&L, KEEP);
-    s = granted(&f, &L, ops);
+    s = bf_granted(&f, &L, ops);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     /* the two holds run: nothing by time */
     wall = apr_time_now();
@@ -79,7 +64,7 @@ static void test_clock_idle(void)
     apr_time_t wall;
     bf_setup(&f, 10000 * C, 0, 0);
     bf_lease_table(&L, KEEP);
-    s = granted(&f, &L, ops);
+    s = bf_granted(&f, &L, ops);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0), 0);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0), 0);
@@ -113,7 +98,7 @@ static void test_clock_lone_beside(void)
     prov_slot_t *s, *other;
     bf_setup(&f, 10000 * C, 0, 0);
     bf_lease_table(&L, KEEP);
-    s = granted(&f, &L, ops);
+    s = bf_granted(&f, &L, ops);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     /* in flight: a burst */
     CU_ASSERT_FALSE(prov_lease_lone(&L, f.auth, f.m->id));
@@ -149,7 +134,7 @@ static int renews(int beside, apr_interval_time_t age)
     int renew;
     bf_setup(&f, 10000 * C, 0, 0);
     bf_lease_table(&L, KEEP);
-    s = granted(&f, &L, ops);
+    s = bf_granted(&f, &L, ops);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     other = prov_slot_get(&L, f.auth->key_id, f.m->id + 1000, f.auth->user_id);
     CU_ASSERT_PTR_NOT_NULL_FATAL(other);
