@@ -4,9 +4,11 @@
  * leases' work, and hands over after LEADER_ROUNDS batches; every other
  * thread sleeps on a condition of its own until its operation is done. A
  * settlement nobody waits for (a leader is running) returns at once and is
- * committed by that leader. Also here: the hold timeout, the sweep of
- * expired holds every SWEEP_EVERY seconds of engine time, and the public
- * prov_billing_expire and prov_billing_active. */
+ * committed by that leader. As a batch ends, the reservations queued
+ * meanwhile draw from a lease it opened or topped up (a burst after idle)
+ * rather than wait for the next batch. Also here: the hold timeout, the
+ * sweep of expired holds every SWEEP_EVERY seconds of engine time, and the
+ * public prov_billing_expire and prov_billing_active. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
