@@ -59,7 +59,6 @@ summary() {
              v[int((NR + 1) / 2)] / 1000, v[int(NR * 0.9 + 0.999)] / 1000, v[NR] / 1000, NR }'
 }
 
-wait_ok "$PROXY_PORT"
 echo "burst: $N bursts of $C chat completions at once, $IDLE s apart, $BACKEND; time at the server, ms"
 bursts "$PROVIDER_PORT" "Authorization: Bearer $KEY"
 DB_HOLDS=$(grep -c ' database$' "$W/burst.log" || true)

@@ -303,7 +303,7 @@ void prov_lease_pending(prov_leases_t *L, prov_op_t *op)
 int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
 {
     prov_slot_t *s = op->slot;
-    if (op->kind != PROV_OP_RESERVE || op->async || op->retried || op->no_draw || !s
+    if (op->kind != PROV_OP_RESERVE || op->retried || op->no_draw || !s
         || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op->transport,
                             op->request_id, op->hold, op->now, op->p))
         return 0;
