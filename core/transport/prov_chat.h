@@ -19,6 +19,9 @@ typedef struct prov_chat_req_t {
                                  * model_val (model_len bytes, quotes included) */
     const char *raw_end, *model_val;
     apr_size_t model_len;
+    const char *cap_val[2];     /* raw: the values of max_tokens and
+                                 * max_completion_tokens, NULL where absent */
+    apr_size_t cap_len[2];
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent */
     apr_size_t prompt_bytes;    /* bytes of message text, for the input estimate */
@@ -39,9 +42,11 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **req, prov_error_t **err, con
  * path decide. */
 int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
                          apr_pool_t *p);
-/* The JSON sent to the gateway: the request with model = upstream_id. */
+/* The JSON sent to the gateway: the request with model = upstream_id and,
+ * when cap > 0, an output cap of cap tokens (in each cap field the client
+ * sent, even as null; else as max_tokens). */
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p);
+                                    apr_int64_t cap, apr_pool_t *p);
 /* Token kinds from an OpenAI usage object (DESIGN §3): cache = cached prompt
  * tokens, input = the rest of the prompt, reasoning = reasoning tokens,
  * output = the rest of the completion. Missing fields count 0; APR_EINVAL
