@@ -485,11 +485,14 @@
       const rows = ((models && models.data) || []).map((m) => el('tr', { id: `model-${m.publicId}` },
         el('td', {}, favs ? starButton(m, fav.has(m.publicId)) : null),
         el('th', { scope: 'row' }, el('span', { text: m.display_name }), el('br'), el('code', { text: m.publicId })),
-        price(m.pricing, 'input'), price(m.pricing, 'output'), price(m.pricing, 'cache'), price(m.pricing, 'reasoning')));
+        price(m.pricing, 'input'), price(m.pricing, 'output'), price(m.pricing, 'cache'), price(m.pricing, 'reasoning'),
+        el('td', { class: 'num', 'data-label': 'Max output',
+          text: Number.isInteger(m.max_output_tokens) ? m.max_output_tokens.toLocaleString('en') : '—' })));
       $('catalog-body').replaceChildren(el('table', { class: 'catalog' },
         el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, el('span', { class: 'visually-hidden', text: 'Favorite' })),
           el('th', { scope: 'col', text: 'Model' }),
-          ...Object.values(PRICE_NAMES).map((h) => el('th', { scope: 'col', class: 'num', text: h })))),
+          ...Object.values(PRICE_NAMES).map((h) => el('th', { scope: 'col', class: 'num', text: h })),
+          el('th', { scope: 'col', class: 'num', text: 'Max output', title: 'the most output tokens a request is given' }))),
         el('tbody', {}, ...rows)));
     });
   }

@@ -58,6 +58,11 @@ function charge(input, output) {
   return BigInt(input) + 2n * BigInt(output);
 }
 
+/** The hold of a body at RATES: a token a byte of it plus 1,024, and its cap. */
+function holdOf(body, cap) {
+  return charge(Buffer.byteLength(JSON.stringify(body)) + 1024, cap);
+}
+
 /** Events of an SSE body: [{event, data}] with data parsed as JSON. */
 function sse(text) {
   const out = [];
@@ -120,8 +125,8 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
   it('chat: a 200 without usage is charged the estimate, and says so', async () => {
     const b0 = stack.balance(user.id);
     const text = 'what does this cost without usage';
-    const res = await stack.chat(user.key.secret,
-      { model: 'bs-nousage', messages: [{ role: 'user', content: text }], max_tokens: 50 });
+    const body = { model: 'bs-nousage', messages: [{ role: 'user', content: text }], max_tokens: 50 };
+    const res = await stack.chat(user.key.secret, body);
     assert.equal(res.status, 200, res.text);
     const out = Buffer.byteLength(res.json.choices[0].message.content);
     const expected = charge(inputEstimate(text), outputTokens(out));
@@ -132,7 +137,7 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
     assert.equal(Number(row.output_tokens), outputTokens(out));
     assert.equal(toMicro(res.headers.get('x-provider-credits')), expected);
     assert.equal(toMicro(res.json.usage.credits), expected);
-    assert.equal(BigInt(row.reserved), charge(inputEstimate(text), 50), 'the hold rule');
+    assert.equal(BigInt(row.reserved), holdOf(body, 50), 'the hold rule');
   });
 
   /* ---- /v1/messages ------------------------------------------------------ */
@@ -266,8 +271,8 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
     for (const model of ['bs-cut', 'bs-cut-nousage']) {
       const b0 = stack.balance(user.id);
       const text = 'a question long enough to be cut in two';
-      const res = await stack.expectingLog(GATEWAY_LOG,
-        () => responses({ model, input: text, stream: true, max_output_tokens: 40 }));
+      const body = { model, input: text, stream: true, max_output_tokens: 40 };
+      const res = await stack.expectingLog(GATEWAY_LOG, () => responses(body));
       const evs = sse(res.text);
       const last = evs.at(-1).data;
       assert.equal(last.type, 'response.failed');
@@ -279,7 +284,7 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
       assert.equal(row.status, 'estimated', model);
       assert.equal(BigInt(row.credits), expected, model);
       assert.equal(toMicro(last.response.usage.credits), expected, model);
-      assert.equal(BigInt(row.reserved), charge(inputEstimate(text), 40));
+      assert.equal(BigInt(row.reserved), holdOf(body, 40));
     }
   });
 

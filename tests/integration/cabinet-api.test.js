@@ -189,7 +189,7 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     assert.equal(mine.today.credits, Number(microToText(FULL_CHARGE)));
     assert.equal(mine.week_used, Number(microToText(FULL_CHARGE)));
     assert.equal(mine.daily[6].requests, 1);
-    assert.equal(mine.daily[6].tokens, 100);
+    assert.equal(mine.daily[6].tokens, 1250);
     assert.equal((await api(bob.jar, 'GET', '/v1/keys')).json.data.length, 0, 'bob sees none of it');
     // a key without a budget
     const k2 = await makeKey(alice, { name: 'ünïcødé ' + 'é'.repeat(90) });

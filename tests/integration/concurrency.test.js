@@ -7,14 +7,18 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, seedCatalog, CATALOG } from './lib/server.js';
-import { assertOpenAIError, expectedCharge, kinds, microToText, toMicro } from './lib/helpers.js';
+import {
+  assertOpenAIError, expectedCharge, kinds, microToText, toMicro, worstHold,
+} from './lib/helpers.js';
 
 const N = 12;
-// "hello world", max_tokens 16: prompt 12, completion 16 at prov-main's rates
-const BODY = { model: 'prov-main', messages: [{ role: 'user', content: 'hello world' }], max_tokens: 16 };
-const CHARGE = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 12, completion: 16 }));
-// room for a handful of these requests, never for all N
-const LIMIT = 300n;
+// max_tokens 16, billed (a USAGE: line for mockgw) 1000 prompt and 16 completion
+// tokens at prov-main's rates: most of its hold (the body a token a byte + 1,024)
+const BODY = { model: 'prov-main', max_tokens: 16,
+  messages: [{ role: 'user', content: 'hello world\nUSAGE: prompt=1000,completion=16' }] };
+const CHARGE = expectedCharge(CATALOG['prov-main'].rates, kinds({ prompt: 1000, completion: 16 }));
+// room for the holds of three of these requests, never for all N
+const LIMIT = 3n * worstHold(CATALOG['prov-main'].rates, BODY, 16) + 1n;
 
 describe('concurrent requests against one limit', { timeout: 120000 }, () => {
   let stack;

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { startStack, sleep } from './lib/server.js';
 import {
-  addBillModel, seedUser, fullBody, nextHour, ledgerSums, bucketSum, toMicro, FULL_CHARGE,
+  addBillModel, seedUser, fullBody, BILL_RATE, nextHour, ledgerSums, bucketSum, toMicro, FULL_CHARGE,
 } from './lib/billing.js';
 
 const HOLD_TIMEOUT = 60;
@@ -73,7 +73,7 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
       seed: (s) => {
         addBillModel(s);
         s.addModel(SLOW_MODEL, 'mock-fault-delay-8000',
-          { rates: { input: '10000', output: '10000', cache: '10000', reasoning: '10000' } });
+          { rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
         seedUser(s, u, 'durable.test', 'stale', { balance: 2 });
         seedUser(s, u, 'durable.test', 'journal', { balance: 100000 });
       },

@@ -27,6 +27,9 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
     stack = await startStack({
       seed: (s) => {
         seedCatalog(s);
+        // prov-main with room for the largest output cap there is
+        s.addModel('prov-big', CATALOG['prov-main'].upstream, { rates: CATALOG['prov-main'].rates });
+        s.ctl('model', 'set', 'prov-big', '--max-output', '1000000');
         user(s, 'rich', 1000);
         user(s, 'modest', 2);                        // less than the largest output cap costs
         user(s, 'blocked', null, { budget: 0 });     // blocked, budget exhausted, no balance
@@ -35,6 +38,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
         user(s, 'broke', null);                      // no balance
         user(s, 'spender', 1000, { budget: 1 });     // spends, then its budget is lowered
         user(s, 'gone', 1000);                       // its key gets deleted
+        user(s, 'capped', 1000);                     // served once, its cap lowered
         s.ctl('user', 'block', 'blocked@example.test');
         s.ctl('key', 'delete', String(u.gone.key.id));
       },
@@ -203,9 +207,19 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
 
   describe('the worst-case reservation', () => {
     it('402 when max_tokens could cost more than the balance, before calling the gateway', async () => {
-      // 10^6 output tokens (the largest cap) at 2.345678 credits per 1M: ~2.35 credits > 2
-      const res = await stack.chat(u.modest.key.secret, { ...ok, max_tokens: 1000000 });
-      await refused(res, 402, 'INSUFFICIENT_CREDITS');
+      // 10^6 output tokens (the largest cap) at the reasoning rate, 3.456789 credits per 1M
+      // (above the output rate: the worst case): ~3.46 credits > 2
+      const res = await stack.chat(u.modest.key.secret, { ...chatBody('prov-big'), max_tokens: 1000000 });
+      const e = await refused(res, 402, 'INSUFFICIENT_CREDITS');
+      assert.match(e.message, /may cost up to 3\.45/);
+    });
+
+    it('a max_tokens above the model\'s maximum output is lowered to it (and said so), not refused', async () => {
+      const res = await stack.chat(u.capped.key.secret, { ...ok, max_tokens: 1000000 });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers.get('x-provider-output-cap'), '32768');
+      assert.equal((await stack.mock.last()).body.max_tokens, 32768);
+      await gatewayCalled();
     });
   });
 
@@ -266,10 +280,11 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
 
   it('charges nothing for any refusal', async () => {
     for (const [name, x] of Object.entries(u)) {
+      if (name === 'capped') continue;   // served
       assert.equal(stack.balance(x.id), x.balance0, `balance of ${name}`);
     }
     const rows = stack.sql(`SELECT user_id, status, CAST(credits AS TEXT) AS credits FROM ledger
-      WHERE user_id <> ${u.spender.id} AND user_id <> ${u.rich.id}`);
+      WHERE user_id NOT IN (${u.spender.id}, ${u.rich.id}, ${u.capped.id})`);
     for (const r of rows) assert.equal(r.credits, '0', JSON.stringify(r));
     const open = stack.sql("SELECT request_id FROM ledger WHERE status = 'reserved'");
     assert.deepEqual(open, [], 'no reservation left open');

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { startStack } from './lib/server.js';
 import {
   addBillModel, addPlan, seedUser, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
-  BILL_RATE, FULL_CHARGE,
+  BILL_RATE, FULL_CHARGE, holdOf,
 } from './lib/billing.js';
 
 const WAVE = 48;
@@ -233,7 +233,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
       assert.equal(leases(user), 0, 'the dead child\'s lease was returned');
       // Its ordinary holds (the requests before the lease) wait for the timeout.
       const holds = ledgerSums(stack, `user_id = ${user.id}`).reserved;
-      assert.equal(stack.balance(user.id), user.balance - BigInt(holds) * FULL_CHARGE,
+      assert.equal(stack.balance(user.id), user.balance - BigInt(holds) * holdOf(fullBody({ model: SLOW })),
         'all the dead child held came back but its ordinary holds');
 
       stack.setClock(t0 + 30);

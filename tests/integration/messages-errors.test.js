@@ -13,7 +13,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
 import {
-  assertNoSecrets, eventually, expectedCharge, toMicro, unknownKey,
+  assertNoSecrets, eventually, expectedCharge, toMicro, unknownKey, worstHold, microToText,
 } from './lib/helpers.js';
 import {
   MESSAGES_CATALOG, MESSAGES_UPSTREAMS, seedMessagesCatalog, messages, messagesBody,
@@ -36,7 +36,9 @@ describe('POST /v1/messages: refusals and failures', { timeout: 180000 }, () => 
         user.key = s.createKey('err@example.test');
         budgeted = { id: s.addUser('budget@example.test', 1000) };
         // one small request fits, a second one no longer does
-        budgeted.key = s.createKey('budget@example.test', { budget: '0.0005' });
+        // room for the hold of one request, not of a second after its charge
+        budgeted.key = s.createKey('budget@example.test', { budget: microToText(
+          worstHold(MESSAGES_CATALOG['claude-main'].rates, messagesBody('claude-main'), 16)) });
         broke = { id: s.addUser('broke@example.test') };
         broke.key = s.createKey('broke@example.test');
       },

@@ -42,7 +42,7 @@ function mockUsage(contentBytes, maxTokens = null) {
 describe('POST /v1/responses', { timeout: 180000 }, () => {
   let stack;
   let user;
-  let planned;    // a plan (5 h: 0.001 credit, 7 d: 0.01 credit) and no balance
+  let planned;    // a plan (5 h: 0.01 credit, 7 d: 0.1 credit) and no balance
   let spent;      // a plan too small for any request, and no balance
   const rates = CATALOG['prov-main'].rates;
 
@@ -52,7 +52,7 @@ describe('POST /v1/responses', { timeout: 180000 }, () => {
         seedCatalog(s);
         user = { id: s.addUser('resp@example.test', 1000) };
         user.key = s.createKey('resp@example.test');
-        s.ctl('plan', 'add', 'resp-plan', '--5h', '0.001', '--7d', '0.01');
+        s.ctl('plan', 'add', 'resp-plan', '--5h', '0.01', '--7d', '0.1');
         s.ctl('plan', 'add', 'resp-tiny', '--5h', '0.000001', '--7d', '0.000001');
         planned = { id: s.addUser('planned@example.test') };
         planned.key = s.createKey('planned@example.test');
@@ -427,8 +427,8 @@ describe('POST /v1/responses', { timeout: 180000 }, () => {
         const tenths = used * 1000n / quota;
         return tenths % 10n ? `${tenths / 10n}.${tenths % 10n}` : `${tenths / 10n}`;
       };
-      assert.equal(h('x-codex-primary-used-percent'), pct(1000n));
-      assert.equal(h('x-codex-secondary-used-percent'), pct(10000n));
+      assert.equal(h('x-codex-primary-used-percent'), pct(10000n));
+      assert.equal(h('x-codex-secondary-used-percent'), pct(100000n));
       assert.notEqual(h('x-codex-primary-used-percent'), '0');
       const r5 = Number(h('x-codex-primary-reset-at')) - now;
       const r7 = Number(h('x-codex-secondary-reset-at')) - now;

@@ -72,6 +72,27 @@ export function expectedCharge(rates, t) {
     + part(t.reasoning, reasoning);
 }
 
+/**
+ * The hold of a request (docs/internals/billing.md, "What is held"): one
+ * input token a byte of the body as sent plus 1,024 at the higher of the input
+ * and cache rates, choices × cap output tokens at the higher of the output and
+ * reasoning rates, and a micro-credit for each pair with a fraction of a
+ * micro-credit a token. body: the object sent (JSON.stringify) or its text.
+ */
+export function worstHold(rates, body, cap, choices = 1) {
+  const r = (x) => (x === null || x === undefined ? null : toMicro(x));
+  const input = r(rates.input);
+  const output = r(rates.output);
+  const cache = r(rates.cache) ?? input;
+  const reasoning = r(rates.reasoning) ?? output;
+  const bytes = Buffer.byteLength(typeof body === 'string' ? body : JSON.stringify(body));
+  const max = (a, b) => (a > b ? a : b);
+  const frac = (a, b) => (a % MICRO !== 0n || b % MICRO !== 0n ? 1n : 0n);
+  return ceilDiv(BigInt(bytes + 1024) * max(input, cache), MICRO)
+    + ceilDiv(BigInt(choices * cap) * max(output, reasoning), MICRO)
+    + frac(input, cache) + frac(output, reasoning);
+}
+
 /** The number text of usage.credits in a JSON body, read without a float. */
 export function rawUsageCredits(text) {
   const at = text.indexOf('"usage"');
