@@ -281,6 +281,26 @@ exits "model set without a change" 2
 run model enable sonnet
 run model show sonnet --json
 json "model enable" "j.enabled === true" '"enabled": true'
+json "a model's max output is the server's default until set" "j.max_output_tokens === null" '"max_output_tokens": null'
+run model set sonnet --max-output 64000
+exits "model set --max-output" 0
+run model show sonnet --json
+json "max output set" "j.max_output_tokens === 64000 && j.display_name === 'Claude Sonnet'" '"max_output_tokens": 64000'
+run model show sonnet
+says "model show prints the max output" "64000"
+run model list
+says "model list has a max output column" "MAX OUTPUT"
+run model set sonnet --max-output 0
+exits "max output 0" 2
+complains "a bad max output is named" "--max-output takes a number of tokens from 1 to 1000000"
+run model set sonnet --max-output 1000001
+exits "max output above the largest cap" 2
+run model set sonnet --max-output default
+exits "max output back to the default" 0
+run model show sonnet --json
+json "max output default" "j.max_output_tokens === null" '"max_output_tokens": null'
+run model show sonnet
+says "model show says default" "default"
 
 # ---- global options anywhere, and the config file ---------------------------
 PROVIDER_DB=
