@@ -21,13 +21,6 @@
 /* A journal that cannot be written is logged at most this often. */
 #define JOURNAL_LOG_EVERY apr_time_from_sec(60)
 
-prov_micro_t prov_billing_estimate(const prov_rates_t *eff, apr_int64_t input_tokens_est,
-                                   apr_int64_t max_output)
-{
-    prov_tokens_t t = { input_tokens_est, max_output, 0, 0 };
-    return prov_money_charge(eff, &t);
-}
-
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
 {
     apr_int64_t est = prompt_bytes / EST_BYTES_PER_TOKEN > (apr_size_t)APR_INT64_MAX

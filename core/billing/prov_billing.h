@@ -94,12 +94,9 @@ typedef struct prov_reservation_t {
 /* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */
 void prov_billing_configure(apr_int64_t hold_timeout);
 
-/* The worst-case cost: input_tokens_est input tokens plus max_output output
- * tokens at the effective rates; APR_INT64_MAX (a hold no limit admits) when
- * that is beyond int64. */
-prov_micro_t prov_billing_estimate(const prov_rates_t *effective, apr_int64_t input_tokens_est,
-                                   apr_int64_t max_output);
-/* The documented input estimate: floor(prompt bytes / 3) + 8 per message + 16. */
+/* The documented input estimate, which an answer without usage is charged
+ * for its input (the hold is prov_worst.h's): floor(prompt bytes / 3) + 8
+ * per message + 16. */
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages);
 
 /* Checks and holds, atomically. On a refusal returns APR_SUCCESS with *r

@@ -65,8 +65,6 @@ static void test_fixed_source_one_thread(void)
 
 static void test_estimate(void)
 {
-    prov_rates_t eff = { 1000000, 2000000, 500000, 2000000 };
-    CU_ASSERT_EQUAL(prov_billing_estimate(&eff, 1000, 100), 1000 + 200);
     CU_ASSERT_EQUAL(prov_billing_input_estimate(300, 1), 100 + 8 + 16);
     CU_ASSERT_EQUAL(prov_billing_input_estimate(0, 0), 16);
 }

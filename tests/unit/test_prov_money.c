@@ -7,6 +7,7 @@
 #include "unit_tests.h"
 #include "prov_money.h"
 #include "prov_billing.h"
+#include "prov_worst.h"
 #include "prov_chat.h"
 #include "prov_messages.h"
 
@@ -175,7 +176,13 @@ static void test_charge_absurd(void)
      * 9.22337203686e18 micro-credits, just past int64. */
     t.output = APR_INT64_C(922337203686000000);
     CU_ASSERT_EQUAL(prov_money_charge(&eff, &t), MAX);
-    CU_ASSERT_EQUAL(prov_billing_estimate(&eff, 100, APR_INT64_C(922337203686000000)), MAX);
+    {
+        /* the worst case of the largest body there is saturates, never wraps */
+        prov_worst_t w;
+        prov_worst_plan(&w, &top, (apr_size_t)-1, 1, PROV_OUTPUT_TOKENS_MAX, 0);
+        CU_ASSERT_EQUAL(w.hold, MAX);
+        CU_ASSERT_EQUAL(prov_worst_cap(&w, MAX - 1), PROV_OUTPUT_TOKENS_MAX);
+    }
     /* Every kind at its limit, and a sum past int64 from parts that fit. */
     {
         prov_tokens_t all = { MAX, MAX, MAX, MAX };
@@ -199,8 +206,12 @@ static void test_charge_absurd(void)
     t.output = 0;
     CU_ASSERT_EQUAL(prov_money_charge(&eff, &t), 0);
     /* The largest output cap at the largest rate is far from the limit. */
-    CU_ASSERT_EQUAL(prov_billing_estimate(&top, 0, PROV_OUTPUT_TOKENS_MAX),
-                    PROV_OUTPUT_TOKENS_MAX * (PROV_RATE_MAX / 1000000));
+    {
+        prov_worst_t w;
+        prov_worst_plan(&w, &top, 0, 1, PROV_OUTPUT_TOKENS_MAX, PROV_OUTPUT_TOKENS_MAX);
+        CU_ASSERT_EQUAL(w.hold, (PROV_OUTPUT_TOKENS_MAX + PROV_HOLD_INPUT_SLACK)
+                                * (PROV_RATE_MAX / 1000000));
+    }
     /* The input estimate of the largest body is exact, never wrapped. */
     CU_ASSERT_EQUAL(prov_billing_input_estimate((apr_size_t)-1, 0x7fffffff),
                     APR_INT64_C(6148914691236517205) + 8 * APR_INT64_C(0x7fffffff) + 16);
