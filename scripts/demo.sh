@@ -246,6 +246,10 @@ do_start() {
     ctl model add claude-sonnet-4 --upstream claude-sonnet-4 --name "Claude Sonnet 4" \
         --family anthropic --messages >/dev/null
     ctl model price claude-sonnet-4 --input 3 --output 15 --cache 0.3 >/dev/null
+    # each model's maximum output (the cap a request is given at most)
+    ctl model set gpt-4o-mini --max-output 16384 >/dev/null
+    ctl model set gpt-4o --max-output 16384 >/dev/null
+    ctl model set claude-sonnet-4 --max-output 64000 >/dev/null
     keyjson=$(ctl key create demo@example.com --name demo --json)
     key=$(printf '%s\n' "$keyjson" | sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
     case $key in sk-prov-*) ;; *) do_stop; die "could not read the key from: providerctl key create --json" ;; esac
