@@ -81,7 +81,8 @@ const prov_field_t *prov_fields_find(const prov_field_t *set, const char *key,
                                      apr_size_t klen)
 {
     for (; set->name; set++) {
-        if (strlen(set->name) == klen && !memcmp(set->name, key, klen))
+        if (klen && set->name[0] == key[0] && !strncmp(set->name, key, klen)
+            && !set->name[klen])
             return set;
     }
     return NULL;

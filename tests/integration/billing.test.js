@@ -111,7 +111,7 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
         messages: [{ role: 'user', content: contents[0] }, { role: 'assistant', content: contents[1] },
           { role: 'user', content: contents[2] }],
         max_tokens: 40,
-        mock_usage: { prompt: 10, completion: 20 },
+        metadata: { mock_usage: { prompt: 10, completion: 20 } },
       };
       assertCharged(await chat(users.exact3m, body), CHEAP_CHARGE);
       assertRefused(await chat(users.below3m, body), 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');

@@ -53,7 +53,7 @@ export function fullBody(extra = {}) {
     model: BILL_MODEL,
     messages: [{ role: 'user', content: STD_CONTENT }],
     max_tokens: 60,
-    mock_usage: { prompt: 40, completion: 60 },
+    metadata: { mock_usage: { prompt: 40, completion: 60 } },
     ...extra,
   };
 }
@@ -61,7 +61,7 @@ export const FULL_CHARGE = 1000000n;
 
 /** The standard request (hold 1 credit) charged 10 + 20 tokens = 0.3 credits. */
 export function cheapBody(extra = {}) {
-  return fullBody({ mock_usage: { prompt: 10, completion: 20 }, ...extra });
+  return fullBody({ metadata: { mock_usage: { prompt: 10, completion: 20 } }, ...extra });
 }
 export const CHEAP_CHARGE = 300000n;
 
