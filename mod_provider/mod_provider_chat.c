@@ -16,7 +16,7 @@ static apr_status_t parse(provider_infer_t *in, prov_error_t **err)
     if (rv == APR_SUCCESS)
         in->call = (provider_call_t){ .req = q, .model = q->model, .max_output = q->max_tokens,
                                       .prompt_bytes = q->prompt_bytes,
-                                      .n_messages = q->n_messages };
+                                      .n_messages = q->n_messages, .choices = q->n };
     return rv;
 }
 

@@ -4,11 +4,9 @@
  * client gets (public model id, credits in usage). */
 #include <string.h>
 #include "prov_chat.h"
+#include "prov_fields.h"
 #include "prov_json.h"
 #include "prov_money.h"
-
-static const char *const refused_fields[] = { "tools", "functions", "tool_choice",
-                                              "function_call", NULL };
 
 #define BAD(param, ...) \
     do { *err = prov_error_make(p, PROV_E_INVALID_REQUEST, param, __VA_ARGS__); \
@@ -109,13 +107,42 @@ static apr_status_t normalise_legacy(prov_error_t **err, json_object *body, apr_
     return APR_SUCCESS;
 }
 
-static apr_status_t read_max_tokens(apr_int64_t *out, prov_error_t **err, json_object *body,
-                                    const char *name, apr_pool_t *p)
+/* The output cap: max_tokens or max_completion_tokens, not both (a gateway
+ * may honour either, and only one is held). */
+static apr_status_t read_caps(prov_chat_req_t *req, prov_error_t **err, json_object *body,
+                              apr_pool_t *p)
+{
+    static const char *const caps[] = { "max_tokens", "max_completion_tokens", NULL };
+    const char *const *c;
+    json_object *v = NULL;
+    apr_status_t rv;
+    for (c = caps; *c; c++) {
+        if (!json_object_object_get_ex(body, *c, &v) || !v)
+            continue;
+        if (req->cap_field)
+            BAD("max_tokens,max_completion_tokens",
+                "send one of max_tokens and max_completion_tokens, not both");
+        if ((rv = prov_json_output_cap(&req->max_tokens, err, v, *c, p)) != APR_SUCCESS)
+            return rv;
+        req->cap_field = *c;
+    }
+    return APR_SUCCESS;
+}
+
+/* n: how many choices, an integer from 1 to PROV_CHOICES_MAX (1 when absent). */
+static apr_status_t read_n(prov_chat_req_t *req, prov_error_t **err, json_object *body,
+                           apr_pool_t *p)
 {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(body, name, &v) || !v)
+    req->n = 1;
+    if (!json_object_object_get_ex(body, "n", &v) || !v)
         return APR_SUCCESS;
-    return prov_json_output_cap(out, err, v, name, p);
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1
+        || json_object_get_int64(v) > PROV_CHOICES_MAX)
+        BAD("n", "'n' must be an integer from 1 to %d (the number of choices)",
+            PROV_CHOICES_MAX);
+    req->n = json_object_get_int64(v);
+    return APR_SUCCESS;
 }
 
 apr_status_t prov_chat_parse(prov_chat_req_t **preq, prov_error_t **err, const char *body,
@@ -136,12 +163,14 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, co
     const char *perr = NULL;
     json_object *root, *v = NULL, *msgs;
     prov_chat_req_t *req;
-    const char *const *f;
+    const prov_field_t *f;
     apr_status_t rv;
 
     root = prov_json_parse_body(body, len, &perr, p);
     if (!root)
         BAD(NULL, "%s", perr);
+    if ((rv = prov_fields_check(err, prov_chat_fields, root, 0, p)) != APR_SUCCESS)
+        return rv;
     req = apr_pcalloc(p, sizeof(*req));
     req->body = root;
     req->max_tokens = -1;
@@ -153,10 +182,10 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, co
         && (!json_object_is_type(v, json_type_boolean) || json_object_get_boolean(v)))
         BAD("stream", "Streaming is not supported on /v1/chat/completions "
             "(use /v1/responses or /v1/messages for streaming)");
-    for (f = refused_fields; *f; f++) {
-        if (json_object_object_get_ex(root, *f, &v) && v)
-            BAD(*f, "'%s': tools are not supported on /v1/chat/completions "
-                "(use /v1/responses or /v1/messages for tool use)", *f);
+    for (f = prov_chat_fields; f->name; f++) {
+        if ((f->how & PROV_FIELD_REFUSE) && json_object_object_get_ex(root, f->name, &v) && v)
+            BAD(f->name, "'%s': tools are not supported on /v1/chat/completions "
+                "(use /v1/responses or /v1/messages for tool use)", f->name);
     }
     if ((rv = normalise_legacy(err, root, p)) != APR_SUCCESS)
         return rv;
@@ -165,9 +194,8 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, co
         BAD("messages", "'messages' must be an array of {role, content}");
     if ((rv = check_messages(req, err, msgs, p)) != APR_SUCCESS)
         return rv;
-    if ((rv = read_max_tokens(&req->max_tokens, err, root, "max_tokens", p)) != APR_SUCCESS
-        || (rv = read_max_tokens(&req->max_tokens, err, root, "max_completion_tokens", p))
-               != APR_SUCCESS)
+    if ((rv = read_caps(req, err, root, p)) != APR_SUCCESS
+        || (rv = read_n(req, err, root, p)) != APR_SUCCESS)
         return rv;
     if (json_object_object_get_ex(root, "temperature", &v) && v) {
         double t;
@@ -178,6 +206,7 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, co
             BAD("temperature", "'temperature' must be a number between 0 and 2");
     }
     json_object_object_del(root, "stream_options");
+    json_object_object_del(root, "service_tier");
     *preq = req;
     *err = NULL;
     return APR_SUCCESS;

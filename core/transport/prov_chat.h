@@ -8,6 +8,7 @@
 
 #include "prov_common.h"
 #include "prov_error.h"
+#include "prov_fields.h"
 #include "prov_json.h"
 #include "prov_json_scan.h"
 
@@ -24,12 +25,18 @@ typedef struct prov_chat_req_t {
     apr_size_t cap_len[2];
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent */
+    const char *cap_field;      /* the cap the client sent: "max_tokens",
+                                 * "max_completion_tokens" (never both), or NULL */
+    apr_int64_t n;              /* choices asked for, 1 to PROV_CHOICES_MAX (1 when absent):
+                                 * each may be written to the cap */
     apr_size_t prompt_bytes;    /* bytes of message text, for the input estimate */
     int n_messages;
 } prov_chat_req_t;
 
 /* Parses and validates a request body. APR_SUCCESS with *req, or APR_EINVAL
- * with *err (400 INVALID_REQUEST naming the field). */
+ * with *err (400 INVALID_REQUEST naming the field): a top-level member not in
+ * prov_chat_fields (prov_fields.h), both output caps, n outside 1 to
+ * PROV_CHOICES_MAX, among others. */
 apr_status_t prov_chat_parse(prov_chat_req_t **req, prov_error_t **err, const char *body,
                              apr_size_t len, apr_pool_t *p);
 /* The same through a json-c tree always (prov_chat_parse's path for what

@@ -1,8 +1,9 @@
 /* prov_chat_fast.c: prov_chat_parse's fast path. A Chat Completions request
  * that is plainly valid as it stands (a strict scan: keys plain and unique
- * at every depth; "messages" of text only with known roles, no legacy
- * "message", no "stream_options", no tools, no streaming, sane caps and
- * temperature) is read from its text with prov_json_scan.h and relayed to
+ * at every depth; top-level members only those of prov_chat_fields that it
+ * takes, so no legacy "message", "stream_options" or "service_tier", tools
+ * only null; "messages" of text only with known roles, no streaming, one
+ * sane cap, n and temperature) is read from its text with prov_json_scan.h and relayed to
  * the gateway as the client wrote it, its model's value replaced: no json-c
  * tree is built, walked, printed and freed. It only ever accepts what the
  * json-c path (prov_chat.c) accepts, with the same model, caps and counts
@@ -15,15 +16,6 @@
 
 static const char *const roles[] = { "\"user\"", "\"assistant\"", "\"system\"",
                                      "\"developer\"", NULL };
-static const char *const refused[] = { "tools", "functions", "tool_choice", "function_call",
-                                       NULL };
-
-/* Absent or null: what json-c's path reads as no value. */
-static int unset(const prov_jobject_t *o, const char *key)
-{
-    const prov_jmember_t *m = prov_json_scan_member(o, key);
-    return !m || prov_json_scan_is(m, "null");
-}
 
 /* The text bytes of a message's content (a string, or text parts), or -1. */
 static apr_ssize_t content_bytes(const prov_jmember_t *c)
@@ -82,9 +74,9 @@ static int messages_ok(prov_chat_req_t *req, const prov_jmember_t *msgs)
     return rv == APR_EOF && req->n_messages > 0;
 }
 
-/* An output cap: absent or null (left as it is), or a positive integer
- * within PROV_OUTPUT_TOKENS_MAX. */
-static int cap_ok(apr_int64_t *out, const prov_jobject_t *o, const char *key)
+/* An integer member: absent or null (*out left as it is), or digits only
+ * whose value is from 1 to max. */
+static int int_ok(apr_int64_t *out, const prov_jobject_t *o, const char *key, apr_int64_t max)
 {
     const prov_jmember_t *m = prov_json_scan_member(o, key);
     apr_int64_t n;
@@ -95,9 +87,22 @@ static int cap_ok(apr_int64_t *out, const prov_jobject_t *o, const char *key)
         if (m->val[i] < '0' || m->val[i] > '9')
             return 0;
     }
-    if (prov_json_scan_int(&n, o, key) != APR_SUCCESS || n < 1 || n > PROV_OUTPUT_TOKENS_MAX)
+    if (prov_json_scan_int(&n, o, key) != APR_SUCCESS || n < 1 || n > max)
         return 0;
     *out = n;
+    return 1;
+}
+
+/* The output cap (one of the two, not both) and n. */
+static int caps_ok(prov_chat_req_t *req, const prov_jobject_t *o)
+{
+    apr_int64_t a = -1, b = -1;
+    if (!int_ok(&a, o, "max_tokens", PROV_OUTPUT_TOKENS_MAX)
+        || !int_ok(&b, o, "max_completion_tokens", PROV_OUTPUT_TOKENS_MAX)
+        || (a > 0 && b > 0) || !int_ok(&req->n, o, "n", PROV_CHOICES_MAX))
+        return 0;
+    req->max_tokens = a > 0 ? a : b;
+    req->cap_field = a > 0 ? "max_tokens" : b > 0 ? "max_completion_tokens" : NULL;
     return 1;
 }
 
@@ -121,21 +126,17 @@ int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
     int i;
 
     if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
+        || !prov_fields_fast(prov_chat_fields, &top)
         || !(model = prov_json_scan_member(&top, "model")) || *model->val != '"'
         || model->vlen < 3 || memchr(model->val, '\\', model->vlen)
         || ((stream = prov_json_scan_member(&top, "stream")) && !prov_json_scan_is(stream, "false")
             && !prov_json_scan_is(stream, "null"))
-        || prov_json_scan_member(&top, "message") || prov_json_scan_member(&top, "stream_options")
         || !(msgs = prov_json_scan_member(&top, "messages")))
         return 0;
-    for (i = 0; refused[i]; i++) {
-        if (!unset(&top, refused[i]))
-            return 0;
-    }
     memset(req, 0, sizeof(*req));
     req->max_tokens = -1;
-    if (!messages_ok(req, msgs) || !cap_ok(&req->max_tokens, &top, "max_tokens")
-        || !cap_ok(&req->max_tokens, &top, "max_completion_tokens") || !temperature_ok(&top)) {
+    req->n = 1;
+    if (!messages_ok(req, msgs) || !caps_ok(req, &top) || !temperature_ok(&top)) {
         memset(req, 0, sizeof(*req));
         return 0;
     }

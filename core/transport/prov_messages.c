@@ -6,12 +6,13 @@
  * blocks other than text, tool_use and tool_result (images, documents,
  * anything else) are refused naming the block, inside a tool_result a
  * search_result becomes text and any other non-text block a short note, and
- * system messages met in the conversation join the system text. Unknown
- * fields pass through untouched: there is no allowlist of fields, only of
- * blocks. The answer half (the answer, its usage, the streamed relay) is in
+ * system messages met in the conversation join the system text. Top-level
+ * members outside prov_messages_fields (prov_fields.c) are refused by name,
+ * as Anthropic refuses extra inputs. The answer half (the answer, its usage, the streamed relay) is in
  * prov_messages_answer.c. */
 #include <string.h>
 #include "prov_messages.h"
+#include "prov_fields.h"
 
 #define BAD(param, ...) \
     do { *err = prov_error_make(p, PROV_E_INVALID_REQUEST, param, __VA_ARGS__); \
@@ -364,6 +365,25 @@ static void drop_thinking_edits(json_object *root)
     }
 }
 
+/* Enabled thinking's budget counts inside max_tokens, so it must be below
+ * it (Anthropic's own rule); thinking is then dropped all the same. */
+static apr_status_t check_thinking(const prov_messages_req_t *req, prov_error_t **err,
+                                   json_object *root, apr_pool_t *p)
+{
+    json_object *th = prov_json_get(root, "thinking", json_type_object), *b = NULL;
+    const char *type = prov_json_get_str(th, "type");
+    if (!type || strcmp(type, "enabled") || !json_object_object_get_ex(th, "budget_tokens", &b)
+        || !b || req->max_tokens < 0)
+        return APR_SUCCESS;
+    if (!json_object_is_type(b, json_type_int) || json_object_get_int64(b) < 1)
+        BAD("thinking.budget_tokens", "thinking.budget_tokens must be a positive integer");
+    if (json_object_get_int64(b) >= req->max_tokens)
+        BAD("thinking.budget_tokens", "thinking.budget_tokens (%" APR_INT64_T_FMT ") must be "
+            "less than max_tokens (%" APR_INT64_T_FMT "): the thinking counts inside "
+            "max_tokens", json_object_get_int64(b), req->max_tokens);
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_messages_parse(prov_messages_req_t **preq, prov_error_t **err,
                                  const char *body, apr_size_t len, int count_tokens,
                                  apr_pool_t *p)
@@ -389,6 +409,8 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t *
 
     if (!root)
         BAD(NULL, "%s", perr);
+    if ((rv = prov_fields_check(err, prov_messages_fields, root, 1, p)) != APR_SUCCESS)
+        return rv;
     req = apr_pcalloc(p, sizeof(*req));
     req->body = root;
     req->max_tokens = -1;
@@ -407,6 +429,8 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t *
                 BAD("stream", "'stream' must be true or false");
             req->stream = json_object_get_boolean(v);
         }
+        if ((rv = check_thinking(req, err, root, p)) != APR_SUCCESS)
+            return rv;
     }
     msgs = prov_json_get(root, "messages", json_type_array);
     if (!msgs)
@@ -416,6 +440,7 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t *
         return rv;
     json_object_object_del(root, "thinking");
     json_object_object_del(root, "cache_control");
+    json_object_object_del(root, "service_tier");
     drop_thinking_edits(root);
     if (count_tokens) {
         const char *const *f;

@@ -1,7 +1,8 @@
 /* prov_messages_fast.c: prov_messages_parse's fast path, as prov_chat_fast.c
  * is prov_chat_parse's. A /v1/messages request that is plainly valid and
  * has nothing to normalise (a strict scan: keys plain and unique at every
- * depth; user and assistant messages of strings, text blocks and tool
+ * depth; top-level members only those of prov_messages_fields that it
+ * takes; user and assistant messages of strings, text blocks and tool
  * results of text; a system prompt of a string or text blocks; no
  * cache_control, thinking, context_management, tools or tool_use blocks,
  * which the json-c path strips, rewrites or measures by json-c's own print)
@@ -15,10 +16,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include "prov_messages.h"
-
-/* Top-level members the json-c path removes or rewrites when present. */
-static const char *const rewritten[] = { "thinking", "cache_control", "context_management",
-                                         NULL };
+#include "prov_fields.h"
 
 static int is_string(const prov_jmember_t *m)
 {
@@ -184,17 +182,15 @@ int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_siz
 {
     prov_jobject_t top;
     const prov_jmember_t *model, *tools;
-    int i;
 
+    /* the members the json-c path removes or rewrites (thinking,
+     * cache_control, context_management, service_tier) are not FAST ones */
     if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
+        || !prov_fields_fast(prov_messages_fields, &top)
         || !(model = prov_json_scan_member(&top, "model")) || *model->val != '"'
         || model->vlen < 3 || memchr(model->val, '\\', model->vlen)
         || ((tools = prov_json_scan_member(&top, "tools")) && !prov_json_scan_is(tools, "null")))
         return 0;
-    for (i = 0; rewritten[i]; i++) {
-        if (prov_json_scan_member(&top, rewritten[i]))
-            return 0;
-    }
     memset(req, 0, sizeof(*req));
     if (caps_ok(req, &top) && messages_ok(req, prov_json_scan_member(&top, "messages"))
         && system_ok(req, prov_json_scan_member(&top, "system"))) {

@@ -6,13 +6,15 @@
  * their outputs tool messages, reasoning items are dropped; function tools
  * pass, custom (freeform) tools become a function with one string argument
  * "input", namespace groups are flattened to "<namespace>__<name>", hosted
- * tools are dropped and named (the json-c path, which judges; the fast
+ * tools are dropped and named; top-level members outside prov_resp_fields
+ * (prov_fields.c) are refused by name (the json-c path, which judges; the fast
  * path and the body's text are in prov_responses_request.c). Codex's quota
  * headers are here too; the answer half (the response object and the
  * response.* event stream) is in prov_responses_answer.c. */
 #include <string.h>
 #include "prov_responses.h"
 #include "prov_chat.h"
+#include "prov_fields.h"
 #include "prov_header.h"
 #include "prov_money.h"
 #include "prov_sse.h"
@@ -384,9 +386,6 @@ static apr_status_t add_item(build_t *b, json_object *item, int i)
 
 /* ---- the request -------------------------------------------------------- */
 
-static const char *const refused_fields[] = { "previous_response_id", "conversation", "prompt",
-                                              NULL };
-
 static apr_status_t read_options(build_t *b, json_object *root, json_object *up)
 {
     apr_pool_t *p = b->p;
@@ -483,7 +482,7 @@ apr_status_t prov_resp_parse_json(prov_resp_req_t **preq, prov_error_t **err,
     const char *perr = NULL;
     json_object *root = prov_json_parse_body(body, len, &perr, p);
     json_object *v = NULL, *input = NULL, *up;
-    const char *const *f;
+    const prov_field_t *f;
     prov_resp_req_t *req;
     build_t b;
     apr_status_t rv;
@@ -491,6 +490,8 @@ apr_status_t prov_resp_parse_json(prov_resp_req_t **preq, prov_error_t **err,
 
     if (!root)
         BAD(NULL, "%s", perr);
+    if ((rv = prov_fields_check(err, prov_resp_fields, root, 0, p)) != APR_SUCCESS)
+        return rv;
     req = apr_pcalloc(p, sizeof(*req));
     req->max_output_tokens = -1;
     req->parallel_tool_calls = 1;
@@ -505,10 +506,10 @@ apr_status_t prov_resp_parse_json(prov_resp_req_t **preq, prov_error_t **err,
     req->model = prov_json_get_str(root, "model");
     if (!req->model || !*req->model)
         BAD("model", "'model' is required (a public model id from GET /v1/models)");
-    for (f = refused_fields; *f; f++) {
-        if (json_object_object_get_ex(root, *f, &v) && v)
-            BAD(*f, "'%s' is not supported: /v1/responses is stateless here, so send the "
-                "whole conversation in 'input'", *f);
+    for (f = prov_resp_fields; f->name; f++) {
+        if ((f->how & PROV_FIELD_REFUSE) && json_object_object_get_ex(root, f->name, &v) && v)
+            BAD(f->name, "'%s' is not supported: /v1/responses is stateless here, so send the "
+                "whole conversation in 'input'", f->name);
     }
     if (json_object_object_get_ex(root, "stream", &v) && v) {
         if (!json_object_is_type(v, json_type_boolean))

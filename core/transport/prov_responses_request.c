@@ -18,14 +18,10 @@
 #include <string.h>
 #include <sys/uio.h>
 #include "prov_responses.h"
+#include "prov_fields.h"
 #include "prov_json_scan.h"
 #include "prov_jwrite.h"
 
-/* The request's members this path reads or knows the json-c path ignores. */
-static const char *const top_keys[] = { "model", "input", "instructions", "stream",
-                                        "max_output_tokens", "temperature", "top_p",
-                                        "store", "metadata", "user", "parallel_tool_calls",
-                                        "tools", "tool_choice", NULL };
 static const char *const numbers[] = { "temperature", "top_p", NULL };
 static const char *const item_keys[] = { "type", "role", "content", "id", "status", NULL };
 static const char *const part_keys[] = { "type", "text", "annotations", "logprobs", NULL };
@@ -255,7 +251,10 @@ int prov_resp_parse_fast(prov_resp_req_t *req, const char *body, apr_size_t len,
     const prov_jmember_t *model;
     fast_t f;
 
-    if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS || !keys_in(&top, top_keys)
+    /* the top-level members this path reads or knows the json-c path
+     * ignores: prov_resp_fields' FAST ones */
+    if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
+        || !prov_fields_fast(prov_resp_fields, &top)
         || !(model = prov_json_scan_member(&top, "model")) || *model->val != '"'
         || model->vlen < 3 || memchr(model->val, '\\', model->vlen))
         return 0;

@@ -6,10 +6,12 @@
  * whose OpenAI-shaped JSON parses; an
  * accepted request has a model and a positive max_tokens (or none), and its
  * upstream body is a JSON object naming the upstream model, with a non-empty
- * messages array of the counted length, and no streaming and no tools. */
+ * messages array of the counted length, only members the table forwards,
+ * and no streaming and no tools. */
 #include "fuzz_common.h"
 #include "prov_chat.h"
 #include "prov_error.h"
+#include "prov_fields.h"
 
 static void check_upstream(const prov_chat_req_t *req, apr_pool_t *p)
 {
@@ -21,6 +23,13 @@ static void check_upstream(const prov_chat_req_t *req, apr_pool_t *p)
     FUZZ_CHECK(msgs && json_object_array_length(msgs) > 0);
     FUZZ_CHECK((int)json_object_array_length(msgs) == req->n_messages);
     FUZZ_CHECK(!json_object_object_get_ex(o, "message", NULL));
+    {   /* only forwarded members of the table reach the gateway */
+        json_object_object_foreach(o, key, val) {
+            const prov_field_t *f = prov_fields_find(prov_chat_fields, key, strlen(key));
+            (void)val;
+            FUZZ_CHECK(f && (f->how & PROV_FIELD_FORWARD));
+        }
+    }
     FUZZ_CHECK(!json_object_object_get_ex(o, "tools", NULL));
     FUZZ_CHECK(!json_object_object_get_ex(o, "functions", NULL));
     FUZZ_CHECK(!json_object_object_get_ex(o, "stream", &v) || !json_object_get_boolean(v));
@@ -39,7 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    == APR_SUCCESS);
         FUZZ_CHECK(!strcmp(fast.model, tree->model) && fast.max_tokens == tree->max_tokens
                    && fast.prompt_bytes == tree->prompt_bytes
-                   && fast.n_messages == tree->n_messages);
+                   && fast.n_messages == tree->n_messages && fast.n == tree->n);
+        FUZZ_CHECK(fast.cap_field == tree->cap_field
+                   || (fast.cap_field && tree->cap_field
+                       && !strcmp(fast.cap_field, tree->cap_field)));
         FUZZ_CHECK(json_object_equal(
             fuzz_reparse(prov_chat_upstream_body(&fast, "upstream-model", 0, p), p),
             fuzz_reparse(prov_chat_upstream_body(tree, "upstream-model", 0, p), p)));
@@ -48,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(req && !err);
         FUZZ_CHECK(req->model && *req->model);
         FUZZ_CHECK(req->max_tokens == -1 || req->max_tokens >= 1);
+        FUZZ_CHECK(req->n >= 1 && req->n <= PROV_CHOICES_MAX);
+        FUZZ_CHECK((req->cap_field != NULL) == (req->max_tokens >= 1));
         FUZZ_CHECK(req->n_messages >= 1);
         check_upstream(req, p);
     }

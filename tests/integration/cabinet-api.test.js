@@ -293,7 +293,7 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     const lane = async () => {
       while (!stop) {
         const sentAfter = changed;
-        const r = await stack.chat(secret, fullBody({ model: SLOWISH, mock_usage: { prompt: 1, completion: 1 } }));
+        const r = await stack.chat(secret, fullBody({ model: SLOWISH, metadata: { mock_usage: { prompt: 1, completion: 1 } } }));
         if (sentAfter) after.push(r);
       }
     };

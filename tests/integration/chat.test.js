@@ -83,7 +83,7 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
       model: 'prov-main',
       messages: [{ role: 'user', content: 'charge me' }],
       max_tokens: 600,
-      mock_usage: usage,
+      metadata: { mock_usage: usage },
     };
     const { res, row } = await charged(alice, alice.key, body, expected);
     assert.equal(res.json.choices[0].message.content, 'mock reply to: charge me');
@@ -146,7 +146,7 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
     assert.equal(expected, 1500n + 1000n + 1261n + 841n);
     await charged(alice, alice.key, {
       model: 'prov-nullrates', messages: [{ role: 'user', content: 'x' }], max_tokens: 400,
-      mock_usage: usage,
+      metadata: { mock_usage: usage },
     }, expected);
   });
 
@@ -155,7 +155,7 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
     const expected = expectedCharge(CATALOG['prov-main'].rates, kinds(usage));
     const bobBefore = stack.balance(bob.id);
     await charged(alice, alice.key2, {
-      model: 'prov-main', messages: [{ role: 'user', content: 'k2' }], max_tokens: 10, mock_usage: usage,
+      model: 'prov-main', messages: [{ role: 'user', content: 'k2' }], max_tokens: 10, metadata: { mock_usage: usage },
     }, expected);
     assert.equal(stack.balance(bob.id), bobBefore, "another user's balance is untouched");
   });
@@ -165,7 +165,7 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
     const expected = expectedCharge(CATALOG['prov-main'].rates, kinds(usage));
     const aliceBefore = stack.balance(alice.id);
     await charged(bob, bob.key, {
-      model: 'prov-main', messages: [{ role: 'user', content: 'bob' }], max_tokens: 5, mock_usage: usage,
+      model: 'prov-main', messages: [{ role: 'user', content: 'bob' }], max_tokens: 5, metadata: { mock_usage: usage },
     }, expected);
     assert.equal(stack.balance(alice.id), aliceBefore);
   });

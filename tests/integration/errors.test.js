@@ -118,17 +118,17 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
     it('once the spending of the last 7 days reaches the budget', async () => {
       const usage = { prompt: 100, completion: 10 };
       const charge = expectedCharge(CATALOG['prov-main'].rates, kinds(usage));
-      const first = await stack.chat(u.spender.key.secret, { ...ok, mock_usage: usage });
+      const first = await stack.chat(u.spender.key.secret, { ...ok, metadata: { mock_usage: usage } });
       assert.equal(first.status, 200, first.text);
       await gatewayCalled();
       assert.equal(toMicro(first.headers.get('x-provider-credits')), charge);
       // the budget becomes exactly what was spent: nothing is left for the next request
       stack.ctl('key', 'budget', String(u.spender.key.id), microToText(charge));
-      const second = await stack.chat(u.spender.key.secret, { ...ok, mock_usage: usage });
+      const second = await stack.chat(u.spender.key.secret, { ...ok, metadata: { mock_usage: usage } });
       await refused(second, 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
       assert.equal(stack.balance(u.spender.id), u.spender.balance0 - charge, 'charged once only');
       stack.ctl('key', 'budget', String(u.spender.key.id), 'none');
-      const third = await stack.chat(u.spender.key.secret, { ...ok, mock_usage: usage });
+      const third = await stack.chat(u.spender.key.secret, { ...ok, metadata: { mock_usage: usage } });
       assert.equal(third.status, 200, `without a budget the key works again: ${third.text}`);
       await gatewayCalled();
       u.spender.balance0 -= 2n * charge;

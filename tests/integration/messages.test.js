@@ -54,7 +54,7 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
   it('answers a Message with the exact charge (cache read and creation priced apart)', async () => {
     const before = stack.balance(user.id);
     const body = messagesBody('claude-main', {
-      max_tokens: 300, mock_usage: { prompt: 1000, completion: 250, cached: 4000, creation: 600 },
+      max_tokens: 300, metadata: { mock_usage: { prompt: 1000, completion: 250, cached: 4000, creation: 600 } },
     });
     const res = await messages(stack, user.key.secret, body);
     assert.equal(res.status, 200, res.text);
@@ -107,10 +107,10 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
   it('forwards natively: upstream id, normalised body, known version, betas, no client key', async () => {
     const body = {
       model: 'claude-main',
-      max_tokens: 1000,
+      max_tokens: 4000,
       thinking: { type: 'enabled', budget_tokens: 2000 },
       metadata: { user_id: 'session-1' },
-      some_future_field: { x: 1 },
+      stop_sequences: ['END'],
       system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
       tools: [{ name: 'Read', description: 'read a file', input_schema: { type: 'object' },
         cache_control: { type: 'ephemeral' } }],
@@ -147,7 +147,7 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
     assert.ok(!sent.includes('sig-abc'), sent);
     assert.ok(!sent.includes('iVBORw0KGgo='), sent);
     assert.deepEqual(last.body.metadata, { user_id: 'session-1' });
-    assert.deepEqual(last.body.some_future_field, { x: 1 });
+    assert.deepEqual(last.body.stop_sequences, ['END']);
     assert.deepEqual(last.body.system, [{ type: 'text', text: 'You are terse.' },
       { type: 'text', text: 'Mid-conversation reminder.' }]);
     assert.equal(last.body.messages.length, 3);
@@ -182,7 +182,7 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
     const before = stack.balance(user.id);
     const s = await messagesStream(stack, user.key.secret, messagesBody('claude-trickle', {
       messages: [{ role: 'user', content: 'hi' }],
-      mock_usage: { prompt: 5000, completion: 16, cached: 1000 },
+      metadata: { mock_usage: { prompt: 5000, completion: 16, cached: 1000 } },
     }));
     assert.equal(s.status, 200);
     assert.match(s.headers.get('content-type'), /^text\/event-stream/);

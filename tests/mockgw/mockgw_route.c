@@ -317,7 +317,11 @@ static int inference(mgw_ctx_t *x, mgw_family_t fam, bool body_ok,
         return family_error(x, fam, 400, "invalid_request_error", "invalid_fault",
                             "unknown mock fault in x-mock-fault or model", NULL);
     mgw_usage_init(&x->usage);
-    if (json_object_object_get_ex(x->body, "mock_usage", &mu)
+    /* at the top (a direct call) or in metadata, which mod_provider forwards
+     * on chat and messages (it refuses unknown top-level fields) */
+    if ((json_object_object_get_ex(x->body, "mock_usage", &mu)
+         || json_object_object_get_ex(json_object_object_get(x->body, "metadata"),
+                                      "mock_usage", &mu))
         && mgw_usage_parse_json(&x->usage, mu))
         return family_error(x, fam, 400, "invalid_request_error", "invalid_mock_usage",
                             "mock_usage must be an object of non-negative integers "

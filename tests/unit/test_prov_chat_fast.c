@@ -17,7 +17,8 @@ static const char *const taken[] = {
     " {\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"caf\\u00e9 \xe2\x82\xac\"},"
     "{\"type\":\"text\",\"text\":\"\"}]}, {\"role\":\"assistant\",\"content\":\"ok\"},"
     " {\"role\":\"developer\",\"content\":\"\\u20ac\"}] } \n",
-    "{\"model\":\"m\"," MSG ",\"max_tokens\":8,\"max_completion_tokens\":99,\"temperature\":0}",
+    "{\"model\":\"m\"," MSG ",\"max_tokens\":8,\"max_completion_tokens\":null,\"temperature\":0,"
+    "\"n\":8,\"top_p\":1,\"stop\":[\"x\"],\"seed\":1,\"user\":\"u\",\"store\":false}",
     "{\"model\":\"m\"," MSG ",\"stream\":false,\"tools\":null,\"temperature\":2.0,"
     "\"max_tokens\":null,\"n\":1,\"metadata\":{\"a\":[1,{\"b\":null}]}}",
     "{\"model\":\"m\"," MSG ",\"max_completion_tokens\":1000000,\"temperature\":1.5e0}",
@@ -46,6 +47,14 @@ static const char *const declined[] = {
     "{\"model\":\"m\"," MSG ",\"stream\":true}",
     "{\"model\":\"m\"," MSG ",\"tools\":[]}",
     "{\"model\":\"m\"," MSG ",\"max_tokens\":0}",
+    "{\"model\":\"m\"," MSG ",\"max_tokens\":8,\"max_completion_tokens\":99}",
+    "{\"model\":\"m\"," MSG ",\"n\":0}",
+    "{\"model\":\"m\"," MSG ",\"n\":9}",
+    "{\"model\":\"m\"," MSG ",\"n\":2.0}",
+    "{\"model\":\"m\"," MSG ",\"n\":\"2\"}",
+    "{\"model\":\"m\"," MSG ",\"best_of\":2}",
+    "{\"model\":\"m\"," MSG ",\"service_tier\":\"priority\"}",
+    "{\"model\":\"m\"," MSG ",\"parallel_tool_calls\":true}",
     "{\"model\":\"m\"," MSG ",\"max_tokens\":1000001}",
     "{\"model\":\"m\"," MSG ",\"max_tokens\":16.0}",
     "{\"model\":\"m\"," MSG ",\"max_tokens\":-1}",
@@ -89,6 +98,10 @@ static void test_taken_as_json_c_takes(void)
                               APR_SUCCESS);
         CU_ASSERT_STRING_EQUAL(fast.model, tree->model);
         CU_ASSERT_EQUAL(fast.max_tokens, tree->max_tokens);
+        CU_ASSERT_EQUAL(fast.n, tree->n);
+        CU_ASSERT(fast.cap_field == tree->cap_field
+                  || (fast.cap_field && tree->cap_field
+                      && !strcmp(fast.cap_field, tree->cap_field)));
         CU_ASSERT_EQUAL(fast.prompt_bytes, tree->prompt_bytes);
         CU_ASSERT_EQUAL(fast.n_messages, tree->n_messages);
         check_same_upstream(&fast, tree, p);

@@ -3,7 +3,9 @@
  * normalisation that keeps coding-agent clients working (cache_control
  * stripped everywhere, thinking dropped, image/document and unknown blocks
  * refused in a message and replaced by a note in a tool_result, search
- * results there made text, system messages folded, unknown fields kept),
+ * results there made text, system messages folded; unknown top-level fields
+ * and a thinking budget not below max_tokens are tested in
+ * test_prov_messages_fields.c),
  * token kinds from Anthropic usage, the answer, and the stream relay (events
  * in order, usage from message_start and message_delta, the public model id
  * and credits written in, pieces of any size, a gateway's error event
@@ -57,7 +59,7 @@ static void test_valid_and_unknown_fields(void)
     prov_messages_req_t *req = parse_ok("{\"model\":\"m\",\"max_tokens\":64,\"stream\":true,"
         "\"system\":\"be brief\",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],"
         "\"metadata\":{\"user_id\":\"u1\"},\"output_config\":{\"effort\":\"low\"},"
-        "\"some_future_field\":[1,2]}", 0, p);
+        "\"stop_sequences\":[\"X\"],\"top_k\":5,\"service_tier\":\"auto\"}", 0, p);
     const char *up;
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     CU_ASSERT_STRING_EQUAL(req->model, "m");
@@ -67,7 +69,9 @@ static void test_valid_and_unknown_fields(void)
     CU_ASSERT_EQUAL(req->prompt_bytes, 8 + 5);
     up = prov_messages_upstream_body(req, "up-1", 0, p);
     HAS(up, "\"model\":\"up-1\"");
-    HAS(up, "\"some_future_field\":[1,2]");
+    HAS(up, "\"stop_sequences\":[\"X\"]");
+    HAS(up, "\"top_k\":5");
+    LACKS(up, "service_tier");     /* consumed: the default tier */
     HAS(up, "\"output_config\":{\"effort\":\"low\"}");
     HAS(up, "\"metadata\":{\"user_id\":\"u1\"}");
     HAS(up, "\"system\":\"be brief\"");
@@ -217,7 +221,7 @@ static void test_unknown_blocks(void)
 static void test_stripping(void)
 {
     apr_pool_t *p = prov_test_pool();
-    prov_messages_req_t *req = parse_ok("{\"model\":\"m\",\"max_tokens\":9,"
+    prov_messages_req_t *req = parse_ok("{\"model\":\"m\",\"max_tokens\":2048,"
         "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
         "\"cache_control\":{\"type\":\"ephemeral\"},"
         "\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\"}]},"

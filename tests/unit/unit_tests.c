@@ -184,6 +184,7 @@ int main(int argc, char **argv)
     prov_test_suite_usage();
     prov_test_suite_chat();
     prov_test_suite_chat_fast();
+    prov_test_suite_fields();
     prov_test_suite_catalog();
     prov_test_suite_sse();
     prov_test_suite_cache();

@@ -51,6 +51,7 @@ void prov_test_suite_plans(void);
 void prov_test_suite_usage(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_chat_fast(void);
+void prov_test_suite_fields(void);
 void prov_test_suite_catalog(void);
 void prov_test_suite_sse(void);
 void prov_test_suite_cache(void);
