@@ -69,6 +69,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
 {
     server_rec *vs;
     int configured = 0;
+    apr_int64_t engine_hold = 0;
     log_server = s;
     prov_log_set(log_bridge, NULL, PROV_LOG_DEBUG);
     if (prov_gateway_global_init() != APR_SUCCESS) {
@@ -107,12 +108,26 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
         /* The engine and the clock are per process: the first enabled server's
          * settings apply (documented in provider.conf). */
         if (!configured++) {
+            engine_hold = c->hold_timeout;
             prov_billing_configure(c->hold_timeout);
             prov_clock_set_file(c->clock_file);
             if (c->clock_file)
                 ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00007: "
                              "ProviderClockFile is set: time comes from %s (tests only)",
                              c->clock_file);
+        }
+        {
+            int lowered = 0;
+            const char *why = provider_config_stream_check(c, engine_hold, &lowered, ptemp);
+            if (why) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00009: %s", why);
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+            if (lowered)
+                ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00018: streams last at "
+                             "most %" APR_INT64_T_FMT " s here (ProviderStreamMaxDuration "
+                             "unset: half of ProviderHoldTimeout, %" APR_INT64_T_FMT " s)",
+                             c->stream_max, engine_hold);
         }
         {
             const char *secrets[] = { c->gateway_url, token, NULL };

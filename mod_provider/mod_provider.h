@@ -79,6 +79,7 @@ typedef struct provider_srv_conf {
     const char *messages_family;
     apr_int64_t default_max_tokens;
     apr_int64_t hold_timeout;       /* seconds */
+    apr_int64_t stream_max;         /* seconds a stream may last (below the hold timeout) */
     apr_int64_t lookup_ttl;         /* seconds the key and model lookups are cached */
     const char *clock_file;         /* tests only */
     apr_int64_t ping_interval;      /* seconds between keep-alive events of a silent stream */
@@ -109,6 +110,12 @@ void provider_config_defaults(provider_srv_conf *c);
 /* What is wrong with c's sign-in directives taken together (a message naming
  * the directive), or NULL (post_config). */
 const char *provider_config_signin_check(const provider_srv_conf *c, apr_pool_t *p);
+/* ProviderStreamMaxDuration against the engine's hold timeout (post_config):
+ * a stream must end before its hold could expire. Set at or above it: what
+ * is wrong (a start-up error). Unset: the default, 1800 s, or half the hold
+ * timeout when that is not above it (*lowered: a start-up notice). */
+const char *provider_config_stream_check(provider_srv_conf *c, apr_int64_t hold_timeout,
+                                         int *lowered, apr_pool_t *p);
 /* The effective configuration of r's server. A virtual host without
  * directives of this module shares its main server's structure. */
 provider_srv_conf *provider_conf(request_rec *r);
@@ -296,6 +303,8 @@ typedef struct provider_stream_t {
                                    * calling provider_stream_write */
     apr_time_t last_write;
     apr_interval_time_t ping;     /* ProviderStreamPingInterval */
+    apr_time_t deadline;          /* the request's start + ProviderStreamMaxDuration */
+    int too_long;                 /* ended at the deadline (by us, like a gateway cut) */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
     apr_size_t refusal_len;
 } provider_stream_t;
@@ -346,6 +355,15 @@ int provider_stream_finish(provider_stream_t *x);
 int provider_stream_commit(provider_infer_t *in, provider_stream_t *x);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);
+/* A stream the client has, cut short (not complete, not left by the client,
+ * not ended by a gateway error event; rv: the transfer's result): its
+ * ledger status when nothing is reported ("max_duration", "timeout" or
+ * "cut"), and the error the client is told, naming the limit or the
+ * gateway (what_cut: the transport's words for a gateway cut) and the
+ * charge. */
+const char *provider_stream_cut_status(const provider_stream_t *x, apr_status_t rv);
+prov_error_t *provider_stream_cut_error(const provider_stream_t *x, apr_status_t rv,
+                                        const char *what_cut, prov_micro_t charge);
 /* Streams the gateway's answer to body at path through how and settles it;
  * returns what the handler returns. */
 int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, const char *path,

@@ -16,6 +16,7 @@
 #define DEFAULT_MAX_TOKENS      32768
 #define DEFAULT_LOOKUP_TTL      2
 #define DEFAULT_PING_INTERVAL   10
+#define DEFAULT_STREAM_MAX      1800
 
 provider_srv_conf *provider_conf(request_rec *r)
 {
@@ -52,6 +53,7 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
     c->default_max_tokens = PROVIDER_UNSET;
     c->ping_interval = PROVIDER_UNSET;
     c->hold_timeout = PROVIDER_UNSET;
+    c->stream_max = PROVIDER_UNSET;
     c->lookup_ttl = PROVIDER_UNSET;
     c->cookie_secure = PROVIDER_UNSET;
     return c;
@@ -75,6 +77,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(default_max_tokens);
     MERGE_NUM(ping_interval);
     MERGE_NUM(hold_timeout);
+    MERGE_NUM(stream_max);
     MERGE_NUM(lookup_ttl);
     MERGE_PTR(clock_file);
     MERGE_PTR(journal_dir);
@@ -99,6 +102,26 @@ void provider_config_defaults(provider_srv_conf *c)
     if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
     if (c->cookie_secure == PROVIDER_UNSET) c->cookie_secure = 1;
     if (!c->web_root) c->web_root = PROVIDER_WEB_ROOT_DEFAULT;
+}
+
+const char *provider_config_stream_check(provider_srv_conf *c, apr_int64_t hold_timeout,
+                                         int *lowered, apr_pool_t *p)
+{
+    *lowered = 0;
+    if (c->stream_max != PROVIDER_UNSET) {
+        if (c->stream_max >= hold_timeout)
+            return apr_psprintf(p, "ProviderStreamMaxDuration (%" APR_INT64_T_FMT " s) must be "
+                                "below ProviderHoldTimeout (%" APR_INT64_T_FMT " s), so that "
+                                "no hold expires while its stream runs", c->stream_max,
+                                hold_timeout);
+        return NULL;
+    }
+    c->stream_max = DEFAULT_STREAM_MAX;
+    if (c->stream_max >= hold_timeout) {
+        c->stream_max = hold_timeout / 2 > 0 ? hold_timeout / 2 : 1;
+        *lowered = 1;
+    }
+    return NULL;
 }
 
 /* Non-zero when url's host is a loopback name or address (127.0.0.1,
@@ -285,6 +308,10 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderHoldTimeout", set_int, OFF(hold_timeout), RSRC_CONF,
                   "Seconds after which a reservation that was never settled (its worker "
                   "died) is released (default 3600)"),
+    AP_INIT_TAKE1("ProviderStreamMaxDuration", set_int, OFF(stream_max), RSRC_CONF,
+                  "Seconds a streamed answer may last; then it is ended like a gateway cut "
+                  "and charged for what was delivered (default 1800; below "
+                  "ProviderHoldTimeout)"),
     AP_INIT_TAKE1("ProviderLookupCacheTTL", set_int0, OFF(lookup_ttl), RSRC_CONF,
                   "Seconds a child caches key and model lookups (default 2; 0 = off). "
                   "The billing transaction re-checks them either way"),

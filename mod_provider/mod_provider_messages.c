@@ -151,15 +151,11 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
         provider_infer_commit(in);
         return OK;
     }
-    charge = provider_infer_bill(in, &d, failed ? "error" : "cut", failed ? "error"
-                                 : rv == APR_TIMEUP ? "timeout" : "cut");
+    charge = provider_infer_bill(in, &d, failed ? "error" : x->too_long ? "max_duration" : "cut",
+                                 failed ? "error" : provider_stream_cut_status(x, rv));
     if (!failed) {
-        prov_error_t *e = prov_error_make(r->pool, rv == APR_TIMEUP ? PROV_E_GATEWAY_TIMEOUT
-                                                                    : PROV_E_GATEWAY_ERROR,
-                                          NULL, "The model gateway ended the stream before "
-                                          "the message was complete; %s credits were charged "
-                                          "for what was delivered.",
-                                          prov_money_format(charge, r->pool));
+        prov_error_t *e = provider_stream_cut_error(x, rv, "The model gateway ended the stream "
+                                                    "before the message was complete", charge);
         const char *ev = prov_messages_error_event(e, charge, r->pool);
         provider_stream_write(x, ev, strlen(ev));
     }

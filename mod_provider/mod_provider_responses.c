@@ -118,20 +118,19 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     r->connection->keepalive = AP_CONN_CLOSE;
     d.client_left = x->client_gone;
     charge = provider_infer_bill(in, &d, x->client_gone ? "client_cut" : gw_error ? "error"
-                                 : "cut", x->client_gone ? "client_gone" : gw_error ? "error"
-                                 : x->malformed ? "malformed" : rv == APR_TIMEUP ? "timeout"
-                                 : "cut");
+                                 : x->too_long ? "max_duration" : "cut",
+                                 x->client_gone ? "client_gone" : gw_error ? "error"
+                                 : x->malformed ? "malformed" : provider_stream_cut_status(x, rv));
     ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00140: responses stream %s cut short "
                   "(%s); charged %s credits", in->request_id,
                   x->client_gone ? "client went away" : gw_error ? "gateway error"
-                  : x->malformed ? "malformed gateway stream" : "gateway stream ended",
+                  : x->malformed ? "malformed gateway stream"
+                  : x->too_long ? "ProviderStreamMaxDuration" : "gateway stream ended",
                   prov_money_format(charge, r->pool));
     if (!x->client_gone) {
-        prov_resp_stream_fail(s, rv == APR_TIMEUP ? "GATEWAY_TIMEOUT" : "GATEWAY_ERROR",
-                              apr_psprintf(r->pool, "The model's answer was cut short by the "
-                                           "gateway; %s credits were charged for what was "
-                                           "delivered.", prov_money_format(charge, r->pool)),
-                              charge);
+        prov_error_t *e = provider_stream_cut_error(x, rv, "The model's answer was cut short "
+                                                    "by the gateway", charge);
+        prov_resp_stream_fail(s, prov_error_info(e->code)->code, e->message, charge);
         provider_stream_finish(x);
     }
     provider_infer_commit(in);

@@ -10,8 +10,11 @@
  * and the stream's headers with the first one, a client that went away
  * noticed (c->aborted, or a write that failed) and the transfer stopped
  * with it, a keep-alive event while the gateway is silent, a refusal's body
- * kept for an error answer, and what happens when nothing reached the
- * client yet: a plain error in the transport's shape, the hold released.
+ * kept for an error answer, a stream's maximum duration
+ * (ProviderStreamMaxDuration, from the request's start, looked at with the
+ * once-a-second tick: no clock read on the data path), and what happens
+ * when nothing reached the client yet: a plain error in the transport's
+ * shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was
  * delivered (docs/internals/broken-streams.md); a complete one is ended for
  * the client (provider_stream_finish) before its settlement is written. */
@@ -166,19 +169,50 @@ static apr_status_t on_idle(void *baton)
     return x->out->len ? flush_events(x) : APR_SUCCESS;
 }
 
-/* While the gateway is silent: a keep-alive event after the interval; notices
- * a client that has gone (the transfer then stops, and with it the upstream
- * work). */
+/* About once a second (while the gateway is silent, and between its
+ * bytes): notices a client that has gone and a stream that reached its
+ * maximum duration (the transfer then stops, and with it the upstream
+ * work); a keep-alive event after the interval of silence. */
 static apr_status_t on_tick(void *baton)
 {
     provider_stream_t *x = baton;
+    apr_time_t now;
     if (provider_stream_gone(x))
         return APR_ECONNABORTED;
-    if (x->started && apr_time_now() - x->last_write >= x->ping) {
+    now = apr_time_now();
+    if (now >= x->deadline) {
+        x->too_long = 1;
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, x->r, "PROV00104: the stream reached "
+                      "ProviderStreamMaxDuration (%" APR_INT64_T_FMT " s): ended",
+                      (apr_int64_t)apr_time_sec(x->deadline - x->r->request_time));
+        return APR_ECONNABORTED;
+    }
+    if (x->how->ping && x->started && now - x->last_write >= x->ping) {
         const char *ping = x->how->ping();
         return provider_stream_write(x, ping, strlen(ping));
     }
     return APR_SUCCESS;
+}
+
+const char *provider_stream_cut_status(const provider_stream_t *x, apr_status_t rv)
+{
+    return x->too_long ? "max_duration" : rv == APR_TIMEUP ? "timeout" : "cut";
+}
+
+prov_error_t *provider_stream_cut_error(const provider_stream_t *x, apr_status_t rv,
+                                        const char *what_cut, prov_micro_t charge)
+{
+    apr_pool_t *p = x->r->pool;
+    const char *credits = prov_money_format(charge, p);
+    if (x->too_long)
+        return prov_error_make(p, PROV_E_STREAM_MAX_DURATION, NULL, "The stream reached the "
+                               "longest time a stream may last here (%" APR_INT64_T_FMT " s); "
+                               "%s credits were charged for what was delivered.",
+                               (apr_int64_t)apr_time_sec(x->deadline - x->r->request_time),
+                               credits);
+    return prov_error_make(p, rv == APR_TIMEUP ? PROV_E_GATEWAY_TIMEOUT : PROV_E_GATEWAY_ERROR,
+                           NULL, "%s; %s credits were charged for what was delivered.",
+                           what_cut, credits);
 }
 
 /* Nothing has gone to the client: the gateway refused, failed, sent no
@@ -209,6 +243,10 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
         provider_infer_release(in, "refused");
         return provider_send_error(r, family, prov_gwerror_client(early, r->pool));
     }
+    if (x->too_long) {
+        provider_infer_release(in, "max_duration");
+        return provider_send_error(r, family, provider_stream_cut_error(x, rv, NULL, 0));
+    }
     if (rv != APR_SUCCESS && !x->malformed)
         return provider_infer_gateway_failed(in, rv);
     provider_infer_release(in, "malformed");
@@ -229,9 +267,10 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     x.out = prov_sse_buf_create(r->pool);
     x.ping = apr_time_from_sec(in->conf->ping_interval);
+    x.deadline = r->request_time + apr_time_from_sec(in->conf->stream_max);
     x.translator = how->open(in, &x);
     cb.data = on_data;
-    cb.tick = how->ping ? on_tick : NULL;
+    cb.tick = on_tick;
     cb.idle = on_idle;
     cb.baton = &x;
     rv = prov_gateway_stream_with(&x.status, in->conf->gateway, path, body, strlen(body),

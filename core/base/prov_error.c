@@ -28,6 +28,7 @@ static const prov_errinfo_t table[PROV_E__COUNT] = {
     [PROV_E_SERVICE_UNAVAILABLE]    = { "SERVICE_UNAVAILABLE", 503, "server_error", "overloaded_error" },
     [PROV_E_MODEL_NOT_PRICED]       = { "MODEL_NOT_PRICED", 503, "server_error", "api_error" },
     [PROV_E_GATEWAY_TIMEOUT]        = { "GATEWAY_TIMEOUT", 504, "timeout_error", "timeout_error" },
+    [PROV_E_STREAM_MAX_DURATION]    = { "STREAM_MAX_DURATION", 504, "timeout_error", "timeout_error" },
 };
 
 const prov_errinfo_t *prov_error_info(prov_errcode_e code)

@@ -28,6 +28,7 @@ typedef enum {
     PROV_E_SERVICE_UNAVAILABLE,   /* 503 (database, schema, configuration) */
     PROV_E_MODEL_NOT_PRICED,      /* 503, the model has no input/output rate yet */
     PROV_E_GATEWAY_TIMEOUT,       /* 504 */
+    PROV_E_STREAM_MAX_DURATION,   /* 504, a stream that reached ProviderStreamMaxDuration */
     PROV_E__COUNT
 } prov_errcode_e;
 

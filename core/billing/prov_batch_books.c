@@ -6,6 +6,7 @@
  * made of. */
 #include <string.h>
 #include "prov_batch_int.h"
+#include "prov_log.h"
 #include "prov_store_billing.h"
 
 /* A bucket's key in b->deltas: binary, no formatting on the hot path. A
@@ -97,27 +98,77 @@ apr_status_t prov_batch_flush(batch_t *b)
 }
 
 
-apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
-                               prov_micro_t charge, const char *status, int *moved)
+/* Writes r's row (label: its status before, reserved or expired) with
+ * tokens t, charge and status at b->now; *n: rows written (0 or 1). */
+static apr_status_t settle_row(batch_t *b, const char *label, const prov_reservation_t *r,
+                               const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                               int *n)
 {
     apr_pool_t *p = b->p;
-    int n = 0;
-    prov_micro_t diff = prov_i64_sub_sat(charge, r->hold);
-    apr_status_t rv = prov_store_exec(b->s, &n, "bill_ledger_settle",
+    *n = 0;
+    return prov_store_exec(b->s, n, label,
         PROV_ARGS(prov_i64(t->input, p), prov_i64(t->output, p), prov_i64(t->cache, p),
                   prov_i64(t->reasoning, p), prov_i64(charge, p), prov_i64(charge, p),
                   status, prov_i64(b->now, p), r->request_id), p);
+}
+
+/* Moves amount of r's funding into (amount > 0) or out of the buckets of
+ * the time its hold was taken, and out of or into the balance. */
+static void charge_move(batch_t *b, const prov_reservation_t *r, prov_micro_t amount)
+{
+    if (!amount)
+        return;
+    prov_batch_usage(b, r->user_id, r->key_id, r->created_at, amount, r->from_plan, 0);
+    if (!r->from_plan)
+        prov_batch_balance(b, r->user_id, prov_i64_sub_sat(0, amount));
+}
+
+/* A settlement that comes after the sweep expired its row: the expiry gave
+ * the hold back, so the whole charge is applied as a charge (to the key's
+ * week and the plan windows or the balance, whichever funded the hold).
+ * Once: the row leaves 'expired' in the statement that finds it. */
+static apr_status_t settle_late(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
+                                prov_micro_t charge, const char *status, int *moved)
+{
+    char buf[32];
+    int n = 0;
+    apr_status_t rv = settle_row(b, "bill_ledger_settle_late", r, t, charge, status, &n);
+    if (rv != APR_SUCCESS || n != 1)
+        return rv;
+    *moved = 1;
+    charge_move(b, r, charge);
+    prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00058: request %s was settled (%s, %s credits) "
+             "after its hold expired: charged late. ProviderHoldTimeout should stay above "
+             "ProviderStreamMaxDuration", r->request_id, status,
+             prov_money_format_buf(buf, charge));
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
+                               prov_micro_t charge, const char *status, int *moved)
+{
+    int n = 0;
+    apr_status_t rv = settle_row(b, "bill_ledger_settle", r, t, charge, status, &n);
+    *moved = 0;
     if (rv != APR_SUCCESS)
         return rv;
-    *moved = (n == 1);
-    if (n != 1)
-        return APR_SUCCESS;          /* settled, released or expired before */
-    if (diff) {
-        prov_batch_usage(b, r->user_id, r->key_id, r->created_at, diff, r->from_plan, 0);
-        if (!r->from_plan)
-            prov_batch_balance(b, r->user_id, prov_i64_sub_sat(0, diff));
-    }
+    if (n != 1)                      /* settled or released before, or expired */
+        return settle_late(b, r, t, charge, status, moved);
+    *moved = 1;
+    charge_move(b, r, prov_i64_sub_sat(charge, r->hold));
     return APR_SUCCESS;
+}
+
+apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, const char *status,
+                                    int *moved)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    int n = 0;
+    apr_status_t rv = settle_row(b, "bill_ledger_settle", r, &none, 0, status, &n);
+    *moved = rv == APR_SUCCESS && n == 1;
+    if (*moved)
+        charge_move(b, r, prov_i64_sub_sat(0, r->hold));
+    return rv;
 }
 
 

@@ -9,7 +9,6 @@
 
 apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *stale = apr_array_make(b->p, 8, sizeof(prov_reservation_t));
@@ -33,7 +32,7 @@ apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
         return rv;
     for (i = 0; i < stale->nelts; i++) {
         prov_reservation_t *r = &APR_ARRAY_IDX(stale, i, prov_reservation_t);
-        if ((rv = prov_batch_settle(b, r, &none, 0, "expired", &moved)) != APR_SUCCESS)
+        if ((rv = prov_batch_release_row(b, r, "expired", &moved)) != APR_SUCCESS)
             return rv;
         *count += moved;
     }
@@ -102,7 +101,6 @@ apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
 /* One hold or lease given back by hand (op->request_id): as an expiry. */
 apr_status_t prov_batch_drop(batch_t *b, prov_op_t *op)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     prov_reservation_t r;
@@ -133,7 +131,7 @@ apr_status_t prov_batch_drop(batch_t *b, prov_op_t *op)
     if (found) {
         apr_int64_t now = b->now;
         b->now = op->at;             /* the row says when it was released */
-        rv = prov_batch_settle(b, &r, &none, 0, op->status, &moved);
+        rv = prov_batch_release_row(b, &r, op->status, &moved);
         b->now = now;
     }
     op->swept = moved;

@@ -54,10 +54,16 @@ void prov_batch_balance(batch_t *b, apr_int64_t user_id, prov_micro_t amount);
 /* Writes the bucket and balance changes summed so far, and starts anew. */
 apr_status_t prov_batch_flush(batch_t *b);
 /* Completes r's reserved row with tokens t, charge and status at b->now,
- * and gives back hold - charge; *moved: 0 when the row was no longer
- * reserved (settled, released or expired before: nothing moved). */
+ * and gives back hold - charge. A row the sweep expired meanwhile (its hold
+ * given back) is completed too, its whole charge applied as a charge
+ * (PROV00058). *moved: 0 when the row was neither (settled or released
+ * before: nothing moved), so that a settlement lands exactly once. */
 apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
                                prov_micro_t charge, const char *status, int *moved);
+/* Gives r's reserved row back with status and no charge (an expiry, a hold
+ * released by hand); *moved: 0 when it was no longer reserved. */
+apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, const char *status,
+                                    int *moved);
 /* The account (balance, blocked, plan windows), key (secret, budget, week)
  * and model (enabled) as this batch sees them, read once per batch. */
 apr_status_t prov_batch_account(acct_t **pa, batch_t *b, apr_int64_t user_id);

@@ -214,6 +214,14 @@ static const prov_stmt_def_t statements[] = {
       "reasoning_tokens = %lld, credits = %lld, "
       "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
       "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'reserved'" },
+    /* The same for a row the sweep expired while its request still ran (a
+     * late settlement, prov_batch_books.c): the row leaves 'expired' in the
+     * statement that finds it, so that it is completed once. */
+    { "bill_ledger_settle_late",
+      "UPDATE ledger SET input_tokens = %lld, output_tokens = %lld, cache_tokens = %lld, "
+      "reasoning_tokens = %lld, credits = %lld, "
+      "plan_credits = CASE WHEN source = 'plan' THEN %lld ELSE 0 END, "
+      "status = %s, settled_at = %lld WHERE request_id = %s AND status = 'expired'" },
     /* A request drawn from a lease, written once it is settled: the whole
      * row at once (SQLite; PostgreSQL gets many rows per statement). args:
      * id, user, key, model, transport, tokens x4, hold, charge, plan charge,

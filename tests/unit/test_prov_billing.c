@@ -245,11 +245,21 @@ static void test_reserve_upto(void)
     apr_pool_destroy(f.p);
 }
 
+/* The sum of scope's bucket column (credits, plan_credits, requests). */
+static apr_int64_t bucket_sum(bf_fixture_t *f, const char *column, const char *scope)
+{
+    return bf_value(f, apr_psprintf(f->p, "SELECT COALESCE(SUM(%s), 0) FROM usage_buckets "
+                                          "WHERE scope = '%s'", column, scope));
+}
+
+/* A hold expires while its request still runs; the request's settlement
+ * then completes the row and applies its whole charge (the expiry gave the
+ * hold back), once: retried, it moves nothing. */
 static void test_expire(void)
 {
     bf_fixture_t f;
     prov_reservation_t *r;
-    prov_tokens_t t = { 1, 1, 0, 0 };
+    prov_tokens_t t = { 7, 9, 0, 0 };
     int n = -1;
     bf_setup(&f, 10 * C, 0, 0);
     r = bf_reserve(&f, "e-1", 4 * C, T0, NULL);
@@ -262,10 +272,139 @@ static void test_expire(void)
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
     CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 1);
-    /* The late worker's settlement finds the row gone: nothing moves twice. */
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7200, f.p),
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), 0);
+    /* The late settlement lands: the row completed, the charge applied. */
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7200, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
+    CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'e-1' "
+                                 "AND status = 'ok'"), C);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT output_tokens FROM ledger WHERE request_id = 'e-1'"),
+                    9);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT settled_at FROM ledger WHERE request_id = 'e-1'"),
+                    T0 + 7200);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), C);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "user:h"), C);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "user:m"), C);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "requests", "user:h"), 1);
+    /* Never twice: a retried settlement, or another sweep. */
+    r->settled = 0;
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7201, f.p),
                     APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 2 * PROV_HOLD_TIMEOUT_DEFAULT, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), C);
+    /* A hold released by hand stays free (`providerctl hold release`). */
+    r = bf_reserve(&f, "e-2", C, T0 + 7300, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&n, f.src, "e-2", "released", T0 + 7301, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7302, f.p),
+                    APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
+    apr_pool_destroy(f.p);
+}
+
+/* A late settlement of a plan-funded hold lands in the plan's windows and
+ * the key's week (the limits then refuse what they would have refused had
+ * the hold stayed), never in the balance. */
+static void test_expire_late_plan(void)
+{
+    bf_fixture_t f;
+    prov_reservation_t *r;
+    prov_error_t *err = NULL;
+    prov_tokens_t t = { 1, 1, 0, 0 };
+    int n = -1;
+    bf_setup(&f, C, 1, 4 * C);
+    with_plan(&f, 3 * C, 100 * C, T0 - 10);
+    r = bf_reserve(&f, "lp-1", 2 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE_FATAL(r->from_plan);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 1);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:m"), 0);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 3 * C / 2, "ok", T0 + 3602, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(bf_balance(&f), C);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:m"), 3 * C / 2);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:h"), 3 * C / 2);
+    CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), 3 * C / 2);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT plan_credits FROM ledger WHERE request_id = 'lp-1'"),
+                    3 * C / 2);
+    /* 1.5 of the 5-hour window's 3 used: a 2-credit hold is paid from the
+     * balance (1 credit: refused), as it would have been. */
+    CU_ASSERT_PTR_NULL(bf_reserve(&f, "lp-2", 2 * C, T0 + 3603, &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_PTR_NOT_NULL(bf_reserve(&f, "lp-3", 3 * C / 2, T0 + 3603, NULL));
+    /* The key's week: 1.5 + 1.5 held of 4; 1.5 more does not fit. */
+    CU_ASSERT_PTR_NULL(bf_reserve(&f, "lp-4", 3 * C / 2, T0 + 3604, &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_KEY_BUDGET_EXCEEDED);
+    apr_pool_destroy(f.p);
+}
+
+/* A dead process's journal replayed after the sweep expired its rows: a
+ * hold's settlement and a drawn request's (its row written as a hold, a
+ * long request) each complete their row once and charge in full; the same
+ * records again move nothing. */
+static void test_expire_late_replay(void)
+{
+    bf_fixture_t f;
+    prov_reservation_t *r1, *r2;
+    prov_journal_rec_t recs[2];
+    prov_op_t op;
+    int n = -1, i, round;
+    bf_setup(&f, 10 * C, 0, 0);
+    r1 = bf_reserve(&f, "lr-1", 2 * C, T0, NULL);
+    r2 = bf_reserve(&f, "lr-2", 3 * C, T0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
+    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 2);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
+    memset(recs, 0, sizeof(recs));
+    for (i = 0; i < 2; i++) {
+        const prov_reservation_t *r = i ? r2 : r1;
+        recs[i].request_id = r->request_id;
+        recs[i].transport = "chat";
+        recs[i].status = i ? "estimated" : "ok";
+        recs[i].user_id = r->user_id;
+        recs[i].key_id = r->key_id;
+        recs[i].model_id = r->model_id;
+        recs[i].created_at = r->created_at;
+        recs[i].settled_at = T0 + PROV_HOLD_TIMEOUT_DEFAULT + 5;
+        recs[i].tokens.output = 10 + i;
+        recs[i].hold = r->hold;
+        recs[i].charge = (i + 1) * C / 2;
+        recs[i].drawn = i;           /* lr-2: drawn, its row written as a hold */
+    }
+    for (round = 0; round < 2; round++) {
+        memset(&op, 0, sizeof(op));
+        op.kind = PROV_OP_REPLAY;
+        op.p = f.p;
+        op.recs = recs;
+        op.nrecs = 2;
+        bf_hold_store(&f);
+        CU_ASSERT_EQUAL(prov_billing_run_batch(f.s, &op, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
+        bf_release_store(&f);
+        CU_ASSERT_EQUAL(op.swept, round ? 0 : 2);
+        CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 3 * C / 2);
+        CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), 3 * C / 2);
+        CU_ASSERT_EQUAL(bucket_sum(&f, "requests", "user:h"), 2);
+        CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 2);
+        CU_ASSERT_EQUAL(bf_count_status(&f, "estimated"), 1);
+        CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'lr-1' "
+                                     "AND status = 'ok'"), C / 2);
+    }
+    /* The live settlement that raced the replay finds it done. */
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, &recs[0].tokens, C / 2, "ok", T0 + 4000,
+                                        f.p), APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 3 * C / 2);
     apr_pool_destroy(f.p);
 }
 
@@ -488,7 +627,8 @@ void prov_test_suite_billing(void)
                PROV_TEST(test_reserve_settle), PROV_TEST(test_release),
                PROV_TEST(test_insufficient), PROV_TEST(test_key_budget_retry_after),
                PROV_TEST(test_plan_then_balance), PROV_TEST(test_reserve_upto),
-               PROV_TEST(test_expire),
+               PROV_TEST(test_expire), PROV_TEST(test_expire_late_plan),
+               PROV_TEST(test_expire_late_replay),
                PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_no_writer_no_lease), PROV_TEST(test_status),
                PROV_TEST(test_window_math), PROV_TEST(test_huge_holds));

@@ -394,6 +394,14 @@ static void end_holds(bf_fixture_t *f, prov_leases_t *L, prov_op_t *ops, apr_int
     apr_sleep(2 * TEST_KEEP_IDLE);
 }
 
+/* Two seconds later for r's entry, drawn and still running (the slot's
+ * bound on its entries' age moves too): its hold is due to be written. */
+static void age_entry(prov_reservation_t *r)
+{
+    ((prov_entry_t *)r->entry)->drawn_at -= apr_time_from_sec(2);
+    ((prov_slot_t *)r->slot)->pending_oldest -= apr_time_from_sec(2);
+}
+
 /* The engine's steps one by one, on a lease table of the test's own: two
  * reservations at once get a lease; a third request draws from it; it is
  * still running when a batch writes its hold (it is a second old), and it
@@ -426,9 +434,7 @@ static void test_lease_settled_while_written(void)
                                          f.p));
     CU_ASSERT_TRUE(r->leased);
     CU_ASSERT_FALSE(prov_lease_due(&L));
-    /* two seconds later (the slot's bound on its entries' age moves too) */
-    ((prov_entry_t *)r->entry)->drawn_at -= apr_time_from_sec(2);
-    ((prov_slot_t *)r->slot)->pending_oldest -= apr_time_from_sec(2);
+    age_entry(r);
     CU_ASSERT_TRUE(prov_lease_due(&L));
     work = prov_lease_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
@@ -471,6 +477,67 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    C / 2);
+    bf_free_slots(&L);
+    apr_pool_destroy(f.p);
+}
+
+/* A drawn request that runs long: its hold is written as a row, the sweep
+ * expires that row (the lease, renewed, stays), and the request's
+ * settlement then completes it and charges it in full, once. */
+static void test_lease_written_expired(void)
+{
+    bf_fixture_t f;
+    prov_leases_t L;
+    prov_op_t ops[2];
+    prov_slot_t *work;
+    prov_reservation_t *r = NULL;
+    prov_tokens_t t = { 3, 4, 0, 0 };
+    const apr_int64_t later = T0 + 400;   /* another 5-minute bucket */
+    bf_setup(&f, 10000 * C, 0, 0);
+    bf_lease_table(&L, TEST_KEEP_IDLE);
+    bf_granted(&f, &L, ops);
+    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "x-3", C, T0 + 1,
+                                         f.p));
+    age_entry(r);
+    CU_ASSERT_TRUE_FATAL(prov_lease_due(&L));
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later, APR_SUCCESS));
+    CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 3);
+    /* A sweep with a 300-second timeout: the three holds are stale, the
+     * lease (moved to this bucket by the last batch) is not. */
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, NULL, later + 10, 1, 300, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 3);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT amount FROM billing_leases"), 1023 * C);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 1023 * C);
+    /* x-3 ends: an ordinary settlement of its row, which lands late. */
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", later + 20),
+                    PROV_LEASE_SETTLE_QUEUE);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, "ok", later + 20, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'x-3' "
+                                 "AND status = 'ok'"), C / 2);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 1023 * C - C / 2);
+    r->settled = 0;
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, "ok", later + 21, f.p),
+                    APR_EINCOMPLETE);
+    /* The two holds end without a charge; the lease goes back. */
+    end_holds(&f, &L, ops, later + 30);
+    CU_ASSERT_EQUAL(bf_count_status(&f, "failed"), 2);
+    work = prov_lease_take(&L, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later + 30, 0, 3600, f.p),
+                          APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later + 30, APR_SUCCESS));
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    C / 2);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'user:m'"),
                     C / 2);
     bf_free_slots(&L);
     apr_pool_destroy(f.p);
@@ -592,6 +659,7 @@ void prov_test_suite_billing_lease(void)
                PROV_TEST(test_lease_sequential), PROV_TEST(test_lease_sequential_refused),
                PROV_TEST(test_lease_beside_other_model), PROV_TEST(test_writer_stops_in_flight),
                PROV_TEST(test_lease_exact_limit), PROV_TEST(test_lease_plan_name),
-               PROV_TEST(test_lease_settled_while_written), PROV_TEST(test_lease_batch_cap),
+               PROV_TEST(test_lease_settled_while_written),
+               PROV_TEST(test_lease_written_expired), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire));
 }
