@@ -29,6 +29,7 @@
 #define prov_json_scan_int ref_json_scan_int
 #define prov_json_scan_member_int ref_json_scan_member_int
 #define prov_json_scan_render ref_json_scan_render
+#define prov_json_patched ref_json_patched
 #include "prov_json_scan.c"
 #undef prov_json_scan_object
 #undef prov_json_scan_strict
@@ -38,6 +39,7 @@
 #undef prov_json_scan_member
 #undef prov_json_scan_int
 #undef prov_json_scan_member_int
+#undef prov_json_patched
 #undef prov_json_scan_render
 
 #define SUB_LEVELS 4
