@@ -7,11 +7,28 @@
  * accepted request has a model and a positive max_tokens (or none), and its
  * upstream body is a JSON object naming the upstream model, with a non-empty
  * messages array of the counted length, only members the table forwards,
- * and no streaming and no tools. */
+ * and no streaming and no tools; with an output cap set by the service, that
+ * cap in every cap field (max_tokens when the client set none), on both
+ * paths alike. */
 #include "fuzz_common.h"
 #include "prov_chat.h"
 #include "prov_error.h"
 #include "prov_fields.h"
+
+/* The body forwarded with the service's cap of 777 tokens carries it in
+ * each cap member, and no other value of one. */
+static json_object *capped(const prov_chat_req_t *req, apr_pool_t *p)
+{
+    json_object *o = fuzz_reparse(prov_chat_upstream_body(req, "upstream-model", 777, p), p);
+    json_object *mt = NULL, *mct = NULL;
+    FUZZ_CHECK(json_object_is_type(o, json_type_object));
+    json_object_object_get_ex(o, "max_tokens", &mt);
+    json_object_object_get_ex(o, "max_completion_tokens", &mct);
+    FUZZ_CHECK(mt || mct);
+    FUZZ_CHECK(!mt || json_object_get_int64(mt) == 777);
+    FUZZ_CHECK(!mct || json_object_get_int64(mct) == 777);
+    return o;
+}
 
 static void check_upstream(const prov_chat_req_t *req, apr_pool_t *p)
 {
@@ -55,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(json_object_equal(
             fuzz_reparse(prov_chat_upstream_body(&fast, "upstream-model", 0, p), p),
             fuzz_reparse(prov_chat_upstream_body(tree, "upstream-model", 0, p), p)));
+        FUZZ_CHECK(json_object_equal(capped(&fast, p), capped(tree, p)));
     }
     if (prov_chat_parse(&req, &err, (const char *)data, size, p) == APR_SUCCESS) {
         FUZZ_CHECK(req && !err);
