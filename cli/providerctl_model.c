@@ -1,7 +1,8 @@
 /* providerctl_model.c: the `model` group: the catalog (public id, display
  * name, the gateway's upstream id, the family, the enabled and messages flags)
  * and its rate card in credits per 1M tokens of each kind; `none` clears a
- * rate (the catalog then shows null). */
+ * rate (the catalog then shows null); its maximum output (`default`: the
+ * server's ProviderDefaultMaxTokens). */
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
@@ -32,7 +33,15 @@ json_object *ctl_model_json(const void *rec)
     json_object_object_add(pr, "cache", rate_json(m->rates.cache));
     json_object_object_add(pr, "reasoning", rate_json(m->rates.reasoning));
     json_object_object_add(o, "pricing", pr);
+    /* null: the server's default (ProviderDefaultMaxTokens) */
+    json_object_object_add(o, "max_output_tokens",
+                           m->max_output > 0 ? json_object_new_int64(m->max_output) : NULL);
     return o;
+}
+
+static const char *max_output_text(const prov_model_t *m, apr_pool_t *p)
+{
+    return m->max_output > 0 ? prov_i64(m->max_output, p) : "default";
 }
 
 static const char *rate_text(prov_micro_t r, apr_pool_t *p)
@@ -57,8 +66,10 @@ static int model_print(ctl_t *ctl, const prov_model_t *m)
     ctl_kv("output rate:", rate_text(m->rates.output, p));
     ctl_kv("cache rate:", rate_text(m->rates.cache, p));
     ctl_kv("reasoning rate:", rate_text(m->rates.reasoning, p));
+    ctl_kv("max output:", max_output_text(m, p));
     printf("(rates in credits per 1M tokens; '-' = not set: cache falls back to input,\n"
-           " reasoning to output; a model without input and output rates is not served)\n");
+           " reasoning to output; a model without input and output rates is not served;\n"
+           " max output in tokens, 'default' = the server's ProviderDefaultMaxTokens)\n");
     return CTL_OK;
 }
 
@@ -98,7 +109,8 @@ static int model_add(ctl_t *ctl)
     if (rv == APR_EEXIST)
         return ctl_fail(ctl, "model '%s' already exists", id);
     if (rv == APR_EINVAL)
-        return ctl_usage(ctl, "invalid --upstream, --name or --family (%s)", FIELD_RULES);
+        return ctl_usage(ctl, "invalid --upstream, --name, --family or --max-output (%s)",
+                         FIELD_RULES);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "add the model");
     if (ctl_flag(ctl, "messages")) {
@@ -124,7 +136,7 @@ static void model_row(ctl_table_t *t, const void *rec, apr_pool_t *p)
                   *m->family ? m->family : "-", m->enabled ? "yes" : "no",
                   m->messages_enabled ? "on" : "off", rate_text(m->rates.input, p),
                   rate_text(m->rates.output, p), rate_text(m->rates.cache, p),
-                  rate_text(m->rates.reasoning, p));
+                  rate_text(m->rates.reasoning, p), max_output_text(m, p));
 }
 
 static int model_list(ctl_t *ctl)
@@ -138,9 +150,9 @@ static int model_list(ctl_t *ctl)
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the models");
     return ctl_list_print(ctl, models, ctl_model_json,
-                          ctl_table_make(ctl->pool, 10, "PUBLIC ID", "NAME", "UPSTREAM",
+                          ctl_table_make(ctl->pool, 11, "PUBLIC ID", "NAME", "UPSTREAM",
                                          "FAMILY", "ENABLED", "MESSAGES", "INPUT", "OUTPUT",
-                                         "CACHE", "REASONING"),
+                                         "CACHE", "REASONING", "MAX OUTPUT"),
                           model_row, "no models");
 }
 
@@ -159,24 +171,41 @@ static int apply_change(ctl_t *ctl, const prov_model_change_t *c, const char *wh
     if (rv == APR_NOTFOUND)
         return ctl_fail(ctl, "unknown model '%s'", id);
     if (rv == APR_EINVAL)
-        return ctl_usage(ctl, "invalid --upstream, --name or --family (%s)", FIELD_RULES);
+        return ctl_usage(ctl, "invalid --upstream, --name, --family or --max-output (%s)",
+                         FIELD_RULES);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "change the model");
     return show_after(ctl, id, what);
 }
 
+/* --max-output: `default`, or 1..PROV_OUTPUT_TOKENS_MAX tokens. */
+static int parse_max_output(ctl_t *ctl, apr_int64_t *out, const char *v)
+{
+    if (!strcmp(v, "default")) {
+        *out = PROV_MAX_OUTPUT_DEFAULT;
+        return CTL_OK;
+    }
+    if (prov_parse_i64(out, v) != APR_SUCCESS || *out < 1 || *out > PROV_OUTPUT_TOKENS_MAX)
+        return ctl_usage(ctl, "--max-output takes a number of tokens from 1 to %"
+                         APR_INT64_T_FMT " or 'default', not '%s'", PROV_OUTPUT_TOKENS_MAX, v);
+    return CTL_OK;
+}
+
 static int model_set(ctl_t *ctl)
 {
     prov_model_change_t c = { ctl_opt(ctl, "name"), ctl_opt(ctl, "upstream"),
-                              ctl_opt(ctl, "family"), -1, -1 };
+                              ctl_opt(ctl, "family"), -1, -1, 0 };
     const char *msg = ctl_opt(ctl, "messages");
+    const char *max_output = ctl_opt(ctl, "max-output");
     int rc;
 
     if (msg && (rc = parse_onoff(ctl, &c.messages_enabled, msg, "messages")) != CTL_OK)
         return rc;
-    if (!c.display_name && !c.upstream_id && !c.family && !msg)
-        return ctl_usage(ctl, "nothing to change: give --name, --upstream, --family or "
-                         "--messages");
+    if (max_output && (rc = parse_max_output(ctl, &c.max_output, max_output)) != CTL_OK)
+        return rc;
+    if (!c.display_name && !c.upstream_id && !c.family && !msg && !max_output)
+        return ctl_usage(ctl, "nothing to change: give --name, --upstream, --family, "
+                         "--messages or --max-output");
     return apply_change(ctl, &c, "changed");
 }
 
@@ -258,6 +287,7 @@ static const ctl_opt_t set_opts[] = {
     { "upstream", "UPSTREAM_ID", 0, "a new upstream id" },
     { "family", "FAMILY", 0, "a new family ('' for none)" },
     { "messages", "on|off", 0, "serve it on /v1/messages or not" },
+    { "max-output", "N|default", 0, "the most output tokens a request is forwarded with" },
     { NULL, NULL, 0, NULL }
 };
 
@@ -277,7 +307,11 @@ const ctl_cmd_t ctl_model_cmds[] = {
       "list the models with their flags and rates", NULL },
     { "show", "PUBLIC_ID", 1, 1, NULL, CTL_DB_READY, model_show, "show one model", NULL },
     { "set", "PUBLIC_ID", 1, 1, set_opts, CTL_DB_READY, model_set,
-      "change a model's name, upstream id, family or messages flag", NULL },
+      "change a model's name, upstream id, family, messages flag or maximum output",
+      "--max-output N: every request of the model is forwarded with an output cap of\n"
+      "at most N tokens (a client's larger cap is lowered to it; a request without a\n"
+      "cap gets it, or less when its limits cannot pay for N). 'default': the\n"
+      "server's ProviderDefaultMaxTokens (32768 unless configured)." },
     { "price", "PUBLIC_ID", 1, 1, price_opts, CTL_DB_READY, model_price,
       "set or clear a model's rates (credits per 1M tokens)",
       "Only the rates given change; 'none' clears one. A model is served only\n"

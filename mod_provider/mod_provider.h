@@ -27,6 +27,7 @@
 #include "prov_models.h"
 #include "prov_cache.h"
 #include "prov_estimate.h"
+#include "prov_worst.h"
 #include "prov_gwerror.h"
 #include "prov_redact.h"
 #include "prov_json_scan.h"
@@ -182,6 +183,7 @@ typedef struct provider_call_t {
     apr_size_t prompt_bytes;      /* for the input estimate */
     int n_messages;
     apr_int64_t max_output;       /* the request's output cap; -1 when none */
+    apr_int64_t choices;          /* answers asked for (chat's n); 0 or 1: one */
     int stream;                   /* answered as an event stream */
 } provider_call_t;
 
@@ -202,9 +204,13 @@ typedef struct provider_infer_t {
     prov_model_t *model;
     prov_rates_t eff;             /* the model's effective rates */
     prov_micro_t hold;
-    apr_int64_t input_estimate;   /* the input tokens the hold assumed */
-    apr_int64_t max_output;       /* the output a settlement believes: the request's
-                                   * cap, else PROV_OUTPUT_TOKENS_MAX */
+    prov_worst_t worst;           /* what the hold covers (prov_worst.h) */
+    apr_int64_t cap;              /* the output cap of each choice the gateway is sent */
+    apr_int64_t forward_cap;      /* cap when the body must carry it (the client set
+                                   * none, or a larger one); 0: the client's own */
+    apr_int64_t input_estimate;   /* the input tokens an estimate charges */
+    apr_int64_t max_output;       /* the output a settlement believes: cap for each
+                                   * choice */
     prov_reservation_t *res;
     prov_micro_t charge;          /* after provider_infer_settle */
     /* The settlement staged until the answer is out (provider_infer_commit). */
@@ -224,10 +230,12 @@ int provider_infer_recheck_key(provider_infer_t *in);
 /* The catalog model: known, enabled, priced; with messages_only also of the
  * messages family and enabled for it. */
 int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only);
-/* Holds the worst case (input_estimate tokens + max_output, or
- * ProviderDefaultMaxTokens when <= 0) and releases the database connection. */
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
-                           apr_int64_t max_output);
+/* Holds the request's worst case (prov_worst.h: its body, in->call's cap
+ * and choices, the model's maximum output) and releases the database
+ * connection; a request without a cap of its own may be held, and capped,
+ * for less (in->cap, told in x-provider-output-cap). input_estimate is what
+ * an estimate charges for the input. */
+int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
 /* Stages the charge of the gateway's usage t at the model's rates (an absurd

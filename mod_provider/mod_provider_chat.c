@@ -24,7 +24,7 @@ static const char *upstream(provider_infer_t *in, apr_table_t **headers)
 {
     prov_chat_req_t *req = in->call.req;
     *headers = NULL;
-    return prov_chat_upstream_body(req, in->model->upstream_id, in->r->pool);
+    return prov_chat_upstream_body(req, in->model->upstream_id, in->forward_cap, in->r->pool);
 }
 
 static const char *render(provider_infer_t *in, json_object *answer)

@@ -13,7 +13,7 @@
 #define DEFAULT_MAX_BODY        (4 * 1024 * 1024)
 #define DEFAULT_MODELS_TTL      30
 #define DEFAULT_MESSAGES_FAMILY "anthropic"
-#define DEFAULT_MAX_TOKENS      4096
+#define DEFAULT_MAX_TOKENS      32768
 #define DEFAULT_LOOKUP_TTL      2
 #define DEFAULT_PING_INTERVAL   10
 
@@ -277,8 +277,8 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderMessagesFamily", set_string, OFF(messages_family), RSRC_CONF,
                   "Model family served by /v1/messages (default anthropic)"),
     AP_INIT_TAKE1("ProviderDefaultMaxTokens", set_max_tokens, OFF(default_max_tokens),
-                  RSRC_CONF, "Output tokens assumed for the cost estimate when a request "
-                  "sets none (default 4096, at most 1000000)"),
+                  RSRC_CONF, "The maximum output of a catalog model without its own "
+                  "(providerctl model set --max-output; default 32768, at most 1000000)"),
     AP_INIT_TAKE1("ProviderStreamPingInterval", set_int, OFF(ping_interval), RSRC_CONF,
                   "Seconds of gateway silence after which a stream gets a keep-alive "
                   "event (default 10)"),

@@ -99,8 +99,7 @@ int provider_drive(request_rec *r, const provider_transport_t *t)
     if ((st = provider_drive_prepare(&in, r, t)) != PROVIDER_GO)
         return st;
     st = provider_infer_reserve(in, prov_billing_input_estimate(in->call.prompt_bytes,
-                                                                in->call.n_messages),
-                                in->call.max_output);
+                                                                in->call.n_messages));
     if (st != PROVIDER_GO)
         return st;
     if (t->held)

@@ -166,27 +166,42 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
     return PROVIDER_GO;
 }
 
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate,
-                           apr_int64_t max_output)
+/* The cap the gateway is sent, from what was held: the client's own, or
+ * ours (the model's maximum, or what the limits could pay for), told in
+ * x-provider-output-cap whenever it is not the client's. */
+static void set_cap(provider_infer_t *in)
+{
+    prov_worst_t *w = &in->worst;
+    request_rec *r = in->r;
+    in->hold = in->res->hold;
+    in->cap = prov_worst_cap(w, in->hold);
+    in->max_output = prov_i64_mul_sat(in->cap, w->choices);
+    in->forward_cap = in->cap != in->call.max_output ? in->cap : 0;
+    if (in->forward_cap)
+        apr_table_setn(r->err_headers_out, "x-provider-output-cap",
+                       prov_i64(in->cap, r->pool));
+}
+
+int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
     apr_status_t rv;
 
-    /* Without a cap of its own, the model's own limit applies upstream. */
-    in->max_output = max_output > 0 ? max_output : PROV_OUTPUT_TOKENS_MAX;
-    if (max_output <= 0)
-        max_output = in->conf->default_max_tokens;
+    prov_worst_plan(&in->worst, &in->eff, in->len, in->call.choices, in->call.max_output,
+                    prov_model_max_output(in->model, in->conf->default_max_tokens));
     in->input_estimate = input_estimate;
-    in->hold = prov_billing_estimate(&in->eff, input_estimate, max_output);
+    in->hold = in->worst.hold;
     provider_infer_close(in);
-    rv = prov_billing_reserve(&in->res, &err, provider_request_source(in->r), in->auth,
-                              in->model->id, in->transport, in->request_id, in->hold,
-                              prov_now(), in->r->pool);
+    rv = prov_billing_reserve_upto(&in->res, &err, provider_request_source(in->r), in->auth,
+                                   in->model->id, in->transport, in->request_id,
+                                   in->worst.hold, in->worst.hold_min, prov_now(),
+                                   in->r->pool);
     if (rv != APR_SUCCESS)
         return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
                     "The service's database is busy; try again later.");
     if (!in->res)
         return provider_send_error(in->r, in->family, err);
+    set_cap(in);
     /* For the access log: how the hold was taken (README, "Logs"). */
     apr_table_setn(in->r->notes, "provider-hold", in->res->leased ? "lease" : "database");
     return PROVIDER_GO;

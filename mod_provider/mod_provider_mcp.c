@@ -127,6 +127,7 @@ int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t
     ctx.docs = tool_docs;
     ctx.catalog = c->catalog;
     ctx.gateway = c->gateway;
+    ctx.default_max_output = c->default_max_tokens;
     ctx.public_url = c->public_url;
     ctx.user_id = user_id;
     ctx.now = prov_now();

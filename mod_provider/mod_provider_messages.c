@@ -92,7 +92,8 @@ static const char *upstream(provider_infer_t *in, apr_table_t **headers)
     *headers = upstream_headers(in->r);
     if (req->stream)
         apr_table_setn(*headers, "Accept", "text/event-stream");
-    return prov_messages_upstream_body(req, in->model->upstream_id, in->r->pool);
+    return prov_messages_upstream_body(req, in->model->upstream_id, in->forward_cap,
+                                       in->r->pool);
 }
 
 static const char *render(provider_infer_t *in, json_object *answer)
@@ -219,7 +220,7 @@ int provider_count_tokens_handler(request_rec *r)
     /* Never charged: no reservation, no ledger row. */
     provider_infer_close(in);
     req = in->call.req;
-    upstream_body = prov_messages_upstream_body(req, in->model->upstream_id, r->pool);
+    upstream_body = prov_messages_upstream_body(req, in->model->upstream_id, 0, r->pool);
     rv = prov_gateway_request(&resp, in->conf->gateway, count_tokens.path, upstream_body,
                               strlen(upstream_body), upstream_headers(r), r->pool);
     if (rv != APR_SUCCESS)

@@ -43,5 +43,6 @@ int provider_catalog_send(request_rec *r, const apr_array_header_t *models)
                              "try again later.");
     if (stale)
         apr_table_setn(r->headers_out, "x-provider-catalog", "stale");
-    return provider_send_json(r, HTTP_OK, prov_catalog_render(models, available, r->pool));
+    return provider_send_json(r, HTTP_OK, prov_catalog_render(models, available, c->default_max_tokens,
+                                                             r->pool));
 }

@@ -43,7 +43,8 @@ static void held(provider_infer_t *in)
 static const char *upstream(provider_infer_t *in, apr_table_t **headers)
 {
     *headers = NULL;
-    return prov_resp_upstream_body(in->call.req, in->model->upstream_id, in->r->pool);
+    return prov_resp_upstream_body(in->call.req, in->model->upstream_id, in->forward_cap,
+                                   in->r->pool);
 }
 
 /* The response's id: the request id's, with the resp_ prefix. */

@@ -142,7 +142,7 @@ static json_object *rate_json(prov_micro_t rate)
 }
 
 const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *available,
-                                apr_pool_t *p)
+                                apr_int64_t default_max_output, apr_pool_t *p)
 {
     json_object *root = prov_json_own(json_object_new_object(), p);
     json_object *data = json_object_new_array();
@@ -169,6 +169,8 @@ const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *av
         json_object_object_add(pricing, "cache", rate_json(m->rates.cache));
         json_object_object_add(pricing, "reasoning", rate_json(m->rates.reasoning));
         json_object_object_add(item, "pricing", pricing);
+        json_object_object_add(item, "max_output_tokens", json_object_new_int64(
+                                   prov_model_max_output(m, default_max_output)));
         json_object_array_add(data, item);
     }
     return prov_json_dump(root, p);

@@ -22,9 +22,11 @@ apr_status_t prov_catalog_available(apr_hash_t **ids, int *stale, prov_catalog_c
 apr_status_t prov_catalog_parse_list(apr_hash_t **ids, const char *body, apr_size_t len,
                                      apr_pool_t *p);
 /* The catalog JSON: {"object":"list","data":[{id, object:"model", publicId,
- * display_name, owned_by, pricing:{input,output,cache,reasoning}}]}, the
- * enabled models (prov_model_t*) whose upstream id is in available. */
+ * display_name, owned_by, pricing:{input,output,cache,reasoning},
+ * max_output_tokens}]}, the enabled models (prov_model_t*) whose upstream id
+ * is in available; max_output_tokens is the model's own maximum output, else
+ * default_max_output (ProviderDefaultMaxTokens). */
 const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *available,
-                                apr_pool_t *p);
+                                apr_int64_t default_max_output, apr_pool_t *p);
 
 #endif

@@ -75,13 +75,19 @@ static int family_valid(const char *s)
     return 1;
 }
 
+apr_int64_t prov_model_max_output(const prov_model_t *m, apr_int64_t default_max_output)
+{
+    return m->max_output > 0 ? m->max_output : default_max_output;
+}
+
 static int rate_valid(prov_micro_t r)
 {
     return r == PROV_RATE_UNSET || (r >= 0 && r <= PROV_RATE_MAX);
 }
 
 /* MODEL_COLS: id, public_id, display_name, upstream_id, family, enabled,
- * messages_enabled, rate_input, rate_output, rate_cache, rate_reasoning */
+ * messages_enabled, rate_input, rate_output, rate_cache, rate_reasoning,
+ * max_output */
 static prov_micro_t rate_col(prov_store_t *s, apr_dbd_row_t *row, int n)
 {
     return prov_store_get(s, row, n) ? prov_store_get_i64(s, row, n, PROV_RATE_UNSET)
@@ -108,6 +114,7 @@ static prov_model_t *model_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_poo
     m->rates.output = rate_col(s, row, 8);
     m->rates.cache = rate_col(s, row, 9);
     m->rates.reasoning = rate_col(s, row, 10);
+    m->max_output = prov_store_get(s, row, 11) ? prov_store_get_i64(s, row, 11, 0) : 0;
     return m;
 }
 
@@ -285,6 +292,7 @@ apr_status_t prov_favorite_list(apr_array_header_t **models, prov_store_t *s,
 apr_status_t prov_model_set(prov_store_t *s, const char *public_id,
                             const prov_model_change_t *c, apr_pool_t *p)
 {
+    const char *max_output;
     int n = 0;
     apr_status_t rv;
 
@@ -294,11 +302,15 @@ apr_status_t prov_model_set(prov_store_t *s, const char *public_id,
         || (c->upstream_id && !upstream_valid(c->upstream_id))
         || (c->family && !family_valid(c->family))
         || c->enabled < -1 || c->enabled > 1
-        || c->messages_enabled < -1 || c->messages_enabled > 1)
+        || c->messages_enabled < -1 || c->messages_enabled > 1
+        || (c->max_output != PROV_MAX_OUTPUT_DEFAULT
+            && (c->max_output < 0 || c->max_output > PROV_OUTPUT_TOKENS_MAX)))
         return APR_EINVAL;
+    max_output = prov_i64(c->max_output, p);
     rv = prov_store_exec(s, &n, "model_set",
                          PROV_ARGS(c->display_name, c->upstream_id, c->family,
                                    flag_arg(c->enabled), flag_arg(c->messages_enabled),
+                                   max_output, max_output, max_output,
                                    prov_i64(prov_now(), p), public_id), p);
     if (rv != APR_SUCCESS)
         return rv;

@@ -18,6 +18,9 @@ typedef struct prov_model_t {
     int enabled;
     int messages_enabled;
     prov_rates_t rates;          /* PROV_RATE_UNSET where not configured */
+    apr_int64_t max_output;      /* the most output tokens a request is forwarded
+                                  * with; 0: the server's default
+                                  * (ProviderDefaultMaxTokens) */
 } prov_model_t;
 
 /* Fields to change with prov_model_set; NULL / -1 = leave as is. */
@@ -27,7 +30,12 @@ typedef struct prov_model_change_t {
     const char *family;
     int enabled;                 /* -1, 0, 1 */
     int messages_enabled;        /* -1, 0, 1 */
+    apr_int64_t max_output;      /* 0: leave; PROV_MAX_OUTPUT_DEFAULT: back to the
+                                  * default; else 1..PROV_OUTPUT_TOKENS_MAX */
 } prov_model_change_t;
+
+/* prov_model_change_t.max_output: the model goes back to the server's default. */
+#define PROV_MAX_OUTPUT_DEFAULT APR_INT64_C(-1)
 
 /* Rate changes for prov_model_price: set_x says whether x is touched; a
  * touched rate of PROV_RATE_UNSET clears it. */
@@ -36,6 +44,9 @@ typedef struct prov_rate_change_t {
     prov_rates_t rates;
 } prov_rate_change_t;
 
+/* The most output tokens a request of m is forwarded with: its own maximum,
+ * else default_max_output (the server's ProviderDefaultMaxTokens). */
+apr_int64_t prov_model_max_output(const prov_model_t *m, apr_int64_t default_max_output);
 /* Non-zero when s is a valid public id: 1-128 of [A-Za-z0-9._:/-], not
  * starting with a punctuation character. */
 int prov_model_id_valid(const char *s);

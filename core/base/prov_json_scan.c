@@ -9,6 +9,7 @@
  * plain bytes are crossed eight at a time; a member read as an object of its
  * own is not checked again (prov_json_skim.c). */
 #include <string.h>
+#include <sys/uio.h>
 #include "prov_json_scan.h"
 #include "prov_json_word.h"
 #include "prov_money.h"
@@ -452,6 +453,24 @@ int prov_json_scan_plain(const char *id)
             return 0;
     }
     return 1;
+}
+
+const char *prov_json_patched(const char *raw, const char *raw_end,
+                              const prov_json_patch_t *patches, int n, apr_pool_t *p)
+{
+    struct iovec v[2 * PROV_JSON_PATCHES_MAX + 1];
+    const char *at = raw;
+    int i, k = 0;
+    for (i = 0; i < n && i < PROV_JSON_PATCHES_MAX; i++) {
+        v[k].iov_base = (void *)at;
+        v[k++].iov_len = (apr_size_t)(patches[i].at - at);
+        v[k].iov_base = (void *)patches[i].text;
+        v[k++].iov_len = strlen(patches[i].text);
+        at = patches[i].at + patches[i].len;
+    }
+    v[k].iov_base = (void *)at;
+    v[k++].iov_len = (apr_size_t)(raw_end - at);
+    return apr_pstrcatv(p, v, (apr_size_t)k, NULL);
 }
 
 const char *prov_json_scan_render(const prov_json_relay_t *rl, const char *public_id,

@@ -57,6 +57,21 @@ apr_size_t prov_json_scan_strlen(const char *val, apr_size_t vlen);
  * without '"' or '\\'). */
 int prov_json_scan_plain(const char *s);
 
+/* The most patches prov_json_patched applies. */
+#define PROV_JSON_PATCHES_MAX 4
+/* One change to a client's raw JSON: len bytes at at replaced by text (len 0:
+ * text inserted before at). */
+typedef struct prov_json_patch_t {
+    const char *at;
+    apr_size_t len;
+    const char *text;
+} prov_json_patch_t;
+/* raw..raw_end with the n patches (in ascending order of at, none
+ * overlapping) applied: a request forwarded as the client wrote it but for
+ * the values the service sets (the model's upstream id, the output cap). */
+const char *prov_json_patched(const char *raw, const char *raw_end,
+                              const prov_json_patch_t *patches, int n, apr_pool_t *p);
+
 /* The value of the member key, or NULL. */
 const prov_jmember_t *prov_json_scan_member(const prov_jobject_t *o, const char *key);
 

@@ -119,6 +119,9 @@ typedef struct prov_op_t {
     const char *transport;
     const char *request_id;
     prov_micro_t hold;
+    prov_micro_t hold_min;          /* the least hold it may be lowered to (a request
+                                     * whose output cap the service chooses); hold
+                                     * when it may not */
     /* settle / release */
     prov_reservation_t *res;
     prov_tokens_t tokens;

@@ -122,6 +122,16 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
                                   const char *request_id, prov_micro_t hold, apr_int64_t now,
                                   apr_pool_t *p)
 {
+    return prov_billing_reserve_upto(r, err, src, auth, model_id, transport, request_id, hold,
+                                     hold, now, p);
+}
+
+apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **err,
+                                       const prov_store_source_t *src, const prov_auth_t *auth,
+                                       apr_int64_t model_id, const char *transport,
+                                       const char *request_id, prov_micro_t hold,
+                                       prov_micro_t hold_min, apr_int64_t now, apr_pool_t *p)
+{
     prov_op_t op;
     apr_status_t rv;
     prov_queue_t *q;
@@ -160,6 +170,7 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
     op.transport = transport;
     op.request_id = request_id;
     op.hold = hold < 0 ? 0 : hold;
+    op.hold_min = hold_min > 0 && hold_min < op.hold ? hold_min : op.hold;
     if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;

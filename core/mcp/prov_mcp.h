@@ -52,6 +52,7 @@ typedef struct prov_mcp_ctx_t {
     void *baton;
     prov_catalog_cache_t *catalog;   /* list_models: the gateway's model list */
     prov_gateway_t *gateway;
+    apr_int64_t default_max_output;  /* list_models: ProviderDefaultMaxTokens */
     /* search_docs' sections (prov_mcp_doc_t *), read when a message needs
      * them (the glue's: the docs room's pages); NULL, or an empty list: none. */
     const apr_array_header_t *(*docs)(void *baton);

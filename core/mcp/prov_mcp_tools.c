@@ -41,7 +41,7 @@ static prov_mcp_tool_rc_e list_models(json_object **result, const char **msg, js
                                                    ctx->gateway, p) : APR_EGENERAL;
     if (rv != APR_SUCCESS)
         return PROV_MCP_TOOL_FAILED;
-    json = prov_catalog_render(models, available, p);
+    json = prov_catalog_render(models, available, ctx->default_max_output, p);
     *result = prov_json_parse_raw(json, strlen(json), &err);
     return *result ? PROV_MCP_TOOL_OK : PROV_MCP_TOOL_FAILED;
 }

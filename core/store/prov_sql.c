@@ -11,7 +11,7 @@
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
-                   "rate_input, rate_output, rate_cache, rate_reasoning"
+                   "rate_input, rate_output, rate_cache, rate_reasoning, max_output"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
 #define LEDGER_INSERT "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, " \
     "input_tokens, output_tokens, cache_tokens, reasoning_tokens, reserved, credits, " \
@@ -104,6 +104,9 @@ static const prov_stmt_def_t statements[] = {
       "UPDATE models SET display_name = COALESCE(%s, display_name), "
       "upstream_id = COALESCE(%s, upstream_id), family = COALESCE(%s, family), "
       "enabled = COALESCE(%d, enabled), messages_enabled = COALESCE(%d, messages_enabled), "
+      /* max_output: 0 leaves it, a negative figure clears it (NULL: the default) */
+      "max_output = CASE WHEN CAST(%lld AS BIGINT) = 0 THEN max_output "
+      "WHEN CAST(%lld AS BIGINT) < 0 THEN NULL ELSE CAST(%lld AS BIGINT) END, "
       "updated_at = %lld WHERE public_id = %s" },
     { "model_price",
       "UPDATE models SET rate_input = %lld, rate_output = %lld, rate_cache = %lld, "

@@ -183,24 +183,40 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **preq, prov_error_t **err, co
     return APR_SUCCESS;
 }
 
+/* The client's bytes with the model's value (and the cap) replaced, or the
+ * cap inserted first when the client set none. */
+static const char *upstream_raw(const prov_chat_req_t *req, const char *upstream_id,
+                                apr_int64_t cap, apr_pool_t *p)
+{
+    prov_json_patch_t patch[3], t;
+    const char *cap_text = cap > 0 ? prov_i64(cap, p) : NULL;
+    int n = 0, i, k;
+    patch[n++] = (prov_json_patch_t){ req->model_val, req->model_len,
+                                      apr_pstrcat(p, "\"", upstream_id, "\"", NULL) };
+    for (i = 0; cap_text && i < 2; i++) {
+        if (req->cap_val[i])
+            patch[n++] = (prov_json_patch_t){ req->cap_val[i], req->cap_len[i], cap_text };
+    }
+    if (cap_text && n == 1)
+        patch[n++] = (prov_json_patch_t){ req->raw + 1, 0,
+                                          apr_pstrcat(p, "\"max_tokens\":", cap_text, ",",
+                                                      NULL) };
+    for (i = 1; i < n; i++) {        /* in the order of the body */
+        for (k = i; k > 0 && patch[k].at < patch[k - 1].at; k--) {
+            t = patch[k];
+            patch[k] = patch[k - 1];
+            patch[k - 1] = t;
+        }
+    }
+    return prov_json_patched(req->raw, req->raw_end, patch, n, p);
+}
+
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p)
+                                    apr_int64_t cap, apr_pool_t *p)
 {
     json_object *body = req->body;
-    if (!body && prov_json_scan_plain(upstream_id)) {
-        /* the client's bytes, the model's value replaced */
-        apr_size_t head = (apr_size_t)(req->model_val - req->raw);
-        apr_size_t tail = (apr_size_t)(req->raw_end - req->model_val) - req->model_len;
-        apr_size_t idn = strlen(upstream_id);
-        char *out = apr_palloc(p, head + idn + 2 + tail + 1);
-        memcpy(out, req->raw, head);
-        out[head] = '"';
-        memcpy(out + head + 1, upstream_id, idn);
-        out[head + 1 + idn] = '"';
-        memcpy(out + head + 2 + idn, req->model_val + req->model_len, tail);
-        out[head + 2 + idn + tail] = '\0';
-        return out;
-    }
+    if (!body && prov_json_scan_plain(upstream_id))
+        return upstream_raw(req, upstream_id, cap, p);
     if (!body) {
         /* taken by the fast path: nothing to normalise, only parse */
         const char *perr = NULL;
@@ -209,6 +225,13 @@ const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upst
             return NULL;
     }
     json_object_object_add(body, "model", json_object_new_string(upstream_id));
+    if (cap > 0) {
+        int mct = json_object_object_get_ex(body, "max_completion_tokens", NULL);
+        if (!mct || json_object_object_get_ex(body, "max_tokens", NULL))
+            json_object_object_add(body, "max_tokens", json_object_new_int64(cap));
+        if (mct)
+            json_object_object_add(body, "max_completion_tokens", json_object_new_int64(cap));
+    }
     return prov_json_dump(body, p);
 }
 

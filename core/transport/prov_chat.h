@@ -20,6 +20,9 @@ typedef struct prov_chat_req_t {
                                  * model_val (model_len bytes, quotes included) */
     const char *raw_end, *model_val;
     apr_size_t model_len;
+    const char *cap_val[2];     /* raw: the values of max_tokens and
+                                 * max_completion_tokens, NULL where absent */
+    apr_size_t cap_len[2];
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent */
     apr_size_t prompt_bytes;    /* bytes of message text, for the input estimate */
@@ -40,9 +43,11 @@ apr_status_t prov_chat_parse_json(prov_chat_req_t **req, prov_error_t **err, con
  * path decide. */
 int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
                          apr_pool_t *p);
-/* The JSON sent to the gateway: the request with model = upstream_id. */
+/* The JSON sent to the gateway: the request with model = upstream_id and,
+ * when cap > 0, an output cap of cap tokens (in each cap field the client
+ * sent, even as null; else as max_tokens). */
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p);
+                                    apr_int64_t cap, apr_pool_t *p);
 /* The counts of an OpenAI usage object, as reported. */
 typedef struct prov_chat_usage_t {
     apr_int64_t prompt, completion, cached, reasoning;

@@ -117,7 +117,7 @@ int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
                          apr_pool_t *p)
 {
     prov_jobject_t top;
-    const prov_jmember_t *model, *stream, *msgs;
+    const prov_jmember_t *model, *stream, *msgs, *cap;
     int i;
 
     if (prov_json_scan_strict(&top, body, len) != APR_SUCCESS
@@ -146,5 +146,11 @@ int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
     req->raw_end = top.close + 1;
     req->model_val = model->val;
     req->model_len = model->vlen;
+    for (i = 0; i < 2; i++) {
+        if ((cap = prov_json_scan_member(&top, i ? "max_completion_tokens" : "max_tokens"))) {
+            req->cap_val[i] = cap->val;
+            req->cap_len[i] = cap->vlen;
+        }
+    }
     return 1;
 }

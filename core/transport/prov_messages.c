@@ -428,11 +428,12 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t *
 }
 
 const char *prov_messages_upstream_body(const prov_messages_req_t *req,
-                                        const char *upstream_id, apr_pool_t *p)
+                                        const char *upstream_id, apr_int64_t cap,
+                                        apr_pool_t *p)
 {
     json_object *body = req->body;
     if (!body && prov_json_scan_plain(upstream_id))
-        return prov_messages_upstream_raw(req, upstream_id, p);
+        return prov_messages_upstream_raw(req, upstream_id, cap, p);
     if (!body) {
         /* taken by the fast path: nothing to normalise, only parse */
         const char *perr = NULL;
@@ -441,6 +442,8 @@ const char *prov_messages_upstream_body(const prov_messages_req_t *req,
             return NULL;
     }
     json_object_object_add(body, "model", json_object_new_string(upstream_id));
+    if (cap > 0 && cap != req->max_tokens)
+        json_object_object_add(body, "max_tokens", json_object_new_int64(cap));
     return prov_json_dump(body, p);
 }
 

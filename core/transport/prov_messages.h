@@ -36,6 +36,8 @@ typedef struct prov_messages_req_t {
                                  * model_val (model_len bytes, quotes included) */
     const char *raw_end, *model_val;
     apr_size_t model_len;
+    const char *cap_val;        /* raw: max_tokens' value */
+    apr_size_t cap_len;
     const char *model;          /* public model id */
     apr_int64_t max_tokens;     /* -1 when absent (count_tokens) */
     int stream;
@@ -69,12 +71,16 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **req, prov_error_t **
 int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_size_t len,
                              apr_pool_t *p);
 /* The client's raw body (a request the fast path took) with its model's
- * value replaced by upstream_id, which must need no escaping. */
+ * value replaced by upstream_id, which must need no escaping, and, when
+ * cap > 0, max_tokens' by cap. */
 const char *prov_messages_upstream_raw(const prov_messages_req_t *req,
-                                       const char *upstream_id, apr_pool_t *p);
-/* The JSON sent to the gateway: the normalised request with model = upstream_id. */
+                                       const char *upstream_id, apr_int64_t cap,
+                                       apr_pool_t *p);
+/* The JSON sent to the gateway: the normalised request with model =
+ * upstream_id and, when cap > 0, max_tokens = cap. */
 const char *prov_messages_upstream_body(const prov_messages_req_t *req,
-                                        const char *upstream_id, apr_pool_t *p);
+                                        const char *upstream_id, apr_int64_t cap,
+                                        apr_pool_t *p);
 /* A local input-token estimate (for count_tokens when the gateway lacks it). */
 apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req);
 

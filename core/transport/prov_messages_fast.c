@@ -203,6 +203,8 @@ int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_siz
         req->raw_end = top.close + 1;
         req->model_val = model->val;
         req->model_len = model->vlen;
+        req->cap_val = prov_json_scan_member(&top, "max_tokens")->val;
+        req->cap_len = prov_json_scan_member(&top, "max_tokens")->vlen;
         req->model = apr_pstrmemdup(p, model->val + 1, model->vlen - 2);
         return 1;
     }
@@ -211,17 +213,20 @@ int prov_messages_parse_fast(prov_messages_req_t *req, const char *body, apr_siz
 }
 
 const char *prov_messages_upstream_raw(const prov_messages_req_t *req,
-                                       const char *upstream_id, apr_pool_t *p)
+                                       const char *upstream_id, apr_int64_t cap,
+                                       apr_pool_t *p)
 {
-    struct iovec v[5];
-    v[0].iov_base = (void *)req->raw;
-    v[0].iov_len = (apr_size_t)(req->model_val - req->raw);
-    v[1].iov_base = (void *)"\"";
-    v[1].iov_len = 1;
-    v[2].iov_base = (void *)upstream_id;
-    v[2].iov_len = strlen(upstream_id);
-    v[3] = v[1];
-    v[4].iov_base = (void *)(req->model_val + req->model_len);
-    v[4].iov_len = (apr_size_t)(req->raw_end - req->model_val) - req->model_len;
-    return apr_pstrcatv(p, v, 5, NULL);
+    prov_json_patch_t patch[2];
+    int n = 0;
+    prov_json_patch_t model = { req->model_val, req->model_len,
+                                apr_pstrcat(p, "\"", upstream_id, "\"", NULL) };
+    if (cap > 0 && req->cap_val && cap != req->max_tokens) {
+        prov_json_patch_t c = { req->cap_val, req->cap_len, prov_i64(cap, p) };
+        patch[n++] = c.at < model.at ? c : model;
+        patch[n++] = c.at < model.at ? model : c;
+    }
+    else {
+        patch[n++] = model;
+    }
+    return prov_json_patched(req->raw, req->raw_end, patch, n, p);
 }

@@ -400,9 +400,7 @@ static apr_status_t read_options(build_t *b, json_object *root, json_object *up)
         apr_status_t rv = prov_json_output_cap(&b->req->max_output_tokens, err, v,
                                                "max_output_tokens", p);
         if (rv != APR_SUCCESS)
-            return rv;
-        json_object_object_add(up, "max_tokens",
-                               json_object_new_int64(b->req->max_output_tokens));
+            return rv;              /* max_tokens: prov_resp_upstream_body's */
     }
     for (f = numbers; *f; f++) {
         if (!json_object_object_get_ex(root, *f, &v) || !v)

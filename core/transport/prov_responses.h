@@ -56,10 +56,11 @@ int prov_resp_parse_fast(prov_resp_req_t *req, const char *body, apr_size_t len,
 /* The json-c path: the judge of every body. */
 apr_status_t prov_resp_parse_json(prov_resp_req_t **req, prov_error_t **err, const char *body,
                                   apr_size_t len, apr_pool_t *p);
-/* The JSON sent to the gateway: model = upstream_id; with req->stream also
+/* The JSON sent to the gateway: model = upstream_id, max_tokens = cap (when
+ * cap <= 0: the client's max_output_tokens, if any); with req->stream also
  * stream:true and stream_options.include_usage. */
 const char *prov_resp_upstream_body(const prov_resp_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p);
+                                    apr_int64_t cap, apr_pool_t *p);
 /* The tool the gateway called by its flat name, or NULL when unknown. */
 const prov_resp_tool_t *prov_resp_tool_by_flat(const prov_resp_req_t *req, const char *flat);
 

@@ -235,10 +235,7 @@ static int conversation(fast_t *f, const prov_jobject_t *top)
             return 0;
     }
     prov_jwrite_lit(w, "]");
-    if (f->req->max_output_tokens > 0) {
-        prov_jwrite_lit(w, ",\"max_tokens\":");
-        prov_jwrite_int(w, f->req->max_output_tokens);
-    }
+    /* max_tokens: added by upstream_text (the cap may be the service's) */
     for (k = numbers; *k; k++) {
         const prov_jmember_t *n = prov_json_scan_member(top, *k);
         if (unset(n))
@@ -292,17 +289,17 @@ apr_status_t prov_resp_parse(prov_resp_req_t **preq, prov_error_t **err, const c
     return prov_resp_parse_json(preq, err, body, len, p);
 }
 
-/* The fast path's body: its text, then the model and the stream members
- * that json-c's path adds after the others. */
+/* The fast path's body: its text, then the output cap, the model and the
+ * stream members that json-c's path adds after the others. */
 static const char *upstream_text(const prov_resp_req_t *req, const char *upstream_id,
-                                 apr_pool_t *p)
+                                 apr_int64_t cap, apr_pool_t *p)
 {
     static const char *const tail[2] = {
         "}", ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}"
     };
     int plain = prov_json_scan_plain(upstream_id);
     prov_jwrite_t w;
-    struct iovec v[5];
+    struct iovec v[6];
     const char *out;
     int i;
 
@@ -310,22 +307,28 @@ static const char *upstream_text(const prov_resp_req_t *req, const char *upstrea
     if (!plain)
         prov_jwrite_cstr(&w, upstream_id);
     v[0].iov_base = (void *)req->fast_body;
-    v[1].iov_base = (void *)(plain ? ",\"model\":\"" : ",\"model\":");
-    v[2].iov_base = (void *)(plain ? upstream_id : w.p ? w.p : "\"\"");
-    v[3].iov_base = (void *)(plain ? "\"" : "");
-    v[4].iov_base = (void *)tail[req->stream != 0];
-    for (i = 0; i < 5; i++)
+    v[1].iov_base = (void *)(cap > 0 ? apr_pstrcat(p, ",\"max_tokens\":", prov_i64(cap, p),
+                                                   NULL) : "");
+    v[2].iov_base = (void *)(plain ? ",\"model\":\"" : ",\"model\":");
+    v[3].iov_base = (void *)(plain ? upstream_id : w.p ? w.p : "\"\"");
+    v[4].iov_base = (void *)(plain ? "\"" : "");
+    v[5].iov_base = (void *)tail[req->stream != 0];
+    for (i = 0; i < 6; i++)
         v[i].iov_len = strlen(v[i].iov_base);
-    out = apr_pstrcatv(p, v, 5, NULL);
+    out = apr_pstrcatv(p, v, 6, NULL);
     prov_jwrite_free(&w);
     return out;
 }
 
 const char *prov_resp_upstream_body(const prov_resp_req_t *req, const char *upstream_id,
-                                    apr_pool_t *p)
+                                    apr_int64_t cap, apr_pool_t *p)
 {
+    if (cap <= 0)
+        cap = req->max_output_tokens;
     if (!req->upstream)
-        return upstream_text(req, upstream_id, p);
+        return upstream_text(req, upstream_id, cap, p);
+    if (cap > 0)
+        json_object_object_add(req->upstream, "max_tokens", json_object_new_int64(cap));
     json_object_object_add(req->upstream, "model", json_object_new_string(upstream_id));
     if (req->stream) {
         json_object *so = json_object_new_object();

@@ -13,7 +13,7 @@
 
 static void check_upstream(const prov_chat_req_t *req, apr_pool_t *p)
 {
-    const char *up = prov_chat_upstream_body(req, "upstream-model", p);
+    const char *up = prov_chat_upstream_body(req, "upstream-model", 0, p);
     json_object *o = fuzz_reparse(up, p), *msgs, *v = NULL;
     FUZZ_CHECK(json_object_is_type(o, json_type_object));
     FUZZ_CHECK(!strcmp(prov_json_get_str(o, "model"), "upstream-model"));
@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    && fast.prompt_bytes == tree->prompt_bytes
                    && fast.n_messages == tree->n_messages);
         FUZZ_CHECK(json_object_equal(
-            fuzz_reparse(prov_chat_upstream_body(&fast, "upstream-model", p), p),
-            fuzz_reparse(prov_chat_upstream_body(tree, "upstream-model", p), p)));
+            fuzz_reparse(prov_chat_upstream_body(&fast, "upstream-model", 0, p), p),
+            fuzz_reparse(prov_chat_upstream_body(tree, "upstream-model", 0, p), p)));
     }
     if (prov_chat_parse(&req, &err, (const char *)data, size, p) == APR_SUCCESS) {
         FUZZ_CHECK(req && !err);

@@ -44,7 +44,7 @@ static void check_blocks(json_object *content)
 
 static void check_upstream(const prov_messages_req_t *req, int count_tokens, apr_pool_t *p)
 {
-    const char *up = prov_messages_upstream_body(req, "upstream-model", p);
+    const char *up = prov_messages_upstream_body(req, "upstream-model", 0, p);
     json_object *o = fuzz_reparse(up, p), *msgs, *sys;
     size_t i;
     FUZZ_CHECK(json_object_is_type(o, json_type_object));
@@ -101,8 +101,8 @@ static void compare_fast(const uint8_t *data, size_t size)
                    && fast.stream == req->stream && fast.prompt_bytes == req->prompt_bytes
                    && fast.n_messages == req->n_messages);
         FUZZ_CHECK(json_object_equal(
-            fuzz_reparse(prov_messages_upstream_body(&fast, "upstream/model", p), p),
-            fuzz_reparse(prov_messages_upstream_body(req, "upstream/model", p), p)));
+            fuzz_reparse(prov_messages_upstream_body(&fast, "upstream/model", 0, p), p),
+            fuzz_reparse(prov_messages_upstream_body(req, "upstream/model", 0, p), p)));
     }
     apr_pool_destroy(p);
 }

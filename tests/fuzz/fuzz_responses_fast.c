@@ -201,10 +201,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(same_str(fast.instructions, req->instructions));
         FUZZ_CHECK(!fast.dropped_tools && !req->dropped_tools);
         FUZZ_CHECK(fast.tools->nelts == 0 && req->tools->nelts == 0);
-        FUZZ_CHECK(!strcmp(prov_resp_upstream_body(&fast, "gw/model-1", p),
-                           prov_resp_upstream_body(req, "gw/model-1", p)));
-        FUZZ_CHECK(!strcmp(prov_resp_upstream_body(&fast, "gw\"\\\x01\x7f\xc3\xa9", p),
-                           prov_resp_upstream_body(req, "gw\"\\\x01\x7f\xc3\xa9", p)));
+        FUZZ_CHECK(!strcmp(prov_resp_upstream_body(&fast, "gw/model-1", 0, p),
+                           prov_resp_upstream_body(req, "gw/model-1", 0, p)));
+        FUZZ_CHECK(!strcmp(prov_resp_upstream_body(&fast, "gw\"\\\x01\x7f\xc3\xa9", 0, p),
+                           prov_resp_upstream_body(req, "gw\"\\\x01\x7f\xc3\xa9", 0, p)));
         FUZZ_CHECK(!strcmp(events(&fast, p), events(req, p)));
     }
     apr_pool_destroy(p);

@@ -35,7 +35,7 @@ static void check_messages(json_object *msgs)
 
 static void check_upstream(const prov_resp_req_t *req, apr_pool_t *p)
 {
-    const char *up = prov_resp_upstream_body(req, "upstream-model", p);
+    const char *up = prov_resp_upstream_body(req, "upstream-model", 0, p);
     json_object *o = fuzz_reparse(up, p), *tools, *v = NULL;
     size_t i;
     FUZZ_CHECK(json_object_is_type(o, json_type_object));

@@ -1,8 +1,10 @@
 // tests/integration/billing.test.js: the spend engine's rules seen from
 // outside, one request at a time, on the test clock (ProviderClockFile, no
-// sleeping): the hold rule (input estimate floor(bytes/3) + 8 × messages + 16
-// plus max_tokens or ProviderDefaultMaxTokens, at the model's rates) pinned to
-// the micro-credit by budgets one micro-credit apart; funding (the plan while
+// sleeping): the hold rule (a token a byte of the body plus 1,024 input
+// tokens, plus max_tokens, at the model's rates; without max_tokens the
+// model's maximum output, ProviderDefaultMaxTokens here, lowered to what the
+// budget pays for and told in x-provider-output-cap) pinned to the
+// micro-credit by budgets one micro-credit apart; funding (the plan while
 // both rolling windows have room for the hold, then the balance; the ledger's
 // source); the refusals (402 INSUFFICIENT_CREDITS, 429
 // SUBSCRIPTION_QUOTA_EXCEEDED, 429 API_KEY_CREDIT_BUDGET_EXCEEDED naming the
@@ -16,12 +18,32 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
 import {
-  addBillModel, addPlan, subscribe, fullBody, cheapBody, holdOf, nextHour, nextMidnight,
-  leavesAt, retryAfter, assertCharged, assertRefused, ledgerSums, bucketSum, BILL_MODEL,
+  addBillModel, addPlan, subscribe, fullBody, cheapBody, holdOf, bodyBytes, usageLine,
+  nextHour, nextMidnight, INPUT_SLACK, OUTPUT_FLOOR, MICRO_PER_TOKEN,
+  BILL_RATE, leavesAt, retryAfter, assertCharged, assertRefused, ledgerSums, bucketSum, BILL_MODEL,
   HOLD, FULL_CHARGE, CHEAP_CHARGE, HOUR, MIN5, WINDOW_5H, WINDOW_7D, MICRO, toMicro, microToText,
 } from './lib/billing.js';
 
 const HOLD_TIMEOUT = 60;
+
+// Three messages, max_tokens 40.
+function threeMessages() {
+  return {
+    model: BILL_MODEL,
+    messages: [{ role: 'user', content: 'a'.repeat(20) }, { role: 'assistant', content: 'b'.repeat(20) },
+      { role: 'user', content: `c\n${usageLine(355, 20)}` }],
+    max_tokens: 40,
+  };
+}
+const THREE_HOLD = BigInt(bodyBytes(threeMessages()) + INPUT_SLACK + 40) * 800n;
+// cheapBody without max_tokens: the model's maximum (4096 here) is held.
+function uncapped() {
+  const b = cheapBody();
+  delete b.max_tokens;
+  return b;
+}
+const DEF_HOLD = holdOf(uncapped(), { cap: 4096 });
+const FLOOR_HOLD = holdOf(uncapped(), { cap: OUTPUT_FLOOR });
 const SLOW_MODEL = 'bill-slow';   // the gateway answers after 8 s (after the 5 s timeout)
 
 describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, () => {
@@ -44,10 +66,12 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
       seed: (s) => {
         addBillModel(s);
         s.addModel(SLOW_MODEL, 'mock-fault-delay-8000',
-          { rates: { input: '10000', output: '10000', cache: '10000', reasoning: '10000' } });
+          { rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
         // hold rule: budgets exactly at the hold and one micro-credit below
-        for (const [n, b] of [['exact1', '1'], ['below1', '0.999999'], ['exact3m', '1'],
-          ['below3m', '0.999999'], ['exactdef', '41.36'], ['belowdef', '41.359999']]) {
+        for (const [n, b] of [['exact1', '1'], ['below1', '0.999999'], ['exact3m', microToText(THREE_HOLD)],
+          ['below3m', microToText(THREE_HOLD - 1n)], ['exactdef', microToText(DEF_HOLD)],
+          ['belowdef', microToText(DEF_HOLD - 1n)], ['floordef', microToText(FLOOR_HOLD)],
+          ['underfloor', microToText(FLOOR_HOLD - 1n)]]) {
           mkUser(s, n, { balance: 100, budget: b });
         }
         mkUser(s, 'keyroll', { balance: 100, budget: 2 });
@@ -96,33 +120,46 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
   }
 
   describe('the hold rule', () => {
-    it('holds floor(bytes/3) + 8/message + 16 input tokens plus max_tokens: a budget of exactly the hold passes, one micro-credit less is refused', async () => {
+    it('holds a token a byte of the body plus 1,024 input tokens, plus max_tokens: a budget of exactly the hold passes, one micro-credit less is refused', async () => {
       freshHour();
       // the charge (0.3) is below the budget: only the hold can refuse
       assertCharged(await chat(users.exact1, cheapBody()), CHEAP_CHARGE);
       assertRefused(await chat(users.below1, cheapBody()), 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
     });
 
-    it('counts every message: three messages of 62 bytes and max_tokens 40 hold exactly 1 credit', async () => {
-      const contents = ['a'.repeat(20), 'b'.repeat(20), 'c'.repeat(22)];
-      assert.equal(holdOf(contents, 40), MICRO);   // 20 + 24 + 16 + 40 tokens
-      const body = {
-        model: BILL_MODEL,
-        messages: [{ role: 'user', content: contents[0] }, { role: 'assistant', content: contents[1] },
-          { role: 'user', content: contents[2] }],
-        max_tokens: 40,
-        mock_usage: { prompt: 10, completion: 20 },
-      };
+    it('counts every byte of the body: three messages and max_tokens 40', async () => {
+      const body = threeMessages();
+      assert.equal(holdOf(body), THREE_HOLD);
       assertCharged(await chat(users.exact3m, body), CHEAP_CHARGE);
       assertRefused(await chat(users.below3m, body), 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
     });
 
-    it('holds ProviderDefaultMaxTokens (4096) output tokens when max_tokens is absent', async () => {
-      const body = cheapBody();
-      delete body.max_tokens;
-      assert.equal(holdOf([body.messages[0].content], null), toMicro('41.36'));
-      assertCharged(await chat(users.exactdef, body), CHEAP_CHARGE);
-      assertRefused(await chat(users.belowdef, body), 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
+    it('without max_tokens holds the model\'s maximum output (ProviderDefaultMaxTokens 4096 here) and forwards it as the cap', async () => {
+      const res = await chat(users.exactdef, uncapped());
+      assertCharged(res, CHEAP_CHARGE);
+      assert.equal(res.headers.get('x-provider-output-cap'), '4096');
+      assert.equal((await stack.mock.last()).body.max_tokens, 4096);
+      const { rid } = assertCharged(res);
+      assert.equal(BigInt(source(rid).reserved), DEF_HOLD);
+    });
+
+    it('lowers the cap of a request without max_tokens to what the budget pays for, down to 1,024 tokens; below that refuses', async () => {
+      // one micro-credit short of the full hold: a token less
+      let res = await chat(users.belowdef, uncapped());
+      assertCharged(res, CHEAP_CHARGE);
+      assert.equal(res.headers.get('x-provider-output-cap'), '4095');
+      assert.equal((await stack.mock.last()).body.max_tokens, 4095);
+      assert.equal(BigInt(source(res.headers.get('x-request-id')).reserved), DEF_HOLD - 1n);
+      // exactly the floor's hold: the floor
+      res = await chat(users.floordef, uncapped());
+      assertCharged(res, CHEAP_CHARGE);
+      assert.equal(res.headers.get('x-provider-output-cap'), String(OUTPUT_FLOOR));
+      assert.equal(FLOOR_HOLD, DEF_HOLD - BigInt(4096 - OUTPUT_FLOOR) * MICRO_PER_TOKEN);
+      // a micro-credit below: refused, naming what it needs at least
+      res = await chat(users.underfloor, uncapped());
+      const e = assertRefused(res, 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
+      assert.match(e.message, new RegExp(`needs at least ${microToText(FLOOR_HOLD).replace('.', '\\.')}`));
+      assert.equal(res.headers.get('x-provider-output-cap'), null);
     });
   });
 

@@ -98,7 +98,7 @@ void mgw_request_free(mgw_request_t *r);
 /* Returns the value of the header with the lower-case name, or NULL. */
 const char *mgw_request_header(const mgw_request_t *r, const char *lname);
 
-/* ---- faults (mockgw_util.c) ---- */
+/* ---- faults ---- */
 
 typedef enum {
     MGW_FAULT_NONE = 0,
@@ -113,26 +113,64 @@ typedef enum {
     MGW_FAULT_ERROR_EVENT   /* stream: half the events, then an error event that leaks */
 } mgw_fault_kind_t;
 
+/* How the usage object is written (the usage-* faults). */
+typedef enum {
+    MGW_SHAPE_NORMAL = 0,
+    MGW_SHAPE_STRINGS,      /* every count a JSON string: "12" */
+    MGW_SHAPE_FLOAT,        /* every count a JSON number with a fraction: 12.0 */
+    MGW_SHAPE_NULL,         /* "usage": null */
+    MGW_SHAPE_EMPTY,        /* "usage": {} */
+    MGW_SHAPE_RENAMED       /* the counts under the other family's names */
+} mgw_usage_shape_t;
+
+#define MGW_GREEDY_UNCAPPED 30000       /* "greedy": output of an uncapped request */
+#define MGW_GREEDY_PIECE_BYTES 512      /* streamed text fragment size when greedy */
+#define MGW_LATE_BYTES 1000             /* "after-delta": the late text */
+
 typedef struct {
     mgw_fault_kind_t kind;
     long delay_ms;          /* -1: not given */
     long trickle_ms;        /* -1: not given */
+    long stall_ms;          /* "stall-<ms>": pause after half the stream; -1: none */
     long cut_events;        /* "cut-<n>": events sent before the cut; -1: half */
     bool no_usage;          /* "nousage": answers without usage */
     bool lockstep;          /* "lockstep": each text piece waits for the client's ack */
     long pieces;            /* "pieces-<n>": the streamed text is n pieces; -1: as usual */
+    long greedy;            /* "greedy[-N]": output of an uncapped request; -1: off */
+    long reasoning;         /* "reasoning-R": reasoning tokens reported; -1: off */
+    bool bytetok;           /* "bytetok": one input token per request body byte */
+    bool early_usage;       /* "early-usage": chat stream's usage first, not last */
+    bool zero_input;        /* "zero-input": input tokens reported as 0 */
+    bool after_delta;       /* "after-delta": text after the final usage */
+    mgw_usage_shape_t shape; /* "usage-*": a malformed usage object */
 } mgw_fault_t;
+
+/* ---- faults (mockgw_fault.c) ---- */
 
 void mgw_fault_init(mgw_fault_t *f);
 /* Parses a comma-separated list such as "delay-200,cut" into f.
  * Returns 0, or -1 on an unknown fault name. */
 int mgw_fault_parse(mgw_fault_t *f, const char *spec);
+/* Parses the faults of a model name: each "fault-F" part (at the start or
+ * after a non-alphanumeric character) up to the next such part, so
+ * "m-fault-greedy-fault-reasoning-500" has two. Returns 0 (also when the
+ * name has none), or -1 on an unknown fault. */
+int mgw_fault_parse_model(mgw_fault_t *f, const char *model);
+/* The output cap "greedy" writes to: the largest non-negative integer among
+ * the body's max_tokens (and, for chat, max_completion_tokens), else
+ * f->greedy. */
+long mgw_greedy_cap(const mgw_fault_t *f, json_object *body, bool chat);
+/* Returns u (consumed) written in the shape of f; NULL for usage-null. The
+ * renamed shape swaps the family's names (chat: prompt_tokens/
+ * completion_tokens -> input_tokens/output_tokens; messages the other way). */
+json_object *mgw_usage_shaped(const mgw_fault_t *f, json_object *u, bool chat);
 
 /* ---- answers (mockgw_http.c) ---- */
 
-/* Sends a complete answer, applying the cut and trickle faults of f (may be
- * NULL). extra_headers is NULL or CRLF-terminated header lines. Returns 0 if
- * the connection may serve another request, -1 if it must be closed. */
+/* Sends a complete answer, applying the cut, stall and trickle faults of f
+ * (may be NULL). extra_headers is NULL or CRLF-terminated header lines.
+ * Returns 0 if the connection may serve another request, -1 if it must be
+ * closed. */
 int mgw_http_respond(mgw_conn_t *c, int status, const char *ctype,
                      const char *extra_headers, const char *body, size_t len,
                      const mgw_fault_t *f);
@@ -178,6 +216,9 @@ void mgw_lockstep_wait(long n);
 json_object *mgw_lockstep_json(void);
 /* Extends out with filler text to pieces * MGW_PIECE_BYTES bytes. */
 void mgw_pad_pieces(mgw_buf_t *out, long pieces);
+/* Makes out exactly bytes long: cut (not inside a UTF-8 sequence) and
+ * extended with filler. */
+void mgw_pad_to(mgw_buf_t *out, size_t bytes);
 
 /* ---- usage override (mockgw_util.c) ---- */
 
@@ -239,6 +280,7 @@ typedef struct {
     json_object *body;              /* the parsed body (an object), or NULL */
     mgw_fault_t fault;              /* cut / trickle still to apply */
     mgw_usage_override_t usage;
+    size_t body_bytes;              /* of the request body as received */
 } mgw_ctx_t;
 
 /* Answers one request. Returns 0 to keep the connection, -1 to close it. */

@@ -6,14 +6,18 @@
  * (echo of the last user text, a tool_use of the first tool, or an echo of the
  * tool_result the last user message carries), the usage arithmetic
  * (input_tokens = 10 + bytes of text in system and messages / 4, output_tokens
- * = 20 capped by max_tokens, overrides applied), and the two encodings: one
- * message object, or the message_start ... message_stop SSE event sequence.
+ * = 20 capped by max_tokens, the greedy, bytetok, reasoning and zero-input
+ * faults and the overrides applied), and the two encodings: one message
+ * object, or the message_start ... message_stop SSE event sequence, with the
+ * usage faults (malformed shapes, text after message_delta).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mockgw.h"
+
+#define MGW_MAX_GREEDY_BYTES (16L << 20)    /* the cap of one greedy answer */
 
 typedef struct {
     const char *model;
@@ -22,7 +26,8 @@ typedef struct {
     json_object *input;         /* the tool_use input (owned) */
     mgw_buf_t out;              /* the reply text, or the input as JSON */
     long input_tokens, output_tokens, cache_read, cache_creation;
-    bool no_usage;              /* the "nousage" fault */
+    size_t piece;               /* streamed fragment size */
+    const mgw_fault_t *f;
 } msg_reply_t;
 
 static bool is_type(json_object *o, const char *type)
@@ -81,12 +86,15 @@ static const char *pick_tool(json_object *body, const char *text)
     return mgw_json_str(json_object_array_get_idx(tools, 0), "name");
 }
 
-/* Returns 10 + (bytes of text in system and messages) / 4. */
-static long input_tokens(json_object *body, json_object *messages)
+/* Returns 10 + (bytes of text in system and messages) / 4, or with bytetok
+ * the bytes of the whole request body. */
+static long input_tokens(const mgw_ctx_t *x, json_object *messages)
 {
     size_t bytes = 0, n = json_object_array_length(messages);
-    json_object *content;
+    json_object *content, *body = x->body;
 
+    if (x->fault.bytetok)
+        return (long)x->body_bytes;
     if (json_object_object_get_ex(body, "system", &content))
         bytes += mgw_content_bytes(content);
     for (size_t i = 0; i < n; i++)
@@ -96,12 +104,11 @@ static long input_tokens(json_object *body, json_object *messages)
     return 10 + (long)(bytes / 4);
 }
 
-static void plan(msg_reply_t *p, json_object *body, json_object *messages,
-                 const mgw_usage_override_t *u)
+/* Chooses the reply (p->out, p->tool_name, p->input). */
+static void plan_reply(msg_reply_t *p, json_object *body, json_object *messages)
 {
     size_t n = json_object_array_length(messages);
     json_object *last_user = NULL, *content = NULL, *result;
-    json_object *mt = mgw_json_get(body, "max_tokens", json_type_int);
     mgw_buf_t t = { 0 };
 
     for (size_t i = 0; i < n; i++) {
@@ -119,7 +126,8 @@ static void plan(msg_reply_t *p, json_object *body, json_object *messages,
         mgw_reply_text(&p->out, "tool said: ", t.p ? t.p : "", t.len);
     } else {
         mgw_content_text(content, &t);
-        p->tool_name = pick_tool(body, t.p ? t.p : "");
+        /* greedy answers text: its length is what it bills */
+        p->tool_name = p->f->greedy >= 0 ? NULL : pick_tool(body, t.p ? t.p : "");
         if (p->tool_name) {
             p->input = mgw_args_from_text(t.p ? t.p : "");
             if (!p->input || !json_object_is_type(p->input, json_type_object)) {
@@ -132,11 +140,24 @@ static void plan(msg_reply_t *p, json_object *body, json_object *messages,
         }
     }
     mgw_buf_free(&t);
+}
 
-    p->input_tokens = input_tokens(body, messages);
+/* The counts: the formulas, then the faults, then the overrides. greedy is
+ * the cap greedy writes to, or -1. */
+static void plan_usage(msg_reply_t *p, const mgw_ctx_t *x, json_object *messages,
+                       long greedy)
+{
+    const mgw_usage_override_t *u = &x->usage;
+    json_object *mt = mgw_json_get(x->body, "max_tokens", json_type_int);
+
+    p->input_tokens = x->fault.zero_input ? 0 : input_tokens(x, messages);
     p->output_tokens = 20;
     if (mt && json_object_get_int64(mt) >= 0 && json_object_get_int64(mt) < 20)
         p->output_tokens = (long)json_object_get_int64(mt);
+    if (greedy >= 0)
+        p->output_tokens = greedy;      /* thinking included, within the cap */
+    else if (x->fault.reasoning >= 0)
+        p->output_tokens += x->fault.reasoning;
     p->cache_read = p->cache_creation = 0;
     if (u->prompt != MGW_USAGE_UNSET) p->input_tokens = u->prompt;
     if (u->completion != MGW_USAGE_UNSET) p->output_tokens = u->completion;
@@ -153,7 +174,7 @@ static json_object *usage_json(const msg_reply_t *p, long output_tokens)
              json_object_new_int64(p->cache_creation));
     mgw_jset(u, "cache_read_input_tokens", json_object_new_int64(p->cache_read));
     mgw_jset(u, "output_tokens", json_object_new_int64(output_tokens));
-    return u;
+    return mgw_usage_shaped(p->f, u, false);
 }
 
 /* Returns the content block; a streamed one starts empty. */
@@ -194,7 +215,7 @@ static json_object *message(const msg_reply_t *p, bool start)
     mgw_jset(o, "stop_reason", start ? NULL : json_object_new_string(
                  p->tool_name ? "tool_use" : "end_turn"));
     mgw_jset(o, "stop_sequence", NULL);
-    if (!p->no_usage)
+    if (!p->f->no_usage)
         mgw_jset(o, "usage", usage_json(p, start ? 1 : p->output_tokens));
     return o;
 }
@@ -203,6 +224,18 @@ static json_object *event(const char *type)
 {
     json_object *o = json_object_new_object();
     mgw_jset(o, "type", json_object_new_string(type));
+    return o;
+}
+
+/* A content_block_delta of block 0: text, or the tool input's JSON. */
+static json_object *delta(bool json, const char *s, size_t n)
+{
+    json_object *o = event("content_block_delta");
+    json_object *d = event(json ? "input_json_delta" : "text_delta");
+
+    mgw_jset(o, "index", json_object_new_int(0));
+    mgw_jset(d, json ? "partial_json" : "text", json_object_new_string_len(s, (int)n));
+    mgw_jset(o, "delta", d);
     return o;
 }
 
@@ -223,15 +256,9 @@ static void stream_events(const msg_reply_t *p, mgw_events_t *e)
 
     e->first_piece = e->n;
     while (off < p->out.len) {
-        size_t n = mgw_utf8_piece(p->out.p + off, p->out.len - off,
-                                  MGW_PIECE_BYTES);
-        json_object *piece = json_object_new_string_len(p->out.p + off, (int)n);
-        o = event("content_block_delta");
-        mgw_jset(o, "index", json_object_new_int(0));
-        d = event(p->tool_name ? "input_json_delta" : "text_delta");
-        mgw_jset(d, p->tool_name ? "partial_json" : "text", piece);
-        mgw_jset(o, "delta", d);
-        mgw_events_add(e, "content_block_delta", o);
+        size_t n = mgw_utf8_piece(p->out.p + off, p->out.len - off, p->piece);
+        mgw_events_add(e, "content_block_delta",
+                       delta(p->tool_name != NULL, p->out.p + off, n));
         off += n;
     }
     e->npieces = e->n - e->first_piece;
@@ -246,23 +273,47 @@ static void stream_events(const msg_reply_t *p, mgw_events_t *e)
              json_object_new_string(p->tool_name ? "tool_use" : "end_turn"));
     mgw_jset(d, "stop_sequence", NULL);
     mgw_jset(o, "delta", d);
-    if (!p->no_usage) {
+    if (!p->f->no_usage) {
         d = json_object_new_object();
         mgw_jset(d, "output_tokens", json_object_new_int64(p->output_tokens));
-        mgw_jset(o, "usage", d);
+        mgw_jset(o, "usage", mgw_usage_shaped(p->f, d, false));
     }
     mgw_events_add(e, "message_delta", o);
+    if (p->f->after_delta) {
+        mgw_buf_t late = { 0 };
+        mgw_buf_puts(&late, "late");
+        mgw_pad_to(&late, MGW_LATE_BYTES);
+        mgw_events_add(e, "content_block_delta", delta(false, late.p, late.len));
+        mgw_buf_free(&late);
+    }
     mgw_events_add(e, "message_stop", event("message_stop"));
+}
+
+static int reply(mgw_ctx_t *x, msg_reply_t *p)
+{
+    json_object *stream = mgw_json_get(x->body, "stream", json_type_boolean);
+    mgw_events_t e = { 0 };
+    int ret;
+
+    if (!stream || !json_object_get_boolean(stream))
+        return mgw_send_json(x, 200, message(p, false));
+    stream_events(p, &e);
+    if (x->fault.kind == MGW_FAULT_ERROR_EVENT)
+        mgw_events_fail(x, &e, MGW_FAMILY_ANTHROPIC);
+    ret = mgw_http_stream(x->conn, &e, &x->fault);
+    mgw_events_free(&e);
+    return ret;
 }
 
 int mgw_anthropic_messages(mgw_ctx_t *x)
 {
     json_object *messages = mgw_json_get(x->body, "messages", json_type_array);
-    json_object *stream = mgw_json_get(x->body, "stream", json_type_boolean);
     msg_reply_t p;
+    long greedy = -1;
     int ret;
 
     memset(&p, 0, sizeof p);
+    p.f = &x->fault;
     p.model = mgw_json_str(x->body, "model");
     if (!p.model)
         return mgw_send_anthropic_error(x, 400, "invalid_request_error",
@@ -270,22 +321,21 @@ int mgw_anthropic_messages(mgw_ctx_t *x)
     if (!messages)
         return mgw_send_anthropic_error(x, 400, "invalid_request_error",
                                         "messages: must be an array", NULL);
+    if (x->fault.greedy >= 0)
+        greedy = mgw_greedy_cap(&x->fault, x->body, false);
+    if (greedy > MGW_MAX_GREEDY_BYTES)
+        return mgw_send_anthropic_error(x, 400, "invalid_request_error",
+                                        "mockgw greedy: the output cap passes 16 MiB",
+                                        NULL);
     p.n = mgw_next_id();
-    p.no_usage = x->fault.no_usage;
-    plan(&p, x->body, messages, &x->usage);
-    if (!p.tool_name && x->fault.pieces > 0)
+    p.piece = greedy >= 0 ? MGW_GREEDY_PIECE_BYTES : MGW_PIECE_BYTES;
+    plan_reply(&p, x->body, messages);
+    plan_usage(&p, x, messages, greedy);
+    if (greedy >= 0)
+        mgw_pad_to(&p.out, (size_t)greedy);
+    else if (!p.tool_name && x->fault.pieces > 0)
         mgw_pad_pieces(&p.out, x->fault.pieces);
-
-    if (stream && json_object_get_boolean(stream)) {
-        mgw_events_t e = { 0 };
-        stream_events(&p, &e);
-        if (x->fault.kind == MGW_FAULT_ERROR_EVENT)
-            mgw_events_fail(x, &e, MGW_FAMILY_ANTHROPIC);
-        ret = mgw_http_stream(x->conn, &e, &x->fault);
-        mgw_events_free(&e);
-    } else {
-        ret = mgw_send_json(x, 200, message(&p, false));
-    }
+    ret = reply(x, &p);
     json_object_put(p.input);
     mgw_buf_free(&p.out);
     return ret;
@@ -302,6 +352,6 @@ int mgw_anthropic_count_tokens(mgw_ctx_t *x)
     o = json_object_new_object();
     mgw_jset(o, "input_tokens", json_object_new_int64(
                  x->usage.prompt != MGW_USAGE_UNSET ? x->usage.prompt
-                                      : input_tokens(x->body, messages)));
+                                                    : input_tokens(x, messages)));
     return mgw_send_json(x, 200, o);
 }

@@ -5,7 +5,7 @@
  * Content-Length and chunked bodies, Expect: 100-continue, pipelined bytes kept
  * for the next request) and writing answers: complete answers with
  * Content-Length, SSE streams with chunked transfer coding, and the wire-level
- * faults (cut, trickle, reset). It knows nothing about the API served.
+ * faults (cut, trickle, stall, reset). It knows nothing about the API served.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -397,6 +397,24 @@ static const char *conn_header(const mgw_conn_t *c)
     return c->minor_version == 0 ? "Connection: keep-alive\r\n" : "";
 }
 
+/* Sends the head v[0] with the body in parts, sleeping ms between them. */
+static int send_in_parts(mgw_conn_t *c, struct iovec *v, const char *body,
+                         size_t len, size_t parts, long ms)
+{
+    size_t part = len / parts;
+
+    v[1].iov_base = (void *)body;
+    v[1].iov_len = part;
+    if (send_all(c->fd, v, 2))
+        return -1;
+    for (size_t i = 1; i < parts; i++) {
+        mgw_sleep_ms(ms);
+        if (send_str(c->fd, body + i * part, i + 1 < parts ? part : len - i * part))
+            return -1;
+    }
+    return c->keepalive ? 0 : -1;
+}
+
 int mgw_http_respond(mgw_conn_t *c, int status, const char *ctype,
                      const char *extra_headers, const char *body, size_t len,
                      const mgw_fault_t *f)
@@ -421,20 +439,10 @@ int mgw_http_respond(mgw_conn_t *c, int status, const char *ctype,
         shutdown(c->fd, SHUT_WR);
         return -1;
     }
-    if (f && f->trickle_ms > 0 && len >= 3) {
-        size_t third = len / 3;
-        v[1].iov_base = (void *)body;
-        v[1].iov_len = third;
-        if (send_all(c->fd, v, 2))
-            return -1;
-        mgw_sleep_ms(f->trickle_ms);
-        if (send_str(c->fd, body + third, third))
-            return -1;
-        mgw_sleep_ms(f->trickle_ms);
-        if (send_str(c->fd, body + 2 * third, len - 2 * third))
-            return -1;
-        return c->keepalive ? 0 : -1;
-    }
+    if (f && f->stall_ms > 0 && len >= 2)
+        return send_in_parts(c, v, body, len, 2, f->stall_ms);
+    if (f && f->trickle_ms > 0 && len >= 3)
+        return send_in_parts(c, v, body, len, 3, f->trickle_ms);
     v[1].iov_base = (void *)body;
     v[1].iov_len = len;
     if (send_all(c->fd, v, 2))
@@ -522,9 +530,9 @@ static int send_chunk(mgw_conn_t *c, const char *head, size_t hlen,
     return n ? send_all(c->fd, v, n) : 0;
 }
 
-/* The events one by one: trickle's sleep between them, lockstep's wait for
- * the client's acknowledgement after each text piece; with --times, when
- * each went. */
+/* The events one by one: trickle's sleep between them, stall's after the
+ * first half, lockstep's wait for the client's acknowledgement after each
+ * text piece; with --times, when each went. */
 static int stream_paced(mgw_conn_t *c, const char *head, size_t hl,
                         const mgw_events_t *e, const mgw_fault_t *f)
 {
@@ -536,6 +544,8 @@ static int stream_paced(mgw_conn_t *c, const char *head, size_t hl,
     for (size_t i = 0; i < e->n; i++) {
         if (i > 0 && f->trickle_ms > 0)
             mgw_sleep_ms(f->trickle_ms);
+        if (i > 0 && i == e->n / 2 && f->stall_ms > 0)
+            mgw_sleep_ms(f->stall_ms);
         if (send_chunk(c, i == 0 ? head : NULL, i == 0 ? hl : 0,
                        d + from, e->ends[i] - from, i + 1 == e->n))
             return -1;
@@ -571,7 +581,7 @@ int mgw_http_stream(mgw_conn_t *c, const mgw_events_t *e, const mgw_fault_t *f)
         shutdown(c->fd, SHUT_WR);
         return -1;
     }
-    if (f && (f->trickle_ms > 0 || f->lockstep))
+    if (f && (f->trickle_ms > 0 || f->stall_ms > 0 || f->lockstep))
         return stream_paced(c, head, (size_t)hl, e, f);
     if (send_chunk(c, head, (size_t)hl, d, e->data.len, true))
         return -1;

@@ -4,10 +4,13 @@
  *
  * Owns the deterministic answer of the chat transport: which reply to give
  * (echo of the last user message, a call of the first tool or of the tool a
- * "TOOL: name" line names, or an echo of the last tool result), the usage arithmetic (prompt = 10 + content bytes / 4,
- * completion = 20 capped by max_tokens / max_completion_tokens, overrides
+ * "TOOL: name" line names, or an echo of the last tool result), the "n"
+ * choices, the usage arithmetic (prompt = 10 + content bytes / 4,
+ * completion = n x 20 capped by max_tokens / max_completion_tokens, the
+ * greedy, bytetok, reasoning and zero-input faults and the overrides
  * applied), and the two encodings: one chat.completion object, or the
- * chat.completion.chunk SSE stream ending with "data: [DONE]".
+ * chat.completion.chunk SSE stream ending with "data: [DONE]", with the
+ * usage faults (malformed shapes, early usage, text after the usage).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +19,19 @@
 
 #include "mockgw.h"
 
+#define MGW_MAX_CHOICES 128                 /* OpenAI's bound on "n" */
+#define MGW_MAX_GREEDY_BYTES (16L << 20)    /* n x cap of one greedy answer */
+
 typedef struct {
     const char *model;
     unsigned long n;            /* id suffix */
     int64_t created;
     const char *tool_name;      /* a tool call when not NULL */
-    mgw_buf_t out;              /* the reply text, or the arguments JSON */
+    mgw_buf_t out;              /* each choice's reply text, or the arguments JSON */
     long prompt, completion, cached, reasoning;
-    bool no_usage;              /* the "nousage" fault */
+    long choices;               /* the request's "n" */
+    size_t piece;               /* streamed fragment size */
+    const mgw_fault_t *f;
 } chat_reply_t;
 
 /* The tool a "TOOL: <name>" line of the last user text asks for: the name
@@ -103,13 +111,14 @@ static long max_tokens(json_object *body)
     return cap;
 }
 
-static void plan(chat_reply_t *p, json_object *body, json_object *messages,
-                 const mgw_usage_override_t *u)
+/* Chooses the reply (p->out, p->tool_name). Returns the bytes of all message
+ * contents. */
+static size_t plan_reply(chat_reply_t *p, json_object *body, json_object *messages)
 {
     size_t bytes = 0, n = json_object_array_length(messages);
     json_object *last = NULL, *last_user = NULL, *content;
     const char *role = NULL;
-    long cap = max_tokens(body);
+    mgw_buf_t t = { 0 };
 
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(messages, i);
@@ -122,51 +131,72 @@ static void plan(chat_reply_t *p, json_object *body, json_object *messages,
     }
     role = mgw_json_str(last, "role");
     if (role && strcmp(role, "tool") == 0) {
-        mgw_buf_t t = { 0 };
         if (json_object_object_get_ex(last, "content", &content))
             mgw_content_text(content, &t);
         mgw_reply_text(&p->out, "tool said: ", t.p ? t.p : "", t.len);
         mgw_buf_free(&t);
-    } else {
-        mgw_buf_t t = { 0 };
-        if (last_user && json_object_object_get_ex(last_user, "content", &content))
-            mgw_content_text(content, &t);
-        p->tool_name = pick_tool(body, t.p ? t.p : "");
-        if (p->tool_name) {
-            json_object *args = mgw_args_from_text(t.p ? t.p : "");
-            if (args)
-                mgw_buf_json(&p->out, args);
-            else
-                mgw_buf_puts(&p->out, "{}");
-            json_object_put(args);
-        } else {
-            mgw_reply_text(&p->out, "mock reply to: ", t.p ? t.p : "", t.len);
-        }
-        mgw_buf_free(&t);
+        return bytes;
     }
+    if (last_user && json_object_object_get_ex(last_user, "content", &content))
+        mgw_content_text(content, &t);
+    /* greedy answers text: its length is what it bills */
+    p->tool_name = p->f->greedy >= 0 ? NULL : pick_tool(body, t.p ? t.p : "");
+    if (p->tool_name) {
+        json_object *args = mgw_args_from_text(t.p ? t.p : "");
+        if (args)
+            mgw_buf_json(&p->out, args);
+        else
+            mgw_buf_puts(&p->out, "{}");
+        json_object_put(args);
+    } else {
+        mgw_reply_text(&p->out, "mock reply to: ", t.p ? t.p : "", t.len);
+    }
+    mgw_buf_free(&t);
+    return bytes;
+}
 
-    p->prompt = 10 + (long)(bytes / 4);
-    p->completion = cap >= 0 && cap < 20 ? cap : 20;
+/* The counts: the formulas, then the faults, then the overrides. greedy is
+ * the cap greedy writes to, or -1. */
+static void plan_usage(chat_reply_t *p, const mgw_ctx_t *x, size_t bytes, long greedy)
+{
+    const mgw_usage_override_t *u = &x->usage;
+    long cap = max_tokens(x->body);
+    long one = greedy >= 0 ? greedy : cap >= 0 && cap < 20 ? cap : 20;
+
+    p->prompt = x->fault.bytetok ? (long)x->body_bytes : 10 + (long)(bytes / 4);
+    if (x->fault.zero_input)
+        p->prompt = 0;
+    p->completion = one * p->choices;
     p->cached = p->reasoning = 0;
+    if (x->fault.reasoning >= 0 && greedy >= 0) {
+        /* within the cap, as OpenAI's max_completion_tokens counts it */
+        p->reasoning = x->fault.reasoning < p->completion ? x->fault.reasoning
+                                                          : p->completion;
+    } else if (x->fault.reasoning >= 0) {
+        p->reasoning = x->fault.reasoning;
+        p->completion += p->reasoning;
+    }
     if (u->prompt != MGW_USAGE_UNSET) p->prompt = u->prompt;
     if (u->completion != MGW_USAGE_UNSET) p->completion = u->completion;
     if (u->cached != MGW_USAGE_UNSET) p->cached = u->cached;
     if (u->reasoning != MGW_USAGE_UNSET) p->reasoning = u->reasoning;
 }
 
-static json_object *usage_json(const chat_reply_t *p)
+/* The usage object with these completion and reasoning counts, in the shape
+ * the usage-* faults ask for (NULL for usage-null). */
+static json_object *usage_json(const chat_reply_t *p, long completion, long reasoning)
 {
     json_object *u = json_object_new_object();
     json_object *pd = json_object_new_object(), *cd = json_object_new_object();
 
     mgw_jset(u, "prompt_tokens", json_object_new_int64(p->prompt));
-    mgw_jset(u, "completion_tokens", json_object_new_int64(p->completion));
-    mgw_jset(u, "total_tokens", json_object_new_int64(mgw_sum_sat(p->prompt, p->completion)));
+    mgw_jset(u, "completion_tokens", json_object_new_int64(completion));
+    mgw_jset(u, "total_tokens", json_object_new_int64(mgw_sum_sat(p->prompt, completion)));
     mgw_jset(pd, "cached_tokens", json_object_new_int64(p->cached));
     mgw_jset(u, "prompt_tokens_details", pd);
-    mgw_jset(cd, "reasoning_tokens", json_object_new_int64(p->reasoning));
+    mgw_jset(cd, "reasoning_tokens", json_object_new_int64(reasoning));
     mgw_jset(u, "completion_tokens_details", cd);
-    return u;
+    return mgw_usage_shaped(p->f, u, true);
 }
 
 static json_object *envelope(const chat_reply_t *p, const char *object)
@@ -204,38 +234,40 @@ static json_object *tool_call(const chat_reply_t *p, const char *args, size_t le
 static json_object *completion(const chat_reply_t *p)
 {
     json_object *o = envelope(p, "chat.completion");
-    json_object *choices = json_object_new_array(), *c = json_object_new_object();
-    json_object *msg = json_object_new_object();
+    json_object *choices = json_object_new_array();
 
-    mgw_jset(msg, "role", json_object_new_string("assistant"));
-    if (p->tool_name) {
-        json_object *calls = json_object_new_array();
-        json_object_array_add(calls, tool_call(p, p->out.p, p->out.len, false));
-        mgw_jset(msg, "content", NULL);
-        mgw_jset(msg, "tool_calls", calls);
-    } else {
-        mgw_jset(msg, "content", json_object_new_string_len(p->out.p,
-                                                            (int)p->out.len));
+    for (long i = 0; i < p->choices; i++) {
+        json_object *c = json_object_new_object(), *msg = json_object_new_object();
+        mgw_jset(msg, "role", json_object_new_string("assistant"));
+        if (p->tool_name) {
+            json_object *calls = json_object_new_array();
+            json_object_array_add(calls, tool_call(p, p->out.p, p->out.len, false));
+            mgw_jset(msg, "content", NULL);
+            mgw_jset(msg, "tool_calls", calls);
+        } else {
+            mgw_jset(msg, "content", json_object_new_string_len(p->out.p,
+                                                                (int)p->out.len));
+        }
+        mgw_jset(c, "index", json_object_new_int((int)i));
+        mgw_jset(c, "message", msg);
+        mgw_jset(c, "finish_reason",
+                 json_object_new_string(p->tool_name ? "tool_calls" : "stop"));
+        json_object_array_add(choices, c);
     }
-    mgw_jset(c, "index", json_object_new_int(0));
-    mgw_jset(c, "message", msg);
-    mgw_jset(c, "finish_reason",
-             json_object_new_string(p->tool_name ? "tool_calls" : "stop"));
-    json_object_array_add(choices, c);
     mgw_jset(o, "choices", choices);
-    if (!p->no_usage)
-        mgw_jset(o, "usage", usage_json(p));
+    if (!p->f->no_usage)
+        mgw_jset(o, "usage", usage_json(p, p->completion, p->reasoning));
     return o;
 }
 
 /* Returns a chat.completion.chunk with one choice; takes ownership of delta. */
-static json_object *chunk(const chat_reply_t *p, json_object *delta,
+static json_object *chunk(const chat_reply_t *p, long index, json_object *delta,
                           const char *finish)
 {
     json_object *o = envelope(p, "chat.completion.chunk");
     json_object *choices = json_object_new_array(), *c = json_object_new_object();
 
-    mgw_jset(c, "index", json_object_new_int(0));
+    mgw_jset(c, "index", json_object_new_int((int)index));
     mgw_jset(c, "delta", delta);
     mgw_jset(c, "finish_reason", finish ? json_object_new_string(finish) : NULL);
     json_object_array_add(choices, c);
@@ -243,12 +275,14 @@ static json_object *chunk(const chat_reply_t *p, json_object *delta,
     return o;
 }
 
-static void stream_events(const chat_reply_t *p, bool include_usage,
+/* The chunks of one choice: the role delta (carrying early, if not NULL, as
+ * its usage), the pieces, the finish. */
+static void choice_events(const chat_reply_t *p, long index, json_object *early,
                           mgw_events_t *e)
 {
-    json_object *d = json_object_new_object();
+    json_object *d = json_object_new_object(), *o;
     const char *s = p->out.p;
-    size_t len = p->out.len, off = 0;
+    size_t len = p->out.len, off = 0, first = e->n + 1;
 
     mgw_jset(d, "role", json_object_new_string("assistant"));
     if (p->tool_name) {
@@ -259,11 +293,13 @@ static void stream_events(const chat_reply_t *p, bool include_usage,
     } else {
         mgw_jset(d, "content", json_object_new_string(""));
     }
-    mgw_events_add(e, NULL, chunk(p, d, NULL));
+    o = chunk(p, index, d, NULL);
+    if (early)
+        mgw_jset(o, "usage", early);
+    mgw_events_add(e, NULL, o);
 
-    e->first_piece = e->n;
     while (off < len) {
-        size_t n = mgw_utf8_piece(s + off, len - off, MGW_PIECE_BYTES);
+        size_t n = mgw_utf8_piece(s + off, len - off, p->piece);
         json_object *piece = json_object_new_string_len(s + off, (int)n);
         d = json_object_new_object();
         if (p->tool_name) {
@@ -277,32 +313,90 @@ static void stream_events(const chat_reply_t *p, bool include_usage,
         } else {
             mgw_jset(d, "content", piece);
         }
-        mgw_events_add(e, NULL, chunk(p, d, NULL));
+        mgw_events_add(e, NULL, chunk(p, index, d, NULL));
         off += n;
     }
-    e->npieces = e->n - e->first_piece;
-
-    mgw_events_add(e, NULL, chunk(p, json_object_new_object(),
+    if (index == 0) {
+        e->first_piece = first;
+        e->npieces = e->n - first;
+    }
+    mgw_events_add(e, NULL, chunk(p, index, json_object_new_object(),
                                   p->tool_name ? "tool_calls" : "stop"));
-    if (include_usage && !p->no_usage) {
+}
+
+static void stream_events(const chat_reply_t *p, bool include_usage,
+                          mgw_events_t *e)
+{
+    const mgw_fault_t *f = p->f;
+
+    for (long i = 0; i < p->choices; i++)
+        choice_events(p, i, i == 0 && f->early_usage && !f->no_usage
+                      ? usage_json(p, 0, 0) : NULL, e);
+    if (include_usage && !f->no_usage && !f->early_usage) {
         json_object *o = envelope(p, "chat.completion.chunk");
         mgw_jset(o, "choices", json_object_new_array());
-        mgw_jset(o, "usage", usage_json(p));
+        mgw_jset(o, "usage", usage_json(p, p->completion, p->reasoning));
         mgw_events_add(e, NULL, o);
     }
+    if (f->after_delta) {
+        json_object *d = json_object_new_object();
+        mgw_buf_t late = { 0 };
+        mgw_buf_puts(&late, "late");
+        mgw_pad_to(&late, MGW_LATE_BYTES);
+        mgw_jset(d, "content", json_object_new_string_len(late.p, (int)late.len));
+        mgw_events_add(e, NULL, chunk(p, 0, d, NULL));
+        mgw_buf_free(&late);
+    }
     mgw_events_add_raw(e, "data: [DONE]\n\n");
+}
+
+/* Reads "n" into p->choices and the greedy cap into *greedy (-1: off).
+ * Returns NULL, or the message of a 400. */
+static const char *plan_choices(chat_reply_t *p, const mgw_ctx_t *x, long *greedy)
+{
+    json_object *n;
+
+    p->choices = 1;
+    if (json_object_object_get_ex(x->body, "n", &n) && n) {
+        if (!json_object_is_type(n, json_type_int) || json_object_get_int64(n) < 1
+            || json_object_get_int64(n) > MGW_MAX_CHOICES)
+            return "n must be an integer from 1 to 128";
+        p->choices = (long)json_object_get_int64(n);
+    }
+    *greedy = x->fault.greedy >= 0 ? mgw_greedy_cap(&x->fault, x->body, true) : -1;
+    if (*greedy > MGW_MAX_GREEDY_BYTES / p->choices)
+        return "mockgw greedy: n x the output cap passes 16 MiB";
+    return NULL;
+}
+
+static int reply(mgw_ctx_t *x, chat_reply_t *p)
+{
+    json_object *stream = mgw_json_get(x->body, "stream", json_type_boolean);
+    json_object *so = mgw_json_get(x->body, "stream_options", json_type_object);
+    json_object *iu = mgw_json_get(so, "include_usage", json_type_boolean);
+    mgw_events_t e = { 0 };
+    int ret;
+
+    if (!stream || !json_object_get_boolean(stream))
+        return mgw_send_json(x, 200, completion(p));
+    stream_events(p, iu && json_object_get_boolean(iu), &e);
+    if (x->fault.kind == MGW_FAULT_ERROR_EVENT)
+        mgw_events_fail(x, &e, MGW_FAMILY_OPENAI);
+    ret = mgw_http_stream(x->conn, &e, &x->fault);
+    mgw_events_free(&e);
+    return ret;
 }
 
 int mgw_openai_chat(mgw_ctx_t *x)
 {
     json_object *messages = mgw_json_get(x->body, "messages", json_type_array);
-    json_object *stream = mgw_json_get(x->body, "stream", json_type_boolean);
-    json_object *so = mgw_json_get(x->body, "stream_options", json_type_object);
-    json_object *iu = mgw_json_get(so, "include_usage", json_type_boolean);
     chat_reply_t p;
+    const char *bad;
+    long greedy;
     int ret;
 
     memset(&p, 0, sizeof p);
+    p.f = &x->fault;
     p.model = mgw_json_str(x->body, "model");
     if (!p.model)
         return mgw_send_openai_error(x, 400, "invalid_request_error",
@@ -311,23 +405,18 @@ int mgw_openai_chat(mgw_ctx_t *x)
         return mgw_send_openai_error(x, 400, "invalid_request_error",
                                      "invalid_request",
                                      "messages must be an array", NULL);
+    if ((bad = plan_choices(&p, x, &greedy)) != NULL)
+        return mgw_send_openai_error(x, 400, "invalid_request_error",
+                                     "invalid_request", bad, NULL);
     p.n = mgw_next_id();
     p.created = (int64_t)time(NULL);
-    p.no_usage = x->fault.no_usage;
-    plan(&p, x->body, messages, &x->usage);
-    if (!p.tool_name && x->fault.pieces > 0)
+    p.piece = greedy >= 0 ? MGW_GREEDY_PIECE_BYTES : MGW_PIECE_BYTES;
+    plan_usage(&p, x, plan_reply(&p, x->body, messages), greedy);
+    if (greedy >= 0)
+        mgw_pad_to(&p.out, (size_t)greedy);
+    else if (!p.tool_name && x->fault.pieces > 0)
         mgw_pad_pieces(&p.out, x->fault.pieces);
-
-    if (stream && json_object_get_boolean(stream)) {
-        mgw_events_t e = { 0 };
-        stream_events(&p, iu && json_object_get_boolean(iu), &e);
-        if (x->fault.kind == MGW_FAULT_ERROR_EVENT)
-            mgw_events_fail(x, &e, MGW_FAMILY_OPENAI);
-        ret = mgw_http_stream(x->conn, &e, &x->fault);
-        mgw_events_free(&e);
-    } else {
-        ret = mgw_send_json(x, 200, completion(&p));
-    }
+    ret = reply(x, &p);
     mgw_buf_free(&p.out);
     return ret;
 }

@@ -6,8 +6,9 @@
  * lockstep fault (before sending the next event, a stream waits until the
  * client has acknowledged the text piece just sent with GET /v1/_ack?n=N,
  * so a test can tell that each event reached the client before the next
- * was produced, without timing anything), and the pieces-<n> fault's
- * longer text (a slow stream of n text events for bench/streams10k.sh).
+ * was produced, without timing anything), and the filler text of the
+ * pieces-<n> fault (a slow stream of n text events for bench/streams10k.sh)
+ * and of the greedy fault (a reply exactly as long as the output cap).
  * One lockstep stream at a time: the acknowledgements are process-wide.
  */
 #include <pthread.h>
@@ -86,12 +87,25 @@ json_object *mgw_lockstep_json(void)
     return o;
 }
 
-void mgw_pad_pieces(mgw_buf_t *out, long pieces)
+static void pad_filler(mgw_buf_t *out, size_t want)
 {
     static const char filler[] = " and so on, at a steady pace.";
-    size_t want = (size_t)pieces * MGW_PIECE_BYTES;
 
     while (out->len < want)
         mgw_buf_append(out, filler, want - out->len < sizeof filler - 1
                                     ? want - out->len : sizeof filler - 1);
+}
+
+void mgw_pad_pieces(mgw_buf_t *out, long pieces)
+{
+    pad_filler(out, (size_t)pieces * MGW_PIECE_BYTES);
+}
+
+void mgw_pad_to(mgw_buf_t *out, size_t bytes)
+{
+    if (out->len > bytes) {
+        out->len = mgw_utf8_prefix(out->p, out->len, bytes);
+        out->p[out->len] = '\0';
+    }
+    pad_filler(out, bytes);
 }

@@ -165,29 +165,14 @@ static int family_error(mgw_ctx_t *x, mgw_family_t fam, int status,
 
 /* ---- faults and overrides ---- */
 
-/* Returns the fault spec in a model name: what follows "fault-" where that
- * starts the name or follows a non-alphanumeric character (so that a model
- * called "default-model" has none), or NULL. */
-static const char *model_fault(const char *model)
-{
-    for (const char *m = model; m && (m = strstr(m, "fault-")) != NULL; m++) {
-        char before = m == model ? '-' : m[-1];
-        if (!((before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z')
-              || (before >= '0' && before <= '9')))
-            return m;
-    }
-    return NULL;
-}
-
 /* Reads the faults of the request into x->fault. Returns 0, or -1 if one is
  * unknown. */
 static int read_faults(mgw_ctx_t *x, const char *model)
 {
     const char *h = mgw_request_header(x->req, "x-mock-fault");
-    const char *m = model_fault(model);
 
     mgw_fault_init(&x->fault);
-    if (m && mgw_fault_parse(&x->fault, m + 6))
+    if (mgw_fault_parse_model(&x->fault, model))
         return -1;
     if (h && mgw_fault_parse(&x->fault, h))
         return -1;
@@ -410,6 +395,7 @@ int mgw_route(mgw_conn_t *c, mgw_request_t *r)
     x.req = r;
     mgw_fault_init(&x.fault);
     if (post) {
+        x.body_bytes = r->body_len;
         if (r->body_len > 0 && mgw_json_parse(r->body, r->body_len, &x.body) == 0)
             body_ok = x.body && json_object_is_type(x.body, json_type_object);
         last_record(r);

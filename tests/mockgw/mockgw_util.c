@@ -2,12 +2,11 @@
  * mockgw_util.c — the small shared pieces of the mock gateway.
  *
  * Owns the growable buffer and allocation wrappers, the id counter, strict JSON
- * parsing, the fault grammar ("delay-<ms>", "500", "cut", ... as given in the
- * x-mock-fault header or after "fault-" in a model name), the usage override
- * grammar (x-mock-usage header, "mock_usage" body field and the "USAGE:" line
- * of the last user text, which may report absurd counts), and the text rules
- * both API families share: UTF-8-safe truncation and streaming pieces, counting
- * the bytes of message content, and the "ARGS: <json>" convention.
+ * parsing, the usage override grammar (x-mock-usage header, "mock_usage" body
+ * field and the "USAGE:" line of the last user text, which may report absurd
+ * counts), and the text rules both API families share: UTF-8-safe truncation
+ * and streaming pieces, counting the bytes of message content, and the
+ * "ARGS: <json>" convention.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,8 +18,6 @@
 #include <string.h>
 
 #include "mockgw.h"
-
-#define MGW_MAX_FAULT_MS 600000L
 
 /* ---- memory and buffers ---- */
 
@@ -168,94 +165,6 @@ void mgw_jset(json_object *o, const char *key, json_object *v)
 {
     json_object_object_add_ex(o, key, v, JSON_C_OBJECT_ADD_KEY_IS_NEW
                               | JSON_C_OBJECT_ADD_CONSTANT_KEY);
-}
-
-/* ---- faults ---- */
-
-void mgw_fault_init(mgw_fault_t *f)
-{
-    f->kind = MGW_FAULT_NONE;
-    f->delay_ms = -1;
-    f->trickle_ms = -1;
-    f->cut_events = -1;
-    f->no_usage = false;
-    f->lockstep = false;
-    f->pieces = -1;
-}
-
-/* Parses the digits of s[0, len) as milliseconds. Returns it, or -1. */
-static long parse_ms(const char *s, size_t len)
-{
-    long v = 0;
-
-    if (len == 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-        if (v > MGW_MAX_FAULT_MS)
-            return -1;
-    }
-    return v;
-}
-
-static int fault_one(mgw_fault_t *f, const char *s, size_t len)
-{
-    static const struct { const char *name; mgw_fault_kind_t kind; } names[] = {
-        { "500", MGW_FAULT_500 },       { "429", MGW_FAULT_429 },
-        { "reset", MGW_FAULT_RESET },   { "cut", MGW_FAULT_CUT },
-        { "malformed", MGW_FAULT_MALFORMED },
-        { "overflow", MGW_FAULT_OVERFLOW }, { "none", MGW_FAULT_NONE },
-        { "404", MGW_FAULT_404 },       { "leak", MGW_FAULT_LEAK },
-        { "error-event", MGW_FAULT_ERROR_EVENT },
-    };
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i].name) == len && memcmp(names[i].name, s, len) == 0) {
-            f->kind = names[i].kind;
-            return 0;
-        }
-    }
-    if (len > 6 && memcmp(s, "delay-", 6) == 0)
-        return (f->delay_ms = parse_ms(s + 6, len - 6)) < 0 ? -1 : 0;
-    if (len > 8 && memcmp(s, "trickle-", 8) == 0)
-        return (f->trickle_ms = parse_ms(s + 8, len - 8)) < 0 ? -1 : 0;
-    if (len > 4 && memcmp(s, "cut-", 4) == 0) {
-        f->kind = MGW_FAULT_CUT;
-        return (f->cut_events = parse_ms(s + 4, len - 4)) < 0 ? -1 : 0;
-    }
-    if (len > 7 && memcmp(s, "pieces-", 7) == 0)
-        return (f->pieces = parse_ms(s + 7, len - 7)) < 0 ? -1 : 0;
-    if (len == 8 && memcmp(s, "lockstep", 8) == 0) {
-        f->lockstep = true;
-        return 0;
-    }
-    if (len == 7 && memcmp(s, "nousage", 7) == 0) {
-        f->no_usage = true;
-        return 0;
-    }
-    return -1;
-}
-
-int mgw_fault_parse(mgw_fault_t *f, const char *spec)
-{
-    const char *p = spec;
-
-    while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        const char *t = e;
-        while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
-            t--;
-        if (t > p && fault_one(f, p, (size_t)(t - p)))
-            return -1;
-        p = e;
-    }
-    return 0;
 }
 
 /* ---- usage override ---- */

@@ -433,6 +433,260 @@ def test_faults(g):
                         "missed": before["missed"]}, "lockstep %r %r" % (before, after))
 
 
+def post(g, path, body, fault=None):
+    """POST body; fault goes in x-mock-fault. Returns (status, parsed JSON or
+    the list of SSE (event, parsed data or raw string))."""
+    h = dict(ANTH if path.startswith("/v1/messages") else AUTH)
+    if fault:
+        h["x-mock-fault"] = fault
+    r, d = g.req("POST", path, body, h)
+    if r.getheader("Content-Type") != "text/event-stream":
+        return r.status, json.loads(d)
+    out = []
+    for ev, dd in sse(d):
+        try:
+            out.append((ev, json.loads(dd)))
+        except ValueError:
+            out.append((ev, dd))
+    return r.status, out
+
+
+def chat_text(chunks, index=0):
+    return "".join(c["choices"][0]["delta"].get("content") or "" for _, c in chunks
+                   if isinstance(c, dict) and c.get("choices")
+                   and c["choices"][0]["index"] == index)
+
+
+def usage_chunks(chunks):
+    return [c["usage"] for _, c in chunks if isinstance(c, dict) and "usage" in c]
+
+
+def msg_body(model="c", text="hi", **kw):
+    b = {"model": model, "max_tokens": 100, "messages": [{"role": "user", "content": text}]}
+    b.update(kw)
+    return b
+
+
+def test_n(g):
+    CH = "/v1/chat/completions"
+    st, j = post(g, CH, chat_body("hi", n=3))
+    check(st == 200 and [c["index"] for c in j["choices"]] == [0, 1, 2]
+          and all(c["message"]["content"] == "mock reply to: hi" for c in j["choices"])
+          and j["usage"]["completion_tokens"] == 60, "n=3 chat")
+    st, j = post(g, CH, chat_body("hi", n=2, max_tokens=5))
+    check(j["usage"]["completion_tokens"] == 10 and len(j["choices"]) == 2, "n=2 capped")
+    st, ev = post(g, CH, chat_body("hi", n=2, stream=True,
+                                   stream_options={"include_usage": True}))
+    u = usage_chunks(ev)
+    check(chat_text(ev, 0) == chat_text(ev, 1) == "mock reply to: hi"
+          and len(u) == 1 and u[0]["completion_tokens"] == 40
+          and ev[-2][1]["choices"] == [] and ev[-1][1] == "[DONE]", "n=2 stream")
+    for bad in (0, -1, "2", 1.5, 129):
+        st, j = post(g, CH, chat_body("hi", n=bad))
+        check(st == 400 and "n must be" in j["error"]["message"], "bad n %r" % (bad,))
+    st, j = post(g, CH, chat_body("hi", n=None))
+    check(st == 200 and len(j["choices"]) == 1, "n null")
+
+
+def test_greedy(g):
+    CH, MS = "/v1/chat/completions", "/v1/messages"
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    for fault, model in (("greedy", "gpt-4o"), (None, "m-fault-greedy")):
+        st, j = post(g, CH, chat_body("hi", model=model, max_tokens=1000,
+                                      max_completion_tokens=10, tools=tools), fault)
+        c = j["choices"][0]["message"]["content"]
+        check(st == 200 and len(c.encode()) == 1000 and c.startswith("mock reply to: hi")
+              and j["usage"]["completion_tokens"] == 1000, "greedy larger cap %s" % model)
+    st, j = post(g, CH, chat_body("hi", n=2, max_completion_tokens=300), "greedy")
+    check([len(c["message"]["content"]) for c in j["choices"]] == [300, 300]
+          and j["usage"]["completion_tokens"] == 600, "greedy n=2")
+    st, j = post(g, CH, chat_body("hi"), "greedy")
+    check(len(j["choices"][0]["message"]["content"]) == 30000
+          and j["usage"]["completion_tokens"] == 30000, "greedy uncapped")
+    st, j = post(g, CH, chat_body("hi", model="x-fault-greedy-500"))
+    check(len(j["choices"][0]["message"]["content"]) == 500
+          and j["usage"]["completion_tokens"] == 500, "greedy-500 uncapped")
+    st, j = post(g, CH, chat_body("hi", max_tokens=7), "greedy-500")
+    check(j["choices"][0]["message"]["content"] == "mock re"
+          and j["usage"]["completion_tokens"] == 7, "greedy-500 capped at 7")
+    st, ev = post(g, CH, chat_body("hi", stream=True, stream_options={"include_usage": True}),
+                  "greedy")
+    pieces = [len(c["choices"][0]["delta"].get("content", "")) for _, c in ev
+              if isinstance(c, dict) and c.get("choices")]
+    check(len(chat_text(ev)) == 30000 and max(pieces) == 512 and len(ev) <= 30000 // 512 + 5
+          and usage_chunks(ev)[0]["completion_tokens"] == 30000, "greedy stream")
+    st, j = post(g, MS, msg_body("c-fault-greedy", max_tokens=700, tools=[{"name": "t"}]))
+    check(j["content"][0]["type"] == "text" and len(j["content"][0]["text"]) == 700
+          and j["usage"]["output_tokens"] == 700, "greedy messages")
+    st, ev = post(g, MS, msg_body("c-fault-greedy", max_tokens=1200, stream=True))
+    text = "".join(d["delta"]["text"] for e, d in ev if e == "content_block_delta")
+    md = [d for e, d in ev if e == "message_delta"][0]
+    check(len(text) == 1200 and md["usage"]["output_tokens"] == 1200, "greedy messages stream")
+    st, j = post(g, MS, msg_body("c", max_tokens=200000000), "greedy")
+    check(st == 400, "greedy cap too large")
+    # two faults in one model name, and a model name with a header
+    st, j = post(g, CH, chat_body("hi", model="m-fault-greedy-fault-reasoning-500",
+                                  max_tokens=1000))
+    u = j["usage"]
+    check(st == 200 and u["completion_tokens"] == 1000
+          and u["completion_tokens_details"]["reasoning_tokens"] == 500
+          and len(j["choices"][0]["message"]["content"]) == 1000, "greedy + reasoning")
+    st, j = post(g, CH, chat_body("hi", model="m-fault-greedy", max_tokens=40), "usage-strings")
+    check(j["usage"]["completion_tokens"] == "40", "model fault + header fault")
+    st, j = post(g, CH, chat_body("hi", model="m-fault-greedy-fault-nope"))
+    check(st == 400, "unknown second fault in a model name")
+
+
+def test_input_faults(g):
+    CH, MS = "/v1/chat/completions", "/v1/messages"
+    b = chat_body("x" * 1000, model="m-fault-bytetok")
+    st, j = post(g, CH, b)
+    check(j["usage"]["prompt_tokens"] == len(json.dumps(b).encode()), "bytetok chat")
+    m = msg_body("c-fault-bytetok", "y" * 999, system="s" * 50, mystery={"a": 1})
+    st, j = post(g, MS, m)
+    check(j["usage"]["input_tokens"] == len(json.dumps(m).encode()), "bytetok messages")
+    st, j = post(g, MS + "/count_tokens", m)
+    check(j == {"input_tokens": len(json.dumps(m).encode())}, "bytetok count_tokens")
+    st, j = post(g, CH, chat_body("hello", model="m-fault-zero-input"))
+    check(j["usage"]["prompt_tokens"] == 0 and j["usage"]["total_tokens"] == 20, "zero-input chat")
+    st, j = post(g, MS, msg_body("c-fault-zero-input", "x" * 4000))
+    check(j["usage"]["input_tokens"] == 0 and j["usage"]["output_tokens"] == 20,
+          "zero-input messages")
+    st, ev = post(g, MS, msg_body("c-fault-zero-input", "x" * 4000, stream=True))
+    start = ev[0][1]["message"]["usage"]
+    md = [d for e, d in ev if e == "message_delta"][0]
+    check(start["input_tokens"] == 0 and md["usage"] == {"output_tokens": 20},
+          "zero-input messages stream")
+    st, j = post(g, CH, chat_body("hi", model="m-fault-reasoning-70"))
+    u = j["usage"]
+    check(u["completion_tokens"] == 90 and u["completion_tokens_details"]["reasoning_tokens"] == 70
+          and u["total_tokens"] == u["prompt_tokens"] + 90, "reasoning chat")
+    st, ev = post(g, CH, chat_body("hi", model="m-fault-reasoning-70", stream=True,
+                                   stream_options={"include_usage": True}))
+    u = usage_chunks(ev)[0]
+    check(u["completion_tokens"] == 90 and u["completion_tokens_details"]["reasoning_tokens"] == 70,
+          "reasoning chat stream")
+    st, j = post(g, MS, msg_body("c-fault-reasoning-70"))
+    check(j["usage"]["output_tokens"] == 90, "reasoning messages")
+    st, ev = post(g, MS, msg_body("c-fault-reasoning-70", stream=True))
+    md = [d for e, d in ev if e == "message_delta"][0]
+    check(md["usage"]["output_tokens"] == 90, "reasoning messages stream")
+
+
+def shaped_ok(shape, u, names):
+    """names: the normal names of the counts that must be in u."""
+    if shape == "usage-null":
+        return u is None
+    if shape == "usage-empty":
+        return u == {}
+    if shape == "usage-renamed":
+        return not any(k in u for k in names) and all(isinstance(v, (int, dict))
+                                                      for v in u.values())
+    want = str if shape == "usage-strings" else float
+
+    def leaves(o):
+        for v in o.values():
+            if isinstance(v, dict):
+                yield from leaves(v)
+            else:
+                yield v
+    return all(k in u for k in names) and all(isinstance(v, want) for v in leaves(u))
+
+
+def test_usage_shapes(g):
+    CH, MS = "/v1/chat/completions", "/v1/messages"
+    cn, mn = ("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens")
+    for shape in ("usage-strings", "usage-float", "usage-null", "usage-empty",
+                  "usage-renamed"):
+        st, j = post(g, CH, chat_body("hi", model="m-fault-" + shape))
+        check(st == 200 and "usage" in j and shaped_ok(shape, j["usage"], cn), shape + " chat")
+        st, ev = post(g, CH, chat_body("hi", stream=True, stream_options={"include_usage": True}),
+                      shape)
+        u = usage_chunks(ev)
+        check(len(u) == 1 and shaped_ok(shape, u[0], cn) and ev[-1][1] == "[DONE]",
+              shape + " chat stream")
+        st, j = post(g, MS, msg_body("c-fault-" + shape))
+        check(st == 200 and "usage" in j and shaped_ok(shape, j["usage"], mn),
+              shape + " messages")
+        st, ev = post(g, MS, msg_body("c-fault-" + shape, stream=True))
+        start = ev[0][1]["message"]
+        md = [d for e, d in ev if e == "message_delta"][0]
+        check("usage" in start and shaped_ok(shape, start["usage"], mn)
+              and "usage" in md and shaped_ok(shape, md["usage"], ("output_tokens",)),
+              shape + " messages stream")
+    st, j = post(g, CH, chat_body("hi", model="m-fault-usage-renamed"))
+    check(j["usage"]["input_tokens"] == 10 and j["usage"]["output_tokens"] == 20,
+          "usage-renamed chat names")
+    st, j = post(g, MS, msg_body("c-fault-usage-renamed"))
+    check(j["usage"]["prompt_tokens"] == 10 and j["usage"]["completion_tokens"] == 20,
+          "usage-renamed messages names")
+    r, d = g.req("POST", CH, chat_body("hi", model="m-fault-usage-float"), AUTH)
+    check(b'"prompt_tokens":10.0' in d, "usage-float on the wire: %r" % d[-200:])
+
+
+def test_stream_order(g):
+    CH, MS = "/v1/chat/completions", "/v1/messages"
+    st, ev = post(g, CH, chat_body("hi", model="m-fault-early-usage,pieces-375", stream=True,
+                                   stream_options={"include_usage": True}))
+    u = usage_chunks(ev)
+    check(len(u) == 1 and "usage" in ev[0][1] and u[0]["prompt_tokens"] == 10
+          and u[0]["completion_tokens"] == 0 and len(chat_text(ev)) == 3000
+          and ev[-1][1] == "[DONE]" and ev[-2][1]["choices"][0]["finish_reason"] == "stop",
+          "early-usage")
+    st, ev = post(g, CH, chat_body("hi", stream=True, stream_options={"include_usage": True}),
+                  "after-delta")
+    check("usage" in ev[-3][1] and len(ev[-2][1]["choices"][0]["delta"]["content"]) == 1000
+          and ev[-1][1] == "[DONE]", "after-delta chat")
+    st, ev = post(g, MS, msg_body("c-fault-after-delta", stream=True))
+    names = [e for e, _ in ev]
+    check(names[-3:] == ["message_delta", "content_block_delta", "message_stop"]
+          and len(ev[-2][1]["delta"]["text"]) == 1000
+          and ev[-2][1]["delta"]["text"].startswith("late"), "after-delta messages")
+
+
+def first_and_last(g, body, fault):
+    """Streams body over a raw socket: (seconds to the first bytes, to EOF)."""
+    req = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", g.port))
+    t = time.time()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode()
+              + b"\r\nConnection: close\r\nx-mock-fault: " + fault.encode()
+              + b"\r\nContent-Length: %d\r\n\r\n" % len(req) + req)
+    s.settimeout(20)
+    first, out = None, b""
+    while True:
+        d = s.recv(65536)
+        if first is None:
+            first = time.time() - t
+        if not d:
+            break
+        out += d
+    s.close()
+    return first, time.time() - t, out
+
+
+def test_slow(g):
+    body = chat_body("hi", stream=True, stream_options={"include_usage": True})
+    first, last, out = first_and_last(g, body, "stall-800")
+    check(first < 0.4 and last >= 0.8 and b"[DONE]" in out, "stall stream %.2f %.2f"
+          % (first, last))
+    t = time.time()
+    st, j = post(g, "/v1/chat/completions", chat_body("hi"), "stall-300")
+    check(st == 200 and j["usage"]["completion_tokens"] == 20 and time.time() - t >= 0.3,
+          "stall non-stream")
+    first, last, out = first_and_last(
+        g, dict(body, max_tokens=2048, n=2),
+        "greedy,trickle-30,usage-strings,after-delta,reasoning-5,bytetok,stall-200")
+    check(b"[DONE]" in out and b'"completion_tokens":"4096"' in out
+          and b'"reasoning_tokens":"5"' in out and last >= 0.2 + 0.03 * 10,
+          "trickle + greedy + usage-strings + after-delta + stall")
+    t = time.time()
+    st, ev = post(g, "/v1/messages", msg_body("c-fault-trickle-20-fault-zero-input-fault-"
+                                              "early-usage", stream=True))
+    check(ev[0][1]["message"]["usage"]["input_tokens"] == 0 and ev[-1][0] == "message_stop"
+          and time.time() - t >= 0.1, "trickle + zero-input messages")
+
+
 def test_http(g):
     c = g.conn()
     for i in range(5):
@@ -491,7 +745,8 @@ def main():
     g = Gw(argv)
     try:
         for t in (test_basics, test_chat, test_chat_stream, test_messages, test_faults,
-                  test_http):
+                  test_n, test_greedy, test_input_faults, test_usage_shapes,
+                  test_stream_order, test_slow, test_http):
             try:
                 t(g)
             except Exception as e:  # a crash of one group must not hide the others

@@ -178,6 +178,75 @@ static void test_plan_then_balance(void)
     apr_pool_destroy(f.p);
 }
 
+/* A reservation whose cap the service chooses: held in full when it fits,
+ * else for what the key's week and the more generous of the plan and the
+ * balance leave, down to hold_min; refused below it, naming hold_min. */
+static prov_reservation_t *upto(bf_fixture_t *f, const char *id, prov_micro_t hold,
+                                prov_micro_t hold_min, prov_error_t **err)
+{
+    prov_reservation_t *r = NULL;
+    prov_error_t *e = NULL;
+    CU_ASSERT_EQUAL(prov_billing_reserve_upto(&r, &e, f->src, f->auth, f->m->id, "chat", id,
+                                              hold, hold_min, T0, f->p), APR_SUCCESS);
+    if (err)
+        *err = e;
+    return r;
+}
+
+static void test_reserve_upto(void)
+{
+    bf_fixture_t f;
+    prov_reservation_t *r;
+    prov_error_t *err = NULL;
+    bf_setup(&f, 10 * C, 1, 4 * C);
+    /* fits: the whole hold */
+    r = upto(&f, "u-1", 3 * C, C, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->hold, 3 * C);
+    /* the key's week has 1 credit left: held for it */
+    r = upto(&f, "u-2", 3 * C, C / 2, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->hold, C);
+    CU_ASSERT_EQUAL(bf_balance(&f), 6 * C);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT reserved FROM ledger WHERE request_id = 'u-2'"), C);
+    /* nothing left: refused, naming the least it needs */
+    CU_ASSERT_PTR_NULL(upto(&f, "u-3", 3 * C, 1, &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_KEY_BUDGET_EXCEEDED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err->message, "needs at least 0.000001"));
+    apr_pool_destroy(f.p);
+
+    /* the balance: lowered to what it has, refused below hold_min */
+    bf_setup(&f, 2 * C, 0, 0);
+    r = upto(&f, "v-1", 5 * C, C, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_EQUAL(r->hold, 2 * C);
+    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_EQUAL(bf_balance(&f), 0);
+    CU_ASSERT_PTR_NULL(upto(&f, "v-2", 5 * C, C, &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
+    /* a fixed hold is never lowered */
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0, f.p), APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(upto(&f, "v-3", 3 * C, 3 * C, &err));
+    CU_ASSERT_PTR_NULL(bf_reserve(&f, "v-4", 3 * C, T0, &err));
+    apr_pool_destroy(f.p);
+
+    /* a plan with 1 credit of room and a balance of 2: the balance, for 2 */
+    bf_setup(&f, 2 * C, 0, 0);
+    with_plan(&f, C, 100 * C, T0 - 10);
+    r = upto(&f, "w-1", 5 * C, C / 2, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_EQUAL(r->hold, 2 * C);
+    /* then the plan's 1 credit is the more generous */
+    r = upto(&f, "w-2", 5 * C, C / 2, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(r->from_plan);
+    CU_ASSERT_EQUAL(r->hold, C);
+    apr_pool_destroy(f.p);
+}
+
 static void test_expire(void)
 {
     bf_fixture_t f;
@@ -420,7 +489,8 @@ void prov_test_suite_billing(void)
     PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_fixed_source_one_thread),
                PROV_TEST(test_reserve_settle), PROV_TEST(test_release),
                PROV_TEST(test_insufficient), PROV_TEST(test_key_budget_retry_after),
-               PROV_TEST(test_plan_then_balance), PROV_TEST(test_expire),
+               PROV_TEST(test_plan_then_balance), PROV_TEST(test_reserve_upto),
+               PROV_TEST(test_expire),
                PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
                PROV_TEST(test_no_writer_no_lease), PROV_TEST(test_status),
                PROV_TEST(test_window_math), PROV_TEST(test_huge_holds));

@@ -48,7 +48,7 @@ static void test_render(void)
     APR_ARRAY_PUSH(models, prov_model_t *) = model(p, "pub-c", "up-missing", 1, 1, 1);
     apr_hash_set(avail, "up-a", APR_HASH_KEY_STRING, "up-a");
     apr_hash_set(avail, "up-b", APR_HASH_KEY_STRING, "up-b");
-    out = prov_catalog_render(models, avail, p);
+    out = prov_catalog_render(models, avail, 32768, p);
     root = prov_json_parse(out, strlen(out), &perr, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(root, "object"), "list");
@@ -65,6 +65,13 @@ static void test_render(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"output\":4"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"cache\":null"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"reasoning\":null"));
+    /* the maximum output: the server's default, else the model's own */
+    CU_ASSERT_EQUAL(json_object_get_int64(prov_json_get(item, "max_output_tokens",
+                                                        json_type_int)), 32768);
+    APR_ARRAY_IDX(models, 0, prov_model_t *)->max_output = 1000;
+    out = prov_catalog_render(models, avail, 32768, p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"max_output_tokens\":1000"));
+    CU_ASSERT_PTR_NULL(strstr(out, "32768"));
 }
 
 static void test_cache_gateway_down(void)

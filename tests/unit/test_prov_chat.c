@@ -46,7 +46,7 @@ static void test_legacy_message(void)
     const char *up;
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     CU_ASSERT_EQUAL(req->n_messages, 1);
-    up = prov_chat_upstream_body(req, "up-1", p);
+    up = prov_chat_upstream_body(req, "up-1", 0, p);
     CU_ASSERT_PTR_NOT_NULL(strstr(up, "\"messages\":[{\"role\":\"user\",\"content\":\"hi there\"}]"));
     CU_ASSERT_PTR_NULL(strstr(up, "\"message\":"));
     CU_ASSERT_PTR_NOT_NULL(strstr(up, "\"model\":\"up-1\""));

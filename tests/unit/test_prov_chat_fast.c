@@ -62,8 +62,8 @@ static const char *const declined[] = {
 static void check_same_upstream(const prov_chat_req_t *a, const prov_chat_req_t *b,
                                 apr_pool_t *p)
 {
-    const char *ua = prov_chat_upstream_body(a, "up-1", p);
-    const char *ub = prov_chat_upstream_body(b, "up-1", p), *err = NULL;
+    const char *ua = prov_chat_upstream_body(a, "up-1", 0, p);
+    const char *ub = prov_chat_upstream_body(b, "up-1", 0, p), *err = NULL;
     json_object *ja, *jb;
     CU_ASSERT_PTR_NOT_NULL_FATAL(ua);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ub);
@@ -126,9 +126,9 @@ static void test_upstream_bytes(void)
     json_object *o;
     apr_pool_create(&p, prov_test_pool());
     CU_ASSERT_TRUE_FATAL(prov_chat_parse_fast(&fast, taken[0], strlen(taken[0]), p));
-    CU_ASSERT_STRING_EQUAL(prov_chat_upstream_body(&fast, "up-1", p),
+    CU_ASSERT_STRING_EQUAL(prov_chat_upstream_body(&fast, "up-1", 0, p),
                            "{\"model\":\"up-1\"," MSG ",\"max_tokens\":16}");
-    up = prov_chat_upstream_body(&fast, "a\"b", p);
+    up = prov_chat_upstream_body(&fast, "a\"b", 0, p);
     o = prov_json_parse(up, strlen(up), &err, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(o);
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "model"), "a\"b");

@@ -65,7 +65,7 @@ static void test_valid_and_unknown_fields(void)
     CU_ASSERT_EQUAL(req->stream, 1);
     CU_ASSERT_EQUAL(req->n_messages, 1);
     CU_ASSERT_EQUAL(req->prompt_bytes, 8 + 5);
-    up = prov_messages_upstream_body(req, "up-1", p);
+    up = prov_messages_upstream_body(req, "up-1", 0, p);
     HAS(up, "\"model\":\"up-1\"");
     HAS(up, "\"some_future_field\":[1,2]");
     HAS(up, "\"output_config\":{\"effort\":\"low\"}");
@@ -123,7 +123,7 @@ static void test_refusals(void)
             "\"temperature\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 1, p);
         const char *up;
         CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-        up = prov_messages_upstream_body(req, "u", p);
+        up = prov_messages_upstream_body(req, "u", 0, p);
         LACKS(up, "max_tokens");
         LACKS(up, "stream");
         LACKS(up, "temperature");
@@ -159,7 +159,7 @@ static void test_image_document(void)
         "\"source\":{}},{\"type\":\"text\",\"text\":\"after\"}]}]}]}", 0, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     CU_ASSERT_EQUAL(req->n_replaced, 2);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     LACKS(up, "QUJD");
     LACKS(up, "\"type\":\"image\"");
     HAS(up, "{\"type\":\"text\",\"text\":\"before\"},{\"type\":\"text\",\"text\":\"[image "
@@ -203,7 +203,7 @@ static void test_unknown_blocks(void)
         0, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     CU_ASSERT_EQUAL(req->n_replaced, 2);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     LACKS(up, "\"type\":\"search_result\"");
     LACKS(up, "citations");
     LACKS(up, "\"tool_name\"");
@@ -240,7 +240,7 @@ static void test_stripping(void)
     CU_ASSERT_EQUAL(req->n_dropped, 3);
     /* the assistant message that held only thinking is gone */
     CU_ASSERT_EQUAL(req->n_messages, 4);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     LACKS(up, "cache_control");
     LACKS(up, "thinking");
     LACKS(up, "SIG");
@@ -256,7 +256,7 @@ static void test_stripping(void)
         "{\"type\":\"clear_thinking_20251015\"},{\"type\":\"clear_tool_uses_20250919\"}]},"
         "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 0, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     HAS(up, "\"context_management\":{\"edits\":[{\"type\":\"clear_tool_uses_20250919\"}]}");
 }
 
@@ -271,7 +271,7 @@ static void test_system_folding(void)
     const char *up;
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
     CU_ASSERT_EQUAL(req->n_messages, 3);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     HAS(up, "\"system\":\"base\\n\\nextra rule\\n\\nsecond\"");
     LACKS(up, "\"role\":\"system\"");
 
@@ -280,14 +280,14 @@ static void test_system_folding(void)
         "\"text\":\"b1\"}],\"messages\":[{\"role\":\"system\",\"content\":\"f\"},"
         "{\"role\":\"user\",\"content\":\"c\"}]}", 0, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     HAS(up, "\"system\":[{\"type\":\"text\",\"text\":\"b1\"},{\"type\":\"text\",\"text\":\"f\"}]");
 
     /* no system at all: the folded text becomes it */
     req = parse_ok("{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\","
         "\"content\":\"c\"},{\"role\":\"system\",\"content\":\"late\"}]}", 0, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(req);
-    up = prov_messages_upstream_body(req, "u", p);
+    up = prov_messages_upstream_body(req, "u", 0, p);
     HAS(up, "\"system\":\"late\"");
 
     /* only a system message: nothing to answer */

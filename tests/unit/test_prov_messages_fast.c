@@ -109,12 +109,12 @@ static void test_taken(void)
         CU_ASSERT_EQUAL(prov_messages_estimate_tokens(&fast),
                         prov_messages_estimate_tokens(viajson));
         /* the gateway's body: the client's bytes with the model replaced */
-        up = prov_messages_upstream_body(&fast, "up/1", p);
+        up = prov_messages_upstream_body(&fast, "up/1", 0, p);
         CU_ASSERT_PTR_NOT_NULL(strstr(up, "\"up/1\""));
-        same_json(up, prov_messages_upstream_body(viajson, "up/1", p), p);
+        same_json(up, prov_messages_upstream_body(viajson, "up/1", 0, p), p);
         /* an upstream id that needs escaping goes through json-c */
-        same_json(prov_messages_upstream_body(&fast, "up\"2", p),
-                  prov_messages_upstream_body(viajson, "up\"2", p), p);
+        same_json(prov_messages_upstream_body(&fast, "up\"2", 0, p),
+                  prov_messages_upstream_body(viajson, "up\"2", 0, p), p);
         /* prov_messages_parse takes the fast path, count_tokens never */
         CU_ASSERT_EQUAL(prov_messages_parse(&req, &err, taken[i], strlen(taken[i]), 0, p),
                         APR_SUCCESS);

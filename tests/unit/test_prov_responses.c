@@ -34,7 +34,7 @@ static prov_error_t *parse_bad(const char *body, apr_pool_t *p)
 /* The upstream body as text, for substring checks. */
 static const char *up(const prov_resp_req_t *req, apr_pool_t *p)
 {
-    return prov_resp_upstream_body(req, "up-1", p);
+    return prov_resp_upstream_body(req, "up-1", 0, p);
 }
 
 #define HAS(hay, needle) do { \

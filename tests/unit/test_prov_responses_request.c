@@ -130,8 +130,8 @@ static void same_request(const prov_resp_req_t *fast, prov_resp_req_t *viajson, 
               || (fast->instructions && viajson->instructions
                   && !strcmp(fast->instructions, viajson->instructions)));
     for (i = 0; ids[i]; i++) {
-        const char *x = prov_resp_upstream_body(fast, ids[i], p);
-        const char *y = prov_resp_upstream_body(viajson, ids[i], p);
+        const char *x = prov_resp_upstream_body(fast, ids[i], 0, p);
+        const char *y = prov_resp_upstream_body(viajson, ids[i], 0, p);
         CU_ASSERT_STRING_EQUAL(x, y);
     }
     stream_of(&a, fast, p);
@@ -168,7 +168,7 @@ static void test_bench_body(void)
     apr_pool_t *p = prov_test_pool();
     prov_resp_req_t fast;
     CU_ASSERT_FATAL(prov_resp_parse_fast(&fast, taken[0], strlen(taken[0]), p));
-    CU_ASSERT_STRING_EQUAL(prov_resp_upstream_body(&fast, "gw-mini", p),
+    CU_ASSERT_STRING_EQUAL(prov_resp_upstream_body(&fast, "gw-mini", 0, p),
                            "{\"messages\":[{\"role\":\"user\",\"content\":\"Say hello in five "
                            "words.\"}],\"max_tokens\":16,\"model\":\"gw-mini\",\"stream\":true,"
                            "\"stream_options\":{\"include_usage\":true}}");
@@ -194,8 +194,8 @@ static void test_declined(void)
         rb = prov_resp_parse_json(&b, &eb, declined[i], len, p);
         CU_ASSERT_EQUAL(ra, rb);
         if (ra == APR_SUCCESS) {
-            CU_ASSERT_STRING_EQUAL(prov_resp_upstream_body(a, "u", p),
-                                   prov_resp_upstream_body(b, "u", p));
+            CU_ASSERT_STRING_EQUAL(prov_resp_upstream_body(a, "u", 0, p),
+                                   prov_resp_upstream_body(b, "u", 0, p));
         }
         else {
             CU_ASSERT_STRING_EQUAL(ea->message, eb->message);

@@ -1,7 +1,9 @@
 // tests/integration/lib/billing.js: what the billing tests share: a model
 // whose rates make holds and charges round numbers, the hold rule of the
-// engine (input estimate + max output at the model's rates, DESIGN §4 step 6)
-// computed independently, request bodies of a known hold and charge, plans
+// engine (a token a byte of the body plus 1,024 input tokens, and the output
+// cap of every choice, at the model's rates; docs/internals/billing.md "What
+// is held") computed independently, request bodies of a known hold and
+// charge (the counts in a USAGE: line of fixed width), plans
 // and subscriptions (through providerctl, or SQL while the CLI lacks the
 // commands), the test clock's bucket arithmetic, and ledger/bucket sums.
 
@@ -13,13 +15,18 @@ export const MIN5 = 300;
 export const WINDOW_5H = 5 * HOUR;
 export const WINDOW_7D = 7 * 24 * HOUR;
 export const DAY = 24 * HOUR;
-export const DEFAULT_MAX_TOKENS = 4096;
+// ProviderDefaultMaxTokens' default: the maximum output of a model without one.
+export const DEFAULT_MAX_TOKENS = 32768;
+// The hold's input bound: a token a byte of the body, plus this (prov_worst.h).
+export const INPUT_SLACK = 1024;
+// The least cap a request without one is lowered to.
+export const OUTPUT_FLOOR = 1024;
 
-// 10000 credits per 1M tokens = 0.01 credits = 10000 micro-credits a token,
-// for every kind: a hold or charge of N tokens is N * 10000 micro-credits.
+// 800 credits per 1M tokens = 800 micro-credits a token, for every kind: a
+// hold or charge of N tokens is N * 800 micro-credits (no rounding).
 export const BILL_MODEL = 'bill-flat';
-export const BILL_RATE = '10000';
-export const MICRO_PER_TOKEN = 10000n;
+export const BILL_RATE = '800';
+export const MICRO_PER_TOKEN = 800n;
 
 /** Adds the flat-rate model (upstream mock-main). */
 export function addBillModel(stack) {
@@ -29,39 +36,58 @@ export function addBillModel(stack) {
   });
 }
 
-/** The engine's input estimate: floor(prompt bytes / 3) + 8 × messages + 16. */
+/** The engine's input estimate, which an answer without usage is charged:
+ * floor(prompt bytes / 3) + 8 × messages + 16. */
 export function inputEstimate(contents) {
   const bytes = contents.reduce((n, c) => n + Buffer.byteLength(c), 0);
   return BigInt(Math.floor(bytes / 3) + 8 * contents.length + 16);
 }
 
-/** The hold in micro-credits at the flat rate (ceil per kind; exact here). */
-export function holdOf(contents, maxTokens = null) {
-  const out = BigInt(maxTokens === null ? DEFAULT_MAX_TOKENS : maxTokens);
-  return inputEstimate(contents) * MICRO_PER_TOKEN + out * MICRO_PER_TOKEN;
+/** The bytes of a body as stack.chat sends it. */
+export function bodyBytes(body) {
+  return Buffer.byteLength(JSON.stringify(body));
 }
 
-// The standard request: 48 bytes of content, one message, max_tokens 60:
-// estimate 16 + 8 + 16 = 40 input tokens + 60 output = 100 tokens = 1 credit.
-export const STD_CONTENT = 'x'.repeat(48);
-export const HOLD = holdOf([STD_CONTENT], 60);
-if (HOLD !== MICRO) throw new Error(`the standard hold is ${HOLD}, not 1 credit`);
+/** The hold in micro-credits at the flat rate: (body bytes + INPUT_SLACK)
+ * input tokens plus choices × the output cap (the body's max_tokens or
+ * max_completion_tokens, else cap, else DEFAULT_MAX_TOKENS). */
+export function holdOf(body, { cap = null, choices = 1 } = {}) {
+  const out = body.max_tokens ?? body.max_completion_tokens ?? cap ?? DEFAULT_MAX_TOKENS;
+  return BigInt(bodyBytes(body) + INPUT_SLACK + choices * out) * MICRO_PER_TOKEN;
+}
 
-/** The standard request, charged exactly its hold (1 credit). */
-export function fullBody(extra = {}) {
+/** A USAGE: line of fixed width (mockgw reports these counts; the body's
+ * size, and so its hold, does not depend on them). */
+export function usageLine(prompt, completion) {
+  const w = (n) => String(n).padStart(7, '0');
+  return `USAGE: prompt=${w(prompt)},completion=${w(completion)}`;
+}
+
+// The standard request: one message (padding and a USAGE line), max_tokens
+// 60, 1250 tokens held (body bytes + 1024 + 60) = 1 credit.
+function stdBody(prompt, completion, pad, extra = {}) {
   return {
     model: BILL_MODEL,
-    messages: [{ role: 'user', content: STD_CONTENT }],
+    messages: [{ role: 'user', content: `${pad}\n${usageLine(prompt, completion)}` }],
     max_tokens: 60,
-    mock_usage: { prompt: 40, completion: 60 },
     ...extra,
   };
 }
+const STD_TOKENS = 1250;
+const STD_PAD = 'x'.repeat(STD_TOKENS - INPUT_SLACK - 60 - bodyBytes(stdBody(0, 0, '')));
+export const STD_CONTENT = stdBody(0, 0, STD_PAD).messages[0].content;
+export const HOLD = holdOf(stdBody(0, 0, STD_PAD));
+if (HOLD !== MICRO) throw new Error(`the standard hold is ${HOLD}, not 1 credit`);
+
+/** The standard request, charged exactly its hold (1 credit: 1190 + 60 tokens). */
+export function fullBody(extra = {}) {
+  return stdBody(1190, 60, STD_PAD, extra);
+}
 export const FULL_CHARGE = 1000000n;
 
-/** The standard request (hold 1 credit) charged 10 + 20 tokens = 0.3 credits. */
+/** The standard request (hold 1 credit) charged 355 + 20 tokens = 0.3 credits. */
 export function cheapBody(extra = {}) {
-  return fullBody({ mock_usage: { prompt: 10, completion: 20 }, ...extra });
+  return stdBody(355, 20, STD_PAD, extra);
 }
 export const CHEAP_CHARGE = 300000n;
 
