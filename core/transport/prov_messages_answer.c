@@ -1,7 +1,7 @@
 /* prov_messages_answer.c: the Messages transport's answer half, without
  * httpd: the gateway's non-streamed answer read (its usage as token kinds)
- * and rendered for the client (public model id, credits in usage), and a
- * streamed answer relayed event by event, reading the usage from
+ * rendered for the client (public model id, credits in usage; the reading
+ * of its usage is prov_messages_usage.c's), and a streamed answer relayed event by event, reading the usage from
  * message_start and message_delta and counting the output text on the way,
  * so that the event that ends the answer (message_delta, or an error: a
  * gateway's error event is replaced by ours) tells the charge that
@@ -11,133 +11,9 @@
  * The request half is in prov_messages.c. */
 #include <stdio.h>
 #include <string.h>
-#include "prov_messages.h"
+#include "prov_messages_int.h"
 #include "prov_estimate.h"
 #include "prov_sse.h"
-
-/* The counts a usage object reports, by the place they keep in a stream. */
-enum { C_INPUT, C_CREATION, C_CACHE_READ, C_OUTPUT, C_KINDS };
-static const char *const count_keys[C_KINDS] = { "input_tokens",
-    "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens" };
-
-/* A usage object's counts as read (docs/internals/billing.md, "How usage
- * reports are read"): set[i] when count i is there (absent or null: not
- * set); bad when one is not a whole number >= 0, or usage is no object. */
-typedef struct counts_t {
-    apr_int64_t v[C_KINDS];
-    int set[C_KINDS];
-    int bad;
-} counts_t;
-
-/* The counts required of a report: the answer's usage has input and
- * output, message_start's input (what it is read for), message_delta's
- * output (its input is optional). */
-#define NEED_INPUT (1 << C_INPUT)
-#define NEED_OUTPUT (1 << C_OUTPUT)
-#define NEED_ALL (NEED_INPUT | NEED_OUTPUT)
-
-/* Non-zero when c is a readable report with the counts need asks for. */
-static int readable(const counts_t *c, int need)
-{
-    int i;
-    for (i = 0; i < C_KINDS; i++) {
-        if ((need & (1 << i)) && !c->set[i])
-            return 0;
-    }
-    return !c->bad;
-}
-
-/* With json-c: usage is the member as it came (NULL: absent or null). */
-static void tree_counts(counts_t *c, json_object *usage)
-{
-    int i;
-    memset(c, 0, sizeof(*c));
-    if (!json_object_is_type(usage, json_type_object)) {
-        c->bad = 1;
-        return;
-    }
-    for (i = 0; i < C_KINDS; i++) {
-        apr_status_t rv = prov_json_get_count(&c->v[i], usage, count_keys[i]);
-        c->set[i] = rv == APR_SUCCESS;
-        c->bad |= rv == APR_EINVAL;
-    }
-}
-
-/* Input and cache-creation tokens are both charged as input. */
-static void counts_tokens(prov_tokens_t *t, const apr_int64_t *v)
-{
-    t->input = prov_i64_add_sat(v[C_INPUT], v[C_CREATION]);
-    t->cache = v[C_CACHE_READ];
-    t->output = v[C_OUTPUT];
-    t->reasoning = 0;
-}
-
-static json_object *member(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
-apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage)
-{
-    counts_t c;
-    if (!usage)
-        return APR_ENOENT;
-    tree_counts(&c, usage);
-    if (!readable(&c, NEED_ALL))
-        return APR_EINVAL;
-    counts_tokens(t, c.v);
-    return APR_SUCCESS;
-}
-
-apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
-                                       const char *body, apr_size_t len, apr_pool_t *p)
-{
-    const char *perr = NULL;
-    json_object *root = prov_json_parse(body, len, &perr, p);
-    const char *type = root ? prov_json_get_str(root, "type") : NULL;
-    apr_status_t rv;
-    if (!type || strcmp(type, "message") || !prov_json_get(root, "content", json_type_array))
-        return APR_EINVAL;
-    *answer = root;
-    rv = prov_messages_tokens(t, member(root, "usage"));
-    return rv == APR_EINVAL ? PROV_USAGE_UNREADABLE : rv;
-}
-
-/* A usage object's counts read from the scan: 0 when it declines. */
-static int scan_counts(counts_t *c, const prov_jobject_t *usage)
-{
-    int i;
-    memset(c, 0, sizeof(*c));
-    for (i = 0; i < C_KINDS; i++) {
-        apr_status_t rv = prov_json_scan_count(&c->v[i], usage, count_keys[i]);
-        if (rv == APR_EGENERAL)
-            return 0;
-        c->set[i] = rv == APR_SUCCESS;
-        c->bad |= rv == APR_EINVAL;
-    }
-    return 1;
-}
-
-apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
-                                      const char *body, apr_size_t len)
-{
-    const prov_jmember_t *type, *content;
-    counts_t c;
-    if (prov_json_scan_object(&rl->top, body, len) != APR_SUCCESS
-        || !(type = prov_json_scan_member(&rl->top, "type"))
-        || type->vlen != 9 || memcmp(type->val, "\"message\"", 9)
-        || !(content = prov_json_scan_member(&rl->top, "content")) || *content->val != '['
-        || !prov_json_scan_member(&rl->top, "model")
-        || prov_json_scan_sub(&rl->usage, &rl->top, "usage") != APR_SUCCESS
-        || prov_json_scan_member(&rl->usage, "credits")
-        || !scan_counts(&c, &rl->usage) || !readable(&c, NEED_ALL))
-        return APR_EGENERAL;
-    rl->body = body;
-    rl->len = len;
-    counts_tokens(t, c.v);
-    return APR_SUCCESS;
-}
 
 const char *prov_messages_render(json_object *answer, const char *public_id,
                                  prov_micro_t charge, apr_pool_t *p)
@@ -174,20 +50,27 @@ struct prov_messages_stream_t {
     apr_uint64_t sent_bytes;    /* of which written (prov_messages_stream_written) */
     int dropped;                /* events dropped after the figure was told */
     prov_gwerror_t gw_error;    /* the gateway's error event, when failed */
-    apr_int64_t count[C_KINDS];
+    apr_int64_t count[PROV_MC_KINDS];
 };
+
+/* The member key of o, whatever its type (NULL when absent or null). */
+static json_object *member(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
 
 /* A report's counts taken when it is readable: a stream's counts are
  * running totals, so a count only ever grows. Returns whether it was. */
-static int take_counts(prov_messages_stream_t *s, const counts_t *c, int need)
+static int take_counts(prov_messages_stream_t *s, const prov_mcounts_t *c, int need)
 {
     int i;
-    if (!readable(c, need)) {
+    if (!prov_mcounts_readable(c, need)) {
         s->bad_usage++;
         return 0;
     }
     s->has_usage = 1;
-    for (i = 0; i < C_KINDS; i++) {
+    for (i = 0; i < PROV_MC_KINDS; i++) {
         if (c->set[i] && c->v[i] > s->count[i])
             s->count[i] = c->v[i];
     }
@@ -198,16 +81,16 @@ static int take_counts(prov_messages_stream_t *s, const counts_t *c, int need)
 static int take_usage(prov_messages_stream_t *s, json_object *o, int need)
 {
     json_object *usage = member(o, "usage");
-    counts_t c;
+    prov_mcounts_t c;
     if (!usage)
         return 0;
-    tree_counts(&c, usage);
+    prov_mcounts_tree(&c, usage);
     return take_counts(s, &c, need);
 }
 
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t)
 {
-    counts_tokens(t, s->count);
+    prov_mcounts_tokens(t, s->count);
     return s->has_usage;
 }
 
@@ -320,12 +203,12 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
     if (ev && !strcmp(name, "message_start")) {
         json_object *msg = prov_json_get(ev, "message", json_type_object);
         if (msg) {
-            take_usage(s, msg, NEED_INPUT);
+            take_usage(s, msg, PROV_MC_NEED_INPUT);
             json_object_object_add(msg, "model", json_object_new_string(s->public_id));
         }
     }
     else if (ev && !strcmp(name, "message_delta")) {
-        if (take_usage(s, ev, NEED_OUTPUT))
+        if (take_usage(s, ev, PROV_MC_NEED_OUTPUT))
             s->final_usage = 1;
         /* Headers are long gone: the charge travels in the last usage. */
         tell(s, ev);
@@ -381,24 +264,6 @@ static const char *splice(apr_size_t *n, prov_messages_stream_t *s, const prov_j
     return s->tmp->data;
 }
 
-/* The usage member of o read from the scan, as take_usage reads it: 1 with
- * *c (and *usage, for an object) for a report, -1 for none (absent or
- * null), 0 when the scan declines. */
-static int scan_usage(counts_t *c, const prov_jobject_t *o, prov_jobject_t *usage)
-{
-    const prov_jmember_t *m = prov_json_scan_member(o, "usage");
-    if (!m || prov_json_scan_is(m, "null"))
-        return -1;
-    if (*m->val != '{') {
-        memset(c, 0, sizeof(*c));
-        c->bad = 1;
-        return 1;
-    }
-    if (prov_json_scan_sub(usage, o, "usage") != APR_SUCCESS)
-        return 0;
-    return scan_counts(c, usage);
-}
-
 /* message_start: the message's usage taken, its model replaced (or added
  * last, where json-c adds a member). */
 static int start_event(prov_messages_stream_t *s, const prov_jobject_t *top, const char *data,
@@ -406,13 +271,13 @@ static int start_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
 {
     prov_jobject_t msg, usage;
     const prov_jmember_t *model;
-    counts_t c;
+    prov_mcounts_t c;
     int rv;
     if (!s->quoted_id || prov_json_scan_sub(&msg, top, "message") != APR_SUCCESS
-        || !(rv = scan_usage(&c, &msg, &usage)))
+        || !(rv = prov_mcounts_scan(&c, &msg, &usage)))
         return 0;
     if (rv > 0)
-        take_counts(s, &c, NEED_INPUT);
+        take_counts(s, &c, PROV_MC_NEED_INPUT);
     if ((model = prov_json_scan_member(&msg, "model")))
         *text = splice(tlen, s, top, data, model->val, model->vlen, s->quoted_id,
                        strlen(s->quoted_id));
@@ -431,11 +296,11 @@ static int delta_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
     prov_jobject_t usage;
     const prov_jmember_t *m = prov_json_scan_member(top, "usage");
     char money[PROV_MONEY_BUFSIZE], ins[PROV_MONEY_BUFSIZE + 32];
-    counts_t c;
-    int rv = scan_usage(&c, top, &usage);
+    prov_mcounts_t c;
+    int rv = prov_mcounts_scan(&c, top, &usage);
     if (!rv || (m && *m->val == '{' && prov_json_scan_member(&usage, "credits")))
         return 0;
-    if (rv > 0 && take_counts(s, &c, NEED_OUTPUT))
+    if (rv > 0 && take_counts(s, &c, PROV_MC_NEED_OUTPUT))
         s->final_usage = 1;
     prov_money_format_buf(money, tell_charge(s));
     if (m && *m->val == '{')
