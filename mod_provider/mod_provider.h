@@ -246,15 +246,19 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
 /* Stages the charge of the gateway's usage t at the model's rates (an absurd
- * t: at most the hold, with a warning) with status and sets
- * x-provider-credits while headers are unsent; returns the charge. Nothing
- * is committed before provider_infer_commit or provider_infer_answer. */
+ * t: at most the hold, with a warning; no input at all: the input estimate)
+ * with status and sets x-provider-credits while headers are unsent; returns
+ * the charge. Nothing is committed before provider_infer_commit or
+ * provider_infer_answer. The same as provider_infer_bill of a complete
+ * answer with that final usage. */
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status);
 /* Stages the settlement of what d delivered by prov_estimate's rule (the
  * reported usage with status reported_status, an estimate at most the hold
  * with status "estimated", or a release with release_status) and sets
- * x-provider-credits while headers are unsent; returns the charge. */
+ * x-provider-credits while headers are unsent; returns the charge. Logs an
+ * absurd report (PROV00300), unreadable ones (PROV00305) and a report of no
+ * input replaced by the estimate (PROV00306). */
 prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
                                  const char *reported_status, const char *release_status);
 /* Commits the staged settlement: completes the ledger row. */
@@ -327,6 +331,10 @@ typedef struct provider_streamer_t {
     /* Whether the answer is complete (its last event seen): its last
      * events then wait for provider_stream_finish. */
     int (*complete)(void *translator);
+    /* Everything the translator put into x->out so far reached the client
+     * (a write of it succeeded): its output counts as delivered. NULL: the
+     * translator does not count output. */
+    void (*written)(void *translator);
     /* Settles a stream that the client has, however it ended (rv: the
      * gateway transfer's result), and writes its last event. */
     int (*end)(provider_infer_t *in, provider_stream_t *x, apr_status_t rv);

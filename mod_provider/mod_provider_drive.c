@@ -80,9 +80,12 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
     }
     if (rv == APR_SUCCESS)
         provider_infer_settle(in, &tokens, "ok");
-    else
-        provider_infer_bill(in, prov_estimate_answer(&d, t->answer_bytes(answer)), "ok",
-                            "no_usage");
+    else {
+        /* no usage, or none that can be read: the estimate */
+        prov_estimate_answer(&d, t->answer_bytes(answer));
+        d.unreadable = rv == PROV_USAGE_UNREADABLE;
+        provider_infer_bill(in, &d, "ok", "no_usage");
+    }
     return provider_infer_answer(in, t->render(in, answer));
 }
 

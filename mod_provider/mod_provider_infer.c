@@ -263,14 +263,34 @@ static void log_absurd(provider_infer_t *in, const prov_tokens_t *t, prov_micro_
 prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
                                    const char *status)
 {
-    prov_tokens_t rec;
-    int absurd = 0;
-    prov_micro_t charge = prov_money_settle(&absurd, &rec, &in->eff, t, in->max_output,
-                                            in->hold);
-    if (absurd)
-        log_absurd(in, t, charge);
-    stage(in, &rec, charge, status, 0);
-    return charge;
+    prov_delivery_t d;
+    memset(&d, 0, sizeof(d));
+    d.reported = *t;
+    d.usage = PROV_USAGE_FINAL;
+    d.started = d.complete = 1;
+    return provider_infer_bill(in, &d, status, status);
+}
+
+/* What the settlement of d noticed about the gateway's usage, for the
+ * operator (docs/internals/billing.md, "How usage reports are read"). */
+static void log_usage(provider_infer_t *in, const prov_delivery_t *d, unsigned notes,
+                      prov_bill_e how, prov_micro_t charge)
+{
+    request_rec *r = in->r;
+    if (notes & PROV_BILL_ABSURD)
+        log_absurd(in, &d->reported, charge);
+    if (d->unreadable)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "PROV00305: request %s: the "
+                      "gateway's usage report could not be read (%d report%s: counts that "
+                      "are not whole numbers >= 0 under the documented names); it counts "
+                      "as no usage: charged %s credits (%s)", in->request_id, d->unreadable,
+                      d->unreadable == 1 ? "" : "s", prov_money_format(charge, r->pool),
+                      how == PROV_BILL_REPORTED ? "by a later readable report"
+                      : how == PROV_BILL_ESTIMATED ? "estimated" : "nothing delivered");
+    if (notes & PROV_BILL_INPUT_ESTIMATE)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00306: request %s: the gateway "
+                      "reported no input tokens; charged the input estimate (%"
+                      APR_INT64_T_FMT " tokens) instead", in->request_id, in->input_estimate);
 }
 
 prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
@@ -278,11 +298,10 @@ prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
 {
     prov_bill_e how;
     prov_tokens_t t;
-    int absurd = 0;
-    prov_micro_t charge = prov_estimate_bill(&how, &t, &absurd, d, &in->eff, in->input_estimate,
+    unsigned notes = 0;
+    prov_micro_t charge = prov_estimate_bill(&how, &t, &notes, d, &in->eff, in->input_estimate,
                                              in->max_output, in->hold);
-    if (absurd)
-        log_absurd(in, &d->reported, charge);
+    log_usage(in, d, notes, how, charge);
     stage(in, &t, charge, how == PROV_BILL_ESTIMATED ? PROV_STATUS_ESTIMATED
                           : how == PROV_BILL_REPORTED ? reported_status : release_status,
           how == PROV_BILL_RELEASE);

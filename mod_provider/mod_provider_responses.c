@@ -95,6 +95,11 @@ static int stream_complete(void *s)
     return prov_resp_stream_finished(s);
 }
 
+static void stream_written(void *s)
+{
+    prov_resp_stream_written(s);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), and the last event tells the figure. */
 static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t rv)
@@ -140,7 +145,8 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
 /* No keep-alive event: the Responses stream has none. */
 static const provider_streamer_t responses_stream = {
     .content_type = "text/event-stream", .early_error = stream_error,
-    .open = stream_open, .feed = stream_feed, .complete = stream_complete, .end = stream_end,
+    .open = stream_open, .feed = stream_feed, .complete = stream_complete,
+    .written = stream_written, .end = stream_end,
     .malformed = "The model gateway sent a stream that is not a chat completion stream. "
                  "Nothing was charged.",
 };

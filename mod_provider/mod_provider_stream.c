@@ -16,8 +16,10 @@
  * when nothing reached the client yet: a plain error in the transport's
  * shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was
- * delivered (docs/internals/broken-streams.md); a complete one is ended for
- * the client (provider_stream_finish) before its settlement is written. */
+ * delivered (docs/internals/broken-streams.md): the translator's output
+ * counts once a write of it succeeded (how->written); a complete one is
+ * ended for the client (provider_stream_finish) before its settlement is
+ * written. */
 #include <string.h>
 #include "mod_provider.h"
 
@@ -64,6 +66,8 @@ static apr_status_t flush_events(provider_stream_t *x)
     }
     x->started = 1;
     x->last_write = apr_time_now();
+    if (x->how->written)
+        x->how->written(x->translator);
     return APR_SUCCESS;
 }
 
@@ -104,6 +108,8 @@ int provider_stream_finish(provider_stream_t *x)
         x->started = 1;
         if (ap_fflush(c->output_filters, x->bb) != APR_SUCCESS)
             w = PROVIDER_WRITE_GONE;
+        else if (x->how->written)
+            x->how->written(x->translator);
     }
     apr_brigade_cleanup(x->bb);
     if (w == PROVIDER_WRITE_GONE)

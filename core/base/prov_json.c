@@ -215,6 +215,19 @@ const char *prov_json_get_str(json_object *obj, const char *key)
     return v ? json_object_get_string(v) : NULL;
 }
 
+apr_status_t prov_json_get_count(apr_int64_t *v, json_object *obj, const char *key)
+{
+    json_object *m = NULL;
+    *v = 0;
+    if (!obj || !json_object_is_type(obj, json_type_object)
+        || !json_object_object_get_ex(obj, key, &m) || !m)
+        return APR_NOTFOUND;
+    if (!json_object_is_type(m, json_type_int) || json_object_get_int64(m) < 0)
+        return APR_EINVAL;
+    *v = json_object_get_int64(m);
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
                                   const char *name, apr_pool_t *p)
 {

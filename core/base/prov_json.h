@@ -30,6 +30,12 @@ const char *prov_json_dump(json_object *obj, apr_pool_t *p);
 json_object *prov_json_get(json_object *obj, const char *key, json_type type);
 /* String member or NULL. */
 const char *prov_json_get_str(json_object *obj, const char *key);
+/* A token count of a usage report, member key of the object obj, read
+ * strictly: APR_SUCCESS with *v for a whole number >= 0 (json-c's integer
+ * type: no fraction, no exponent); APR_NOTFOUND (*v = 0) when there is no
+ * such member or it is null; APR_EINVAL (*v = 0) for anything else (a
+ * string, a float, a negative number, true, an object...). */
+apr_status_t prov_json_get_count(apr_int64_t *v, json_object *obj, const char *key);
 
 /* An output cap of a request (max_tokens, max_completion_tokens,
  * max_output_tokens) from the member v named name: APR_SUCCESS with *out a

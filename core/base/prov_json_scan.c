@@ -423,6 +423,28 @@ apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const c
     return prov_json_scan_member_int(v, prov_json_scan_member(o, key));
 }
 
+apr_status_t prov_json_scan_count(apr_int64_t *v, const prov_jobject_t *o, const char *key)
+{
+    const prov_jmember_t *m = prov_json_scan_member(o, key);
+    apr_size_t i;
+    *v = 0;
+    if (!m || prov_json_scan_is(m, "null"))
+        return APR_NOTFOUND;
+    for (i = *m->val == '-' ? 1 : 0; i < m->vlen; i++) {
+        if (m->val[i] < '0' || m->val[i] > '9')
+            return APR_EINVAL;   /* a string, a fraction, an exponent, a literal */
+    }
+    if (prov_json_scan_member_int(v, m) != APR_SUCCESS) {
+        *v = 0;
+        return APR_EGENERAL;
+    }
+    if (*v < 0) {                /* (-0 is 0, for json-c too) */
+        *v = 0;
+        return APR_EINVAL;
+    }
+    return APR_SUCCESS;
+}
+
 int prov_json_scan_plain(const char *id)
 {
     const unsigned char *c;

@@ -90,6 +90,11 @@ static APR_INLINE int prov_json_scan_is(const prov_jmember_t *m, const char *lit
 apr_status_t prov_json_scan_int(apr_int64_t *v, const prov_jobject_t *o, const char *key);
 /* The same for a member already found (m may be NULL: no such member). */
 apr_status_t prov_json_scan_member_int(apr_int64_t *v, const prov_jmember_t *m);
+/* A token count of a usage report, as prov_json_get_count reads it:
+ * APR_SUCCESS with *v, APR_NOTFOUND (absent or null), APR_EINVAL (not a
+ * whole number >= 0), or APR_EGENERAL: declined (too long to read as
+ * json-c does), for json-c to decide. *v is 0 unless APR_SUCCESS. */
+apr_status_t prov_json_scan_count(apr_int64_t *v, const prov_jobject_t *o, const char *key);
 
 /* The member key of o as an object (read into *sub as prov_json_scan_object
  * reads its text alone): APR_SUCCESS, APR_NOTFOUND when there is no such

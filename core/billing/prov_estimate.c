@@ -23,20 +23,37 @@ apr_int64_t prov_estimate_output_tokens(apr_uint64_t bytes)
     return t > (apr_uint64_t)APR_INT64_MAX ? APR_INT64_MAX : (apr_int64_t)t;
 }
 
+apr_uint64_t prov_estimate_delivered(const prov_delivery_t *d)
+{
+    apr_uint64_t n = d->output_bytes;
+    if (d->complete && n + d->queued_bytes >= n)
+        n += d->queued_bytes;
+    return n;
+}
+
 static apr_int64_t positive(apr_int64_t v)
 {
     return v > 0 ? v : 0;
 }
 
+/* A report that says no input at all, for a request that sent some. */
+static int no_input(const prov_delivery_t *d, apr_int64_t input_estimate)
+{
+    return d->usage != PROV_USAGE_NONE && d->reported.input == 0 && d->reported.cache == 0
+           && input_estimate > 0;
+}
+
 void prov_estimate_tokens(prov_tokens_t *t, const prov_delivery_t *d,
                           apr_int64_t input_estimate)
 {
-    apr_int64_t out = prov_estimate_output_tokens(d->output_bytes);
+    apr_int64_t out = prov_estimate_output_tokens(prov_estimate_delivered(d));
     if (d->usage != PROV_USAGE_NONE) {
         t->input = positive(d->reported.input);
         t->cache = positive(d->reported.cache);
         t->reasoning = positive(d->reported.reasoning);
         t->output = positive(d->reported.output) > out ? positive(d->reported.output) : out;
+        if (!t->input && !t->cache)
+            t->input = positive(input_estimate);
     }
     else {
         t->input = positive(input_estimate);
@@ -46,32 +63,41 @@ void prov_estimate_tokens(prov_tokens_t *t, const prov_delivery_t *d,
     }
 }
 
-prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, int *absurd,
+prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, unsigned *notes,
                                 const prov_delivery_t *d, const prov_rates_t *eff,
                                 apr_int64_t input_estimate, apr_int64_t max_output,
                                 prov_micro_t hold)
 {
+    prov_tokens_t reported = d->reported;
     prov_micro_t charge;
+    unsigned n = 0;
     int ab = 0;
     *how = prov_estimate_rule(d);
-    if (absurd)
-        *absurd = 0;
+    if (*how != PROV_BILL_RELEASE && no_input(d, input_estimate))
+        n |= PROV_BILL_INPUT_ESTIMATE;
     switch (*how) {
     case PROV_BILL_REPORTED:
         /* The gateway's word: its input may exceed the estimate the hold
          * assumed; only a report no request could produce is capped. */
-        charge = prov_money_settle(&ab, t, eff, &d->reported, max_output, hold);
-        if (absurd)
-            *absurd = ab;
-        return charge;
+        if (n & PROV_BILL_INPUT_ESTIMATE)
+            reported.input = input_estimate;
+        charge = prov_money_settle(&ab, t, eff, &reported, max_output, hold);
+        if (ab)
+            n |= PROV_BILL_ABSURD;
+        break;
     case PROV_BILL_ESTIMATED:
         prov_estimate_tokens(t, d, input_estimate);
         charge = prov_money_charge(eff, t);
-        return charge > hold ? hold : charge;
+        if (charge > hold)
+            charge = hold;
+        break;
     default:
         memset(t, 0, sizeof(*t));
-        return 0;
+        charge = 0;
     }
+    if (notes)
+        *notes = n;
+    return charge;
 }
 
 const prov_delivery_t *prov_estimate_answer(prov_delivery_t *d, apr_uint64_t output_bytes)

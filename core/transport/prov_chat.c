@@ -264,24 +264,97 @@ const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upst
     return prov_json_dump(body, p);
 }
 
-static apr_int64_t int_at(json_object *obj, const char *a, const char *b)
+/* A details object's count (prompt_tokens_details.cached_tokens): 0 when
+ * the object or the count is absent or null. */
+static apr_status_t detail(apr_int64_t *v, json_object *usage, const char *a, const char *b)
 {
-    json_object *v = prov_json_get(obj, a, b ? json_type_object : json_type_int);
-    if (v && b)
-        v = prov_json_get(v, b, json_type_int);
-    return v ? json_object_get_int64(v) : 0;
+    json_object *d = NULL;
+    apr_status_t rv;
+    *v = 0;
+    if (!json_object_object_get_ex(usage, a, &d) || !d)
+        return APR_SUCCESS;
+    if (!json_object_is_type(d, json_type_object))
+        return APR_EINVAL;
+    rv = prov_json_get_count(v, d, b);
+    return rv == APR_NOTFOUND ? APR_SUCCESS : rv;
+}
+
+apr_status_t prov_chat_usage(prov_chat_usage_t *u, json_object *usage)
+{
+    memset(u, 0, sizeof(*u));
+    if (!usage)
+        return APR_ENOENT;
+    if (!json_object_is_type(usage, json_type_object)
+        || prov_json_get_count(&u->prompt, usage, "prompt_tokens") != APR_SUCCESS
+        || prov_json_get_count(&u->completion, usage, "completion_tokens") != APR_SUCCESS
+        || detail(&u->cached, usage, "prompt_tokens_details", "cached_tokens") != APR_SUCCESS
+        || detail(&u->reasoning, usage, "completion_tokens_details", "reasoning_tokens")
+               != APR_SUCCESS) {
+        memset(u, 0, sizeof(*u));
+        return APR_EINVAL;
+    }
+    return APR_SUCCESS;
+}
+
+/* As detail, from the scan: APR_EGENERAL when it declines. */
+static apr_status_t scan_detail(apr_int64_t *v, const prov_jobject_t *usage, const char *a,
+                                const char *b)
+{
+    const prov_jmember_t *m = prov_json_scan_member(usage, a);
+    prov_jobject_t d;
+    apr_status_t rv;
+    *v = 0;
+    if (!m || prov_json_scan_is(m, "null"))
+        return APR_SUCCESS;
+    if (*m->val != '{')
+        return APR_EINVAL;
+    if (prov_json_scan_sub(&d, usage, a) != APR_SUCCESS)
+        return APR_EGENERAL;
+    rv = prov_json_scan_count(v, &d, b);
+    return rv == APR_NOTFOUND ? APR_SUCCESS : rv;
+}
+
+/* The first of a and b that is not APR_SUCCESS, a declined scan first. */
+static apr_status_t worst(apr_status_t a, apr_status_t b)
+{
+    if (a == APR_EGENERAL || b == APR_EGENERAL)
+        return APR_EGENERAL;
+    return a != APR_SUCCESS ? a : b;
+}
+
+apr_status_t prov_chat_usage_scan(prov_chat_usage_t *u, const prov_jobject_t *usage)
+{
+    apr_status_t rv = prov_json_scan_count(&u->prompt, usage, "prompt_tokens");
+    rv = worst(rv, prov_json_scan_count(&u->completion, usage, "completion_tokens"));
+    rv = worst(rv, scan_detail(&u->cached, usage, "prompt_tokens_details", "cached_tokens"));
+    rv = worst(rv, scan_detail(&u->reasoning, usage, "completion_tokens_details",
+                               "reasoning_tokens"));
+    if (rv == APR_NOTFOUND)
+        rv = APR_EINVAL;        /* a required count is missing */
+    if (rv != APR_SUCCESS)
+        memset(u, 0, sizeof(*u));
+    return rv;
+}
+
+static void split(prov_tokens_t *t, const prov_chat_usage_t *u)
+{
+    prov_tokens_split(t, u->prompt, u->completion, u->cached, u->reasoning);
 }
 
 apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage)
 {
-    if (!usage || !json_object_is_type(usage, json_type_object))
-        return APR_EINVAL;
-    /* Negative counts stay negative: the settlement judges them. */
-    prov_tokens_split(t, int_at(usage, "prompt_tokens", NULL),
-                      int_at(usage, "completion_tokens", NULL),
-                      int_at(usage, "prompt_tokens_details", "cached_tokens"),
-                      int_at(usage, "completion_tokens_details", "reasoning_tokens"));
-    return APR_SUCCESS;
+    prov_chat_usage_t u;
+    apr_status_t rv = prov_chat_usage(&u, usage);
+    if (rv == APR_SUCCESS)
+        split(t, &u);
+    return rv;
+}
+
+/* The member key of o, whatever its type (NULL when absent or null). */
+static json_object *member(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
 apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const char *body,
@@ -289,47 +362,29 @@ apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const
 {
     const char *perr = NULL;
     json_object *root = prov_json_parse(body, len, &perr, p);
+    apr_status_t rv;
     if (!root || !prov_json_get(root, "choices", json_type_array))
         return APR_EINVAL;
     *answer = root;
-    if (prov_chat_tokens(t, prov_json_get(root, "usage", json_type_object)) != APR_SUCCESS)
-        return APR_ENOENT;
-    return APR_SUCCESS;
-}
-
-/* A detail's count (prompt_tokens_details.cached_tokens): 0 when the
- * detail is not an object, as int_at reads it. */
-static apr_status_t scan_detail(apr_int64_t *v, const prov_jobject_t *usage, const char *a,
-                                const char *b)
-{
-    prov_jobject_t d;
-    apr_status_t rv = prov_json_scan_sub(&d, usage, a);
-    *v = 0;
-    if (rv == APR_NOTFOUND)
-        return APR_SUCCESS;
-    return rv == APR_SUCCESS ? prov_json_scan_int(v, &d, b) : rv;
+    rv = prov_chat_tokens(t, member(root, "usage"));
+    return rv == APR_EINVAL ? PROV_USAGE_UNREADABLE : rv;
 }
 
 apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
                                   apr_size_t len)
 {
     const prov_jmember_t *choices;
-    apr_int64_t in, out, cached, reasoning;
+    prov_chat_usage_t u;
     if (prov_json_scan_object(&rl->top, body, len) != APR_SUCCESS
         || !(choices = prov_json_scan_member(&rl->top, "choices")) || *choices->val != '['
         || !prov_json_scan_member(&rl->top, "model")
         || prov_json_scan_sub(&rl->usage, &rl->top, "usage") != APR_SUCCESS
         || prov_json_scan_member(&rl->usage, "credits")
-        || prov_json_scan_int(&in, &rl->usage, "prompt_tokens") != APR_SUCCESS
-        || prov_json_scan_int(&out, &rl->usage, "completion_tokens") != APR_SUCCESS
-        || scan_detail(&cached, &rl->usage, "prompt_tokens_details", "cached_tokens")
-               != APR_SUCCESS
-        || scan_detail(&reasoning, &rl->usage, "completion_tokens_details", "reasoning_tokens")
-               != APR_SUCCESS)
+        || prov_chat_usage_scan(&u, &rl->usage) != APR_SUCCESS)
         return APR_EGENERAL;
     rl->body = body;
     rl->len = len;
-    prov_tokens_split(t, in, out, cached, reasoning);
+    split(t, &u);
     return APR_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 #include "prov_fields.h"
 #include "prov_json.h"
 #include "prov_json_scan.h"
+#include "prov_estimate.h"
 
 typedef struct prov_chat_req_t {
     json_object *body;          /* normalised request (always has "messages"); owned by p;
@@ -54,18 +55,35 @@ int prov_chat_parse_fast(prov_chat_req_t *req, const char *body, apr_size_t len,
  * sent, even as null; else as max_tokens). */
 const char *prov_chat_upstream_body(const prov_chat_req_t *req, const char *upstream_id,
                                     apr_int64_t cap, apr_pool_t *p);
-/* Token kinds from an OpenAI usage object (DESIGN §3): cache = cached prompt
- * tokens, input = the rest of the prompt, reasoning = reasoning tokens,
- * output = the rest of the completion. Missing fields count 0; APR_EINVAL
- * when usage is not an object. */
+/* The counts of an OpenAI usage object, as reported. */
+typedef struct prov_chat_usage_t {
+    apr_int64_t prompt, completion, cached, reasoning;
+} prov_chat_usage_t;
+/* Reads a usage object strictly (docs/internals/billing.md, "How usage
+ * reports are read"): prompt_tokens and completion_tokens whole numbers >= 0
+ * (prov_json_get_count), prompt_tokens_details.cached_tokens and
+ * completion_tokens_details.reasoning_tokens the same or absent (a details
+ * object absent or null, a count absent or null: 0). APR_SUCCESS with *u;
+ * APR_ENOENT when usage is NULL (no usage member, or null); APR_EINVAL when
+ * it cannot be read (*u zero): no usage. */
+apr_status_t prov_chat_usage(prov_chat_usage_t *u, json_object *usage);
+/* The same from a scanned usage object: APR_SUCCESS, APR_EINVAL, or
+ * APR_EGENERAL when the scan declines (json-c's reading decides). */
+apr_status_t prov_chat_usage_scan(prov_chat_usage_t *u, const prov_jobject_t *usage);
+/* Token kinds from an OpenAI usage object read as prov_chat_usage reads it
+ * (same results; DESIGN §3): cache = cached prompt tokens, input = the rest
+ * of the prompt, reasoning = reasoning tokens, output = the rest of the
+ * completion (prov_tokens_split: a part above its whole raises the whole). */
 apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage);
 /* Reads a successful gateway answer: APR_EINVAL when it is not a chat
- * completion object with usage. */
+ * completion object; APR_ENOENT when it has no usage, PROV_USAGE_UNREADABLE
+ * when its usage cannot be read (*answer set in both cases). */
 apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const char *body,
                                    apr_size_t len, apr_pool_t *p);
 /* The same without a tree, for relaying (prov_json_scan.h): APR_SUCCESS
- * with *t and *rl when the answer is plainly a chat completion with usage;
- * APR_EGENERAL otherwise (prov_chat_read_answer then decides). */
+ * with *t and *rl when the answer is plainly a chat completion with a
+ * readable usage; APR_EGENERAL otherwise (prov_chat_read_answer then
+ * decides). */
 apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
                                   apr_size_t len);
 /* The client's answer: model = public_id, usage.credits = charge (decimal). */

@@ -86,15 +86,19 @@ apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req);
 
 /* Token kinds from an Anthropic usage object (DESIGN §3): cache =
  * cache_read_input_tokens, input = input_tokens + cache_creation_input_tokens,
- * output = output_tokens, reasoning = 0. Missing fields count 0; APR_EINVAL
- * when usage is not an object. */
+ * output = output_tokens, reasoning = 0. Read strictly
+ * (docs/internals/billing.md, "How usage reports are read"): input_tokens and
+ * output_tokens whole numbers >= 0, the two cache counts the same or absent
+ * (or null: 0). APR_ENOENT when usage is NULL (absent or null), APR_EINVAL
+ * when it cannot be read. */
 apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage);
 /* Reads a successful non-streamed gateway answer: APR_EINVAL when it is not a
- * message object, APR_ENOENT when it has no usage (*answer is set). */
+ * message object, APR_ENOENT when it has no usage, PROV_USAGE_UNREADABLE
+ * when its usage cannot be read (*answer is set in both cases). */
 apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
                                        const char *body, apr_size_t len, apr_pool_t *p);
 /* The same without a tree, for relaying (prov_json_scan.h): APR_SUCCESS
- * with *t and *rl when the answer is plainly a message with usage;
+ * with *t and *rl when the answer is plainly a message with readable usage;
  * APR_EGENERAL otherwise (prov_messages_read_answer then decides). */
 apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
                                       const char *body, apr_size_t len);
@@ -114,8 +118,14 @@ typedef struct prov_messages_stream_t prov_messages_stream_t;
 /* A relay for one streamed answer: events are passed on in order, message_start
  * gets model = public_id; message_delta and a gateway error event get
  * usage.credits, the charge prov_messages_stream_bill gives at that point (for
- * a complete answer, or for one broken by the gateway). Nothing is relayed
- * after message_stop or an error. input_estimate, max_output and hold are the
+ * a complete answer, or for one broken by the gateway), counting the output
+ * of every event put before it. Nothing is relayed after message_stop or an
+ * error, and after message_delta only message_stop, ping and error (content
+ * after the told figure is dropped: prov_messages_stream_dropped). The
+ * usage of message_start (input_tokens required) and of
+ * message_delta (output_tokens required) is read as prov_messages_tokens
+ * reads it; its counts are running totals (a count never goes down).
+ * input_estimate, max_output and hold are the
  * request's (the estimate's input when the gateway reports none, the output
  * cap a report is judged by, and the charge's cap). */
 prov_messages_stream_t *prov_messages_stream_create(const char *public_id,
@@ -139,6 +149,8 @@ apr_status_t prov_messages_stream_feed(prov_messages_stream_t *s, const char *bu
 void prov_messages_stream_set_fast(prov_messages_stream_t *s, int on);
 /* Number of events relayed so far. */
 int prov_messages_stream_events(const prov_messages_stream_t *s);
+/* Number of events dropped because they came after message_delta. */
+int prov_messages_stream_dropped(const prov_messages_stream_t *s);
 /* Non-zero once message_stop was relayed. */
 int prov_messages_stream_complete(const prov_messages_stream_t *s);
 /* Non-zero when the gateway sent an error event. The client got an error
@@ -148,9 +160,13 @@ int prov_messages_stream_failed(const prov_messages_stream_t *s);
 const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s);
 /* The usage reported so far into *t; returns 0 when none was reported. */
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t);
-/* What the relay delivered: usage (final once message_delta carried it),
- * output text relayed (counted until the charge was told), started, complete. */
+/* What the relay delivered: usage (final once message_delta carried a
+ * readable one), the unreadable reports, output text written to the client
+ * (with an out buffer, once prov_messages_stream_written said so) and
+ * queued, started, complete. */
 void prov_messages_stream_delivery(const prov_messages_stream_t *s, prov_delivery_t *d);
+/* Everything put into the out buffer so far reached the client. */
+void prov_messages_stream_written(prov_messages_stream_t *s);
 /* The settlement of the stream by prov_estimate's rule, for an answer that is
  * complete or not and a client that left or not: *how, the tokens *t, and the
  * charge returned (the figure message_delta or an error event told). */

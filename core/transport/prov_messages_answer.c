@@ -1,7 +1,7 @@
 /* prov_messages_answer.c: the Messages transport's answer half, without
  * httpd: the gateway's non-streamed answer read (its usage as token kinds)
- * and rendered for the client (public model id, credits in usage), and a
- * streamed answer relayed event by event, reading the usage from
+ * rendered for the client (public model id, credits in usage; the reading
+ * of its usage is prov_messages_usage.c's), and a streamed answer relayed event by event, reading the usage from
  * message_start and message_delta and counting the output text on the way,
  * so that the event that ends the answer (message_delta, or an error: a
  * gateway's error event is replaced by ours) tells the charge that
@@ -11,82 +11,9 @@
  * The request half is in prov_messages.c. */
 #include <stdio.h>
 #include <string.h>
-#include "prov_messages.h"
+#include "prov_messages_int.h"
 #include "prov_estimate.h"
 #include "prov_sse.h"
-
-/* A reported count; -1 when the gateway reported a negative one (for the
- * settlement to judge). */
-static apr_int64_t count_of(apr_int64_t n)
-{
-    return n < 0 ? -1 : n;
-}
-
-/* Input and cache-creation tokens are both charged as input. */
-static apr_int64_t input_of(apr_int64_t input, apr_int64_t creation)
-{
-    if (input < 0 || creation < 0)
-        return -1;
-    return prov_i64_add_sat(input, creation);
-}
-
-static apr_int64_t count_at(json_object *usage, const char *name)
-{
-    json_object *v = prov_json_get(usage, name, json_type_int);
-    return v ? count_of(json_object_get_int64(v)) : 0;
-}
-
-apr_status_t prov_messages_tokens(prov_tokens_t *t, json_object *usage)
-{
-    if (!usage || !json_object_is_type(usage, json_type_object))
-        return APR_EINVAL;
-    t->cache = count_at(usage, "cache_read_input_tokens");
-    t->input = input_of(count_at(usage, "input_tokens"),
-                        count_at(usage, "cache_creation_input_tokens"));
-    t->output = count_at(usage, "output_tokens");
-    t->reasoning = 0;
-    return APR_SUCCESS;
-}
-
-apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
-                                       const char *body, apr_size_t len, apr_pool_t *p)
-{
-    const char *perr = NULL;
-    json_object *root = prov_json_parse(body, len, &perr, p);
-    const char *type = root ? prov_json_get_str(root, "type") : NULL;
-    if (!type || strcmp(type, "message") || !prov_json_get(root, "content", json_type_array))
-        return APR_EINVAL;
-    *answer = root;
-    return prov_messages_tokens(t, prov_json_get(root, "usage", json_type_object))
-           == APR_SUCCESS ? APR_SUCCESS : APR_ENOENT;
-}
-
-apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
-                                      const char *body, apr_size_t len)
-{
-    const prov_jmember_t *type, *content;
-    apr_int64_t cache, input, creation, output;
-    if (prov_json_scan_object(&rl->top, body, len) != APR_SUCCESS
-        || !(type = prov_json_scan_member(&rl->top, "type"))
-        || type->vlen != 9 || memcmp(type->val, "\"message\"", 9)
-        || !(content = prov_json_scan_member(&rl->top, "content")) || *content->val != '['
-        || !prov_json_scan_member(&rl->top, "model")
-        || prov_json_scan_sub(&rl->usage, &rl->top, "usage") != APR_SUCCESS
-        || prov_json_scan_member(&rl->usage, "credits")
-        || prov_json_scan_int(&cache, &rl->usage, "cache_read_input_tokens") != APR_SUCCESS
-        || prov_json_scan_int(&input, &rl->usage, "input_tokens") != APR_SUCCESS
-        || prov_json_scan_int(&creation, &rl->usage, "cache_creation_input_tokens")
-               != APR_SUCCESS
-        || prov_json_scan_int(&output, &rl->usage, "output_tokens") != APR_SUCCESS)
-        return APR_EGENERAL;
-    rl->body = body;
-    rl->len = len;
-    t->cache = count_of(cache);
-    t->input = input_of(count_of(input), count_of(creation));
-    t->output = count_of(output);
-    t->reasoning = 0;
-    return APR_SUCCESS;
-}
 
 const char *prov_messages_render(json_object *answer, const char *public_id,
                                  prov_micro_t charge, apr_pool_t *p)
@@ -95,11 +22,6 @@ const char *prov_messages_render(json_object *answer, const char *public_id,
 }
 
 /* ---- streaming relay ------------------------------------------------------- */
-
-/* The counts a usage object reports, by the place they keep in a stream. */
-enum { C_INPUT, C_CREATION, C_CACHE_READ, C_OUTPUT, C_KINDS };
-static const char *const count_keys[C_KINDS] = { "input_tokens",
-    "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens" };
 
 struct prov_messages_stream_t {
     const char *public_id;
@@ -120,33 +42,55 @@ struct prov_messages_stream_t {
     apr_pool_t *scratch;        /* json-c's path: cleared after a feed that used it */
     int dirty;                  /* scratch was used */
     int events, complete, failed, final_usage, has_usage;
-    int told;                   /* the charge was told to the client: counting stops */
+    int bad_usage;              /* usage reports that could not be read */
+    int told;                   /* the charge was told to the client: from then on
+                                 * only message_stop, ping and error are relayed */
     int fast;                   /* events read without json-c where they can be */
-    apr_uint64_t output_bytes;  /* output text relayed */
+    apr_uint64_t output_bytes;  /* output text put into the output */
+    apr_uint64_t sent_bytes;    /* of which written (prov_messages_stream_written) */
+    int dropped;                /* events dropped after the figure was told */
     prov_gwerror_t gw_error;    /* the gateway's error event, when failed */
-    apr_int64_t count[C_KINDS];
+    apr_int64_t count[PROV_MC_KINDS];
 };
 
-/* Later events override the counts that they repeat. */
-static void take_usage(prov_messages_stream_t *s, json_object *usage)
+/* The member key of o, whatever its type (NULL when absent or null). */
+static json_object *member(json_object *o, const char *key)
 {
-    json_object *v;
+    json_object *v = NULL;
+    return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* A report's counts taken when it is readable: a stream's counts are
+ * running totals, so a count only ever grows. Returns whether it was. */
+static int take_counts(prov_messages_stream_t *s, const prov_mcounts_t *c, int need)
+{
     int i;
-    if (!usage || !json_object_is_type(usage, json_type_object))
-        return;
-    s->has_usage = 1;
-    for (i = 0; i < C_KINDS; i++) {
-        if ((v = prov_json_get(usage, count_keys[i], json_type_int)))
-            s->count[i] = json_object_get_int64(v);
+    if (!prov_mcounts_readable(c, need)) {
+        s->bad_usage++;
+        return 0;
     }
+    s->has_usage = 1;
+    for (i = 0; i < PROV_MC_KINDS; i++) {
+        if (c->set[i] && c->v[i] > s->count[i])
+            s->count[i] = c->v[i];
+    }
+    return 1;
+}
+
+/* With json-c: the usage member of o as it came (none when absent or null). */
+static int take_usage(prov_messages_stream_t *s, json_object *o, int need)
+{
+    json_object *usage = member(o, "usage");
+    prov_mcounts_t c;
+    if (!usage)
+        return 0;
+    prov_mcounts_tree(&c, usage);
+    return take_counts(s, &c, need);
 }
 
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t)
 {
-    t->input = input_of(s->count[C_INPUT], s->count[C_CREATION]);
-    t->cache = count_of(s->count[C_CACHE_READ]);
-    t->output = count_of(s->count[C_OUTPUT]);
-    t->reasoning = 0;
+    prov_mcounts_tokens(t, s->count);
     return s->has_usage;
 }
 
@@ -156,9 +100,17 @@ void prov_messages_stream_delivery(const prov_messages_stream_t *s, prov_deliver
     prov_messages_stream_tokens(s, &d->reported);
     d->usage = s->final_usage ? PROV_USAGE_FINAL
              : s->has_usage ? PROV_USAGE_PARTIAL : PROV_USAGE_NONE;
-    d->output_bytes = s->output_bytes;
+    d->unreadable = s->bad_usage;
+    /* without the caller's buffer, every event went through emit */
+    d->output_bytes = s->out ? s->sent_bytes : s->output_bytes;
+    d->queued_bytes = s->output_bytes - d->output_bytes;
     d->started = s->events > 0;
     d->complete = s->complete;
+}
+
+void prov_messages_stream_written(prov_messages_stream_t *s)
+{
+    s->sent_bytes = s->output_bytes;
 }
 
 prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int complete,
@@ -169,6 +121,23 @@ prov_micro_t prov_messages_stream_bill(const prov_messages_stream_t *s, int comp
     d.complete = complete;
     d.client_left = client_left;
     return prov_estimate_bill(how, t, NULL, &d, &s->rates, s->input_estimate,
+                              s->max_output, s->hold);
+}
+
+/* The charge told in an event that goes out after every event put before
+ * it: their output counts (if that write fails, the client never learns
+ * the figure, and the settlement counts what was written). */
+static prov_micro_t told_bill(prov_messages_stream_t *s, int complete)
+{
+    prov_delivery_t d;
+    prov_bill_e how;
+    prov_tokens_t t;
+    prov_messages_stream_delivery(s, &d);
+    d.output_bytes += d.queued_bytes;
+    d.queued_bytes = 0;
+    d.complete = complete;
+    s->told = 1;
+    return prov_estimate_bill(&how, &t, NULL, &d, &s->rates, s->input_estimate,
                               s->max_output, s->hold);
 }
 
@@ -191,14 +160,10 @@ static const char *error_json(const prov_error_t *e, const char *type, prov_micr
 }
 
 /* The charge the client is told in the event that ends the answer (after
- * its usage was taken): from then on, output is no longer counted. */
+ * its usage was taken): from then on, no more output is relayed. */
 static prov_micro_t tell_charge(prov_messages_stream_t *s)
 {
-    prov_bill_e how;
-    prov_tokens_t t;
-    prov_micro_t charge = prov_messages_stream_bill(s, 1, 0, &how, &t);
-    s->told = 1;
-    return charge;
+    return told_bill(s, 1);
 }
 
 static void tell(prov_messages_stream_t *s, json_object *ev)
@@ -238,14 +203,12 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
     if (ev && !strcmp(name, "message_start")) {
         json_object *msg = prov_json_get(ev, "message", json_type_object);
         if (msg) {
-            take_usage(s, prov_json_get(msg, "usage", json_type_object));
+            take_usage(s, msg, PROV_MC_NEED_INPUT);
             json_object_object_add(msg, "model", json_object_new_string(s->public_id));
         }
     }
     else if (ev && !strcmp(name, "message_delta")) {
-        json_object *usage = prov_json_get(ev, "usage", json_type_object);
-        take_usage(s, usage);
-        if (usage)
+        if (take_usage(s, ev, PROV_MC_NEED_OUTPUT))
             s->final_usage = 1;
         /* Headers are long gone: the charge travels in the last usage. */
         tell(s, ev);
@@ -253,15 +216,12 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
     else if (!strcmp(name, "error")) {
         /* The gateway's words may hold its address or a token: the client
          * gets ours, with an allow-listed type, and what it is charged. */
-        prov_bill_e how;
-        prov_tokens_t t;
-        prov_micro_t charge = prov_messages_stream_bill(s, 0, 0, &how, &t);
+        prov_micro_t charge = told_bill(s, 0);
         prov_gwerror_read(&s->gw_error, 0, data, len, s->p);
         *text = error_json(prov_gwerror_client(&s->gw_error, s->scratch), s->gw_error.type,
                            charge, s->scratch);
         *tlen = strlen(*text);
         s->failed = 1;
-        s->told = 1;
         return;
     }
     else {
@@ -282,47 +242,6 @@ static void slow_event(prov_messages_stream_t *s, const char *name, const char *
  * json-c's tree would put them (for a gateway that writes as json-c prints,
  * the same bytes; otherwise the same JSON), content deltas passed on as they
  * came. tests/fuzz/fuzz_messages_relay.c compares the two paths. */
-
-typedef struct counts_t {
-    apr_int64_t v[C_KINDS];
-    int set[C_KINDS];
-} counts_t;
-
-/* A count as take_usage reads it: 1 with *v for an integer, 0 when absent
- * or another value, -1 when declined (too long to read as json-c does). */
-static int scan_count(apr_int64_t *v, const prov_jobject_t *usage, const char *key)
-{
-    const prov_jmember_t *m = prov_json_scan_member(usage, key);
-    apr_size_t i;
-    if (!m)
-        return 0;
-    for (i = *m->val == '-' ? 1 : 0; i < m->vlen; i++) {
-        if (m->val[i] < '0' || m->val[i] > '9')
-            return 0;
-    }
-    return prov_json_scan_member_int(v, m) == APR_SUCCESS ? 1 : -1;
-}
-
-/* A usage object's counts; 0 when one of them is declined. */
-static int scan_counts(counts_t *c, const prov_jobject_t *usage)
-{
-    int i;
-    for (i = 0; i < C_KINDS; i++) {
-        if ((c->set[i] = scan_count(&c->v[i], usage, count_keys[i])) < 0)
-            return 0;
-    }
-    return 1;
-}
-
-static void take_counts(prov_messages_stream_t *s, const counts_t *c)
-{
-    int i;
-    s->has_usage = 1;
-    for (i = 0; i < C_KINDS; i++) {
-        if (c->set[i])
-            s->count[i] = c->v[i];
-    }
-}
 
 /* The event's object (without the white space around it) with the bytes
  * [at, at + cut) replaced by the k bytes of ins, in the stream's reused
@@ -352,14 +271,13 @@ static int start_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
 {
     prov_jobject_t msg, usage;
     const prov_jmember_t *model;
-    counts_t c;
-    apr_status_t rv;
+    prov_mcounts_t c;
+    int rv;
     if (!s->quoted_id || prov_json_scan_sub(&msg, top, "message") != APR_SUCCESS
-        || (rv = prov_json_scan_sub(&usage, &msg, "usage")) == APR_EGENERAL
-        || (rv == APR_SUCCESS && !scan_counts(&c, &usage)))
+        || !(rv = prov_mcounts_scan(&c, &msg, &usage)))
         return 0;
-    if (rv == APR_SUCCESS)
-        take_counts(s, &c);
+    if (rv > 0)
+        take_counts(s, &c, PROV_MC_NEED_INPUT);
     if ((model = prov_json_scan_member(&msg, "model")))
         *text = splice(tlen, s, top, data, model->val, model->vlen, s->quoted_id,
                        strlen(s->quoted_id));
@@ -378,17 +296,14 @@ static int delta_event(prov_messages_stream_t *s, const prov_jobject_t *top, con
     prov_jobject_t usage;
     const prov_jmember_t *m = prov_json_scan_member(top, "usage");
     char money[PROV_MONEY_BUFSIZE], ins[PROV_MONEY_BUFSIZE + 32];
-    counts_t c;
-    apr_status_t rv = prov_json_scan_sub(&usage, top, "usage");
-    if (rv == APR_EGENERAL || (rv == APR_SUCCESS && (prov_json_scan_member(&usage, "credits")
-                                                     || !scan_counts(&c, &usage))))
+    prov_mcounts_t c;
+    int rv = prov_mcounts_scan(&c, top, &usage);
+    if (!rv || (m && *m->val == '{' && prov_json_scan_member(&usage, "credits")))
         return 0;
-    if (rv == APR_SUCCESS) {
-        take_counts(s, &c);
+    if (rv > 0 && take_counts(s, &c, PROV_MC_NEED_OUTPUT))
         s->final_usage = 1;
-    }
     prov_money_format_buf(money, tell_charge(s));
-    if (rv == APR_SUCCESS)
+    if (m && *m->val == '{')
         *text = splice(tlen, s, top, data, usage.close, 0, ins,
                        (apr_size_t)sprintf(ins, "%s\"credits\":%s", usage.n ? "," : "", money));
     else if (m)
@@ -505,11 +420,16 @@ static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
     apr_status_t rv;
     int kind;
 
-    /* Nothing after the end of the answer or an error: the client has the
-     * figure it is charged. */
+    /* Nothing after the end of the answer or an error, and after the
+     * figure was told in message_delta only its end: the client has the
+     * figure it is charged, and no output it is not charged for. */
     if (s->complete || s->failed)
         return APR_SUCCESS;
     kind = kind_of(ev->name);
+    if (s->told && kind != K_STOP && kind != K_ERROR && strcmp(ev->name, "ping")) {
+        s->dropped++;
+        return APR_SUCCESS;
+    }
     if (!s->fast || !fast_event(s, kind, ev, &text, &tlen, &bytes))
         slow_event(s, ev->name, ev->data, ev->len, &text, &tlen, &bytes);
     if (kind == K_STOP)
@@ -571,6 +491,11 @@ void prov_messages_stream_set_fast(prov_messages_stream_t *s, int on)
 int prov_messages_stream_events(const prov_messages_stream_t *s)
 {
     return s->events;
+}
+
+int prov_messages_stream_dropped(const prov_messages_stream_t *s)
+{
+    return s->dropped;
 }
 
 int prov_messages_stream_complete(const prov_messages_stream_t *s)

@@ -95,11 +95,16 @@ int prov_resp_stream_finished(const prov_resp_stream_t *s);
 int prov_resp_stream_started(const prov_resp_stream_t *s);
 /* The token kinds of the usage the gateway reported: APR_ENOENT when none. */
 apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t *t);
-/* What the stream delivered: the usage (final: a chat stream reports it once,
- * at the end), the output text sent (text, refusal, tool names, arguments and
- * custom tool input), and whether anything was sent. complete and client_left
- * are the caller's to set. */
+/* What the stream delivered: the usage (the last readable report: final,
+ * or partial when output came after it), the unreadable reports, the output
+ * text (text, refusal, tool names, arguments and custom tool input) written
+ * to the client and the rest queued (with an out buffer, written once
+ * prov_resp_stream_written said so), and whether anything was sent.
+ * complete and client_left are the caller's to set. */
 void prov_resp_stream_delivery(const prov_resp_stream_t *s, prov_delivery_t *d);
+/* Everything put into the out buffer so far reached the client (the caller
+ * wrote it): its output text counts as delivered. */
+void prov_resp_stream_written(prov_resp_stream_t *s);
 /* Closes the open items and emits response.completed (or .incomplete when the
  * model hit its output limit) with output and usage; credits = charge. */
 apr_status_t prov_resp_stream_complete(prov_resp_stream_t *s, prov_micro_t charge);

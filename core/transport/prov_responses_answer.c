@@ -76,23 +76,23 @@ json_object *prov_resp_call_item(const prov_resp_req_t *req, const char *id,
     return item;
 }
 
-static apr_int64_t int_at(json_object *o, const char *a, const char *b)
-{
-    json_object *v = b ? prov_json_get(prov_json_get(o, a, json_type_object), b, json_type_int)
-                       : prov_json_get(o, a, json_type_int);
-    return v ? json_object_get_int64(v) : 0;
-}
-
-/* The counts as reported (negative ones too: the settlement judges them). */
+/* The counts as prov_chat_usage reads them; nothing (have 0) when usage
+ * cannot be read. */
 void prov_resp_usage_read(prov_resp_usage_t *u, json_object *usage)
 {
-    if (!usage || !json_object_is_type(usage, json_type_object))
+    prov_chat_usage_t c;
+    if (prov_chat_usage(&c, usage) != APR_SUCCESS)
         return;
+    prov_resp_usage_set(u, &c);
+}
+
+void prov_resp_usage_set(prov_resp_usage_t *u, const prov_chat_usage_t *c)
+{
     u->have = 1;
-    u->input = int_at(usage, "prompt_tokens", NULL);
-    u->output = int_at(usage, "completion_tokens", NULL);
-    u->cached = int_at(usage, "prompt_tokens_details", "cached_tokens");
-    u->reasoning = int_at(usage, "completion_tokens_details", "reasoning_tokens");
+    u->input = c->prompt;
+    u->output = c->completion;
+    u->cached = c->cached;
+    u->reasoning = c->reasoning;
 }
 
 static apr_int64_t shown(apr_int64_t n)

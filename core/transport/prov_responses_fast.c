@@ -18,8 +18,9 @@
 
 /* What a chunk says, read before anything is done with it. */
 typedef struct chunk_t {
-    int have_usage;
-    prov_resp_usage_t usage;
+    int have_usage;                             /* a usage report, readable or not */
+    apr_status_t usage_rv;
+    prov_chat_usage_t usage;
     const prov_jmember_t *content, *refusal;    /* string values, or NULL */
     const char *finish;
     apr_size_t finish_len;
@@ -30,29 +31,21 @@ typedef struct chunk_t {
     } calls[MAX_CALLS];
 } chunk_t;
 
-/* The integer a.b of o, 0 when a is not an object: zero when declined. */
-static int read_detail(apr_int64_t *v, const prov_jobject_t *o, const char *a, const char *b)
-{
-    prov_jobject_t d;
-    apr_status_t rv = prov_json_scan_sub(&d, o, a);
-    *v = 0;
-    if (rv == APR_NOTFOUND)
-        return 1;
-    return rv == APR_SUCCESS && prov_json_scan_int(v, &d, b) == APR_SUCCESS;
-}
-
-/* As prov_resp_usage_read: only a usage object counts. */
+/* The chunk's usage report (none when absent or null) read as the json-c
+ * path reads it (prov_chat_usage); zero when the scan declines it. */
 static int read_usage(chunk_t *k, const prov_jobject_t *top, prov_jobject_t *u)
 {
-    apr_status_t rv = prov_json_scan_sub(u, top, "usage");
-    if (rv == APR_NOTFOUND)
+    const prov_jmember_t *m = prov_json_scan_member(top, "usage");
+    if (!m || prov_json_scan_is(m, "null"))
         return 1;
-    k->have_usage = k->usage.have = 1;
-    return rv == APR_SUCCESS
-        && prov_json_scan_int(&k->usage.input, u, "prompt_tokens") == APR_SUCCESS
-        && prov_json_scan_int(&k->usage.output, u, "completion_tokens") == APR_SUCCESS
-        && read_detail(&k->usage.cached, u, "prompt_tokens_details", "cached_tokens")
-        && read_detail(&k->usage.reasoning, u, "completion_tokens_details", "reasoning_tokens");
+    k->have_usage = 1;
+    k->usage_rv = APR_EINVAL;       /* not an object: unreadable */
+    if (*m->val != '{')
+        return 1;
+    if (prov_json_scan_sub(u, top, "usage") != APR_SUCCESS)
+        return 0;
+    k->usage_rv = prov_chat_usage_scan(&k->usage, u);
+    return k->usage_rv != APR_EGENERAL;
 }
 
 static const prov_jmember_t *string_member(const prov_jobject_t *o, const char *key)
@@ -186,7 +179,7 @@ static apr_status_t apply(prov_resp_stream_t *s, const chunk_t *k)
     if ((rv = prov_resp_op_start(s)) != APR_SUCCESS)
         return rv;
     if (k->have_usage)
-        s->usage = k->usage;
+        prov_resp_usage_take(s, &k->usage, k->usage_rv);
     if (k->content && k->content->vlen > 2 && (rv = text(s, k->content, 0)) != APR_SUCCESS)
         return rv;
     if (k->refusal && k->refusal->vlen > 2 && (rv = text(s, k->refusal, 1)) != APR_SUCCESS)

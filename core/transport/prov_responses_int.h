@@ -8,9 +8,10 @@
 #define PROV_RESPONSES_INT_H
 
 #include "prov_responses.h"
+#include "prov_chat.h"
 
-/* The usage of a chat completion as reported (negative counts too: the
- * settlement judges them); have is zero until a usage object was read. */
+/* The usage of a chat completion as reported; have is zero until a usage
+ * object was read (prov_chat_usage: only a readable one counts). */
 typedef struct prov_resp_usage_t {
     int have;
     apr_int64_t input, cached, output, reasoning;
@@ -27,8 +28,11 @@ json_object *prov_resp_message_item(const char *id, const char *status, json_obj
 json_object *prov_resp_call_item(const prov_resp_req_t *req, const char *id,
                                  const char *status, const char *call_id, const char *flat,
                                  const char *args, apr_size_t len, int *custom);
-/* Reads a chat completion's usage object into u (nothing when it is none). */
+/* Reads a chat completion's usage object into u (nothing when it is none
+ * or cannot be read: prov_chat_usage). */
 void prov_resp_usage_read(prov_resp_usage_t *u, json_object *usage);
+/* u from counts read by prov_chat_usage or prov_chat_usage_scan. */
+void prov_resp_usage_set(prov_resp_usage_t *u, const prov_chat_usage_t *c);
 /* The response's usage object; credits only when charge >= 0. */
 json_object *prov_resp_usage_json(const prov_resp_usage_t *u, prov_micro_t charge);
 /* The incomplete_details reason for a finish_reason, or NULL when the

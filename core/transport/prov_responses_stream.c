@@ -162,6 +162,16 @@ void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w)
     prov_jwrite_lit(w, "]");
 }
 
+void prov_resp_usage_take(prov_resp_stream_t *s, const prov_chat_usage_t *c, apr_status_t rv)
+{
+    if (rv != APR_SUCCESS) {
+        s->usage_bad++;
+        return;
+    }
+    prov_resp_usage_set(&s->usage, c);
+    s->usage_reports++;
+}
+
 /* ---- the stream ------------------------------------------------------------- */
 
 /* One gateway event, its data a slice of the fed bytes (not copied, not
@@ -171,20 +181,26 @@ static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
     prov_resp_stream_t *s = baton;
     const char *data = ev->data;
     apr_size_t len = ev->len;
+    apr_int64_t reports;
     apr_status_t rv;
 
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         s->finished = 1;
         return APR_SUCCESS;
     }
-    if (!s->tree_only && prov_resp_fast_chunk(s, data, len, &rv)) {
+    reports = s->usage_reports;
+    if (!s->tree_only && prov_resp_fast_chunk(s, data, len, &rv))
         s->n_fast++;
-        return rv;
+    else {
+        s->n_tree++;
+        s->tree = 1;
+        rv = prov_resp_tree_chunk(s, data, len);
+        s->tree = s->tree_only;
     }
-    s->n_tree++;
-    s->tree = 1;
-    rv = prov_resp_tree_chunk(s, data, len);
-    s->tree = s->tree_only;
+    /* a report counts the output of its own chunk and of those before */
+    s->chunk_bytes = s->out_bytes;
+    if (s->usage_reports != reports)
+        s->usage_bytes = s->out_bytes;
     return rv;
 }
 
@@ -283,10 +299,19 @@ apr_status_t prov_resp_stream_tokens(const prov_resp_stream_t *s, prov_tokens_t 
 void prov_resp_stream_delivery(const prov_resp_stream_t *s, prov_delivery_t *d)
 {
     memset(d, 0, sizeof(*d));
+    /* a report that more output followed is partial */
     if (prov_resp_stream_tokens(s, &d->reported) == APR_SUCCESS)
-        d->usage = PROV_USAGE_FINAL;
-    d->output_bytes = s->out_bytes;
+        d->usage = s->chunk_bytes > s->usage_bytes ? PROV_USAGE_PARTIAL : PROV_USAGE_FINAL;
+    d->unreadable = s->usage_bad;
+    /* without an out buffer, every event went through emit */
+    d->output_bytes = s->out ? s->sent_bytes : s->out_bytes;
+    d->queued_bytes = s->out_bytes - d->output_bytes;
     d->started = s->seq > 0;
+}
+
+void prov_resp_stream_written(prov_resp_stream_t *s)
+{
+    s->sent_bytes = s->out_bytes;
 }
 
 static apr_status_t end(prov_resp_stream_t *s, const prov_resp_end_t *e)

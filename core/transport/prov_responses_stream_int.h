@@ -53,7 +53,14 @@ struct prov_resp_stream_t {
     apr_int64_t seq;
     int finished;
     const char *finish_reason;
-    prov_resp_usage_t usage;
+    prov_resp_usage_t usage;    /* the last readable usage report */
+    apr_int64_t usage_reports;  /* readable usage reports so far */
+    int usage_bad;              /* usage reports that could not be read */
+    apr_uint64_t usage_bytes;   /* out_bytes after the chunk of the last readable
+                                 * report: output of later chunks (chunk_bytes
+                                 * above it) makes the report partial */
+    apr_uint64_t chunk_bytes;   /* out_bytes after the last chunk (a custom tool
+                                 * call's input counts later, at its close) */
     int n_items;
     apr_array_header_t *items;  /* prov_resp_span_t by output_index */
     /* the open message item: msg_index < 0 when none */
@@ -64,7 +71,9 @@ struct prov_resp_stream_t {
     apr_array_header_t *calls;  /* prov_resp_call_t by the gateway's tool-call index */
     prov_gwerror_t gw_error;    /* an error chunk of the gateway's, when gw_failed */
     int gw_failed;
-    apr_uint64_t out_bytes;     /* output text the client was sent */
+    apr_uint64_t out_bytes;     /* output text put into the events */
+    apr_uint64_t sent_bytes;    /* of which written to the client (with an out
+                                 * buffer: prov_resp_stream_written) */
     prov_jwrite_t ev;           /* the event being written as text */
     prov_sse_buf_t *out;        /* where events go instead of emit, or NULL */
     prov_jwrite_t ow;           /* the event being written at out's end */
@@ -107,6 +116,10 @@ apr_status_t prov_resp_op_args(prov_resp_stream_t *s, prov_resp_call_t *c, const
 void prov_resp_item_keep(prov_resp_stream_t *s, int i, const char *json, apr_size_t len);
 /* The finished items as a JSON array, appended to w. */
 void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w);
+
+/* A chunk's usage report as prov_chat_usage (or _scan) read it (rv):
+ * APR_SUCCESS takes it, another result counts an unreadable report. */
+void prov_resp_usage_take(prov_resp_stream_t *s, const prov_chat_usage_t *c, apr_status_t rv);
 
 /* ---- prov_responses_fast.c ------------------------------------------------- */
 

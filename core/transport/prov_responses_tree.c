@@ -296,7 +296,10 @@ static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
     }
     if ((rv = prov_resp_op_start(s)) != APR_SUCCESS)
         return rv;
-    prov_resp_usage_read(&s->usage, prov_json_get(chunk, "usage", json_type_object));
+    if (json_object_object_get_ex(chunk, "usage", &v) && v) {
+        prov_chat_usage_t u;            /* null: no report (every chunk but the last) */
+        prov_resp_usage_take(s, &u, prov_chat_usage(&u, v));
+    }
     /* a chunk may come without choices (usage alone): json-c aborts the
      * process when asked for an element of what is not an array */
     choices = prov_json_get(chunk, "choices", json_type_array);

@@ -74,7 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                == APR_SUCCESS);
     memset(&t, 0, sizeof(t));
     rv = prov_chat_read_answer(&answer, &t, (const char *)data, size, p);
-    FUZZ_CHECK(rv == APR_SUCCESS || rv == APR_ENOENT || rv == APR_EINVAL);
+    FUZZ_CHECK(rv == APR_SUCCESS || rv == APR_ENOENT || rv == APR_EINVAL
+               || rv == PROV_USAGE_UNREADABLE);
+    /* a usage that is read is whole numbers >= 0 (else it is no usage) */
+    FUZZ_CHECK(rv != APR_SUCCESS || (t.input >= 0 && t.output >= 0 && t.cache >= 0
+                                     && t.reasoning >= 0));
     if (rv != APR_EINVAL) {
         json_object *o;
         check_response(prov_resp_render(req, answer, "resp_abc", "public-model", 1700000000,

@@ -28,8 +28,9 @@
 #define prov_json_scan_member ref_json_scan_member
 #define prov_json_scan_int ref_json_scan_int
 #define prov_json_scan_member_int ref_json_scan_member_int
-#define prov_json_scan_render ref_json_scan_render
+#define prov_json_scan_count ref_json_scan_count
 #define prov_json_patched ref_json_patched
+#define prov_json_scan_render ref_json_scan_render
 #include "prov_json_scan.c"
 #undef prov_json_scan_object
 #undef prov_json_scan_strict
@@ -39,6 +40,7 @@
 #undef prov_json_scan_member
 #undef prov_json_scan_int
 #undef prov_json_scan_member_int
+#undef prov_json_scan_count
 #undef prov_json_patched
 #undef prov_json_scan_render
 

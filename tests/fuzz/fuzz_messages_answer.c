@@ -3,7 +3,8 @@
  * reader prov_messages_tokens) and of the answer the client gets from it
  * (prov_messages_render). The input is a gateway's answer body. Checked:
  * the client's answer parses as JSON with the public model id and
- * usage.credits; no reasoning tokens on this transport. */
+ * usage.credits; no reasoning tokens on this transport; a usage read has no
+ * negative count (one that cannot be read is PROV_USAGE_UNREADABLE). */
 #include "fuzz_common.h"
 #include "prov_messages.h"
 
@@ -16,7 +17,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&t, 0, sizeof(t));
     rv = prov_messages_read_answer(&answer, &t, (const char *)data, size, p);
-    FUZZ_CHECK(rv == APR_SUCCESS || rv == APR_ENOENT || rv == APR_EINVAL);
+    FUZZ_CHECK(rv == APR_SUCCESS || rv == APR_ENOENT || rv == APR_EINVAL
+               || rv == PROV_USAGE_UNREADABLE);
+    /* a usage that is read is whole numbers >= 0 (else it is no usage) */
+    FUZZ_CHECK(rv != APR_SUCCESS || (t.input >= 0 && t.output >= 0 && t.cache >= 0
+                                     && t.reasoning >= 0));
     if (rv != APR_EINVAL) {
         FUZZ_CHECK(answer != NULL);
         FUZZ_CHECK(t.reasoning == 0);

@@ -11,7 +11,8 @@
  * JSON). A third relay, the fast one encoding into a buffer of its own
  * (prov_messages_stream_set_out, as mod_provider_messages.c has it) and fed
  * the stream in two pieces, must end in the same state with the same bytes
- * as the fast one that emits each event. */
+ * as the fast one that emits each event, once its buffer was written
+ * (prov_messages_stream_written). */
 #include "fuzz_stream_util.h"
 #include "prov_messages.h"
 
@@ -115,6 +116,7 @@ static void relay_into(const run_t *emitted, unsigned opt, const uint8_t *data, 
     r.rv = prov_messages_stream_feed(r.s, (const char *)data, cut);
     if (r.rv == APR_SUCCESS)
         r.rv = prov_messages_stream_feed(r.s, (const char *)data + cut, size - cut);
+    prov_messages_stream_written(r.s);      /* the caller wrote out */
     same_state(&r, emitted);
     FUZZ_CHECK(out->len == emitted->out.len
                && (!out->len || !memcmp(out->data, emitted->out.buf, out->len)));

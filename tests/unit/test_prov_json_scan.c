@@ -21,10 +21,34 @@ static const char *const chat_ok[] = {
     CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":16,"
     "\"total_tokens\":26,\"prompt_tokens_details\":{\"cached_tokens\":4},"
     "\"completion_tokens_details\":{\"reasoning_tokens\":3}}}",
-    /* usage first, model last, spaces and an empty usage */
+    /* usage first, model last, spaces */
+    " {\"usage\" : { \"completion_tokens\" : 0 , \"prompt_tokens\":-0 } ,\n \"choices\": [ ], "
+    "\"model\" : null }\r\n",
+    /* null details, other members of any kind */
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+    "\"prompt_tokens_details\":null,\"completion_tokens_details\":{\"reasoning_tokens\":null},"
+    "\"x\":[1e10,-0.25E-3,true,false,{}]}}",
+    NULL
+};
+
+/* Chat answers whose usage cannot be read: declined by the scan, no usage
+ * for json-c's reading (PROV_USAGE_UNREADABLE). */
+static const char *const chat_unreadable[] = {
     " {\"usage\" : { } ,\n \"choices\": [ ], \"model\" : null }\r\n",
-    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":-5,\"completion_tokens\":2.5,"
-    "\"prompt_tokens_details\":null,\"x\":[1e10,-0.25E-3,true,false,{}]}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":-5,\"completion_tokens\":2}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2.5}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":\"5\",\"completion_tokens\":2}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":null}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1e2}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+    "\"prompt_tokens_details\":{\"cached_tokens\":\"1\"}}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+    "\"completion_tokens_details\":{\"reasoning_tokens\":-1}}}",
+    CHAT_HEAD CHOICES "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,"
+    "\"prompt_tokens_details\":7}}",
+    CHAT_HEAD CHOICES "\"usage\":[5,2]}",
+    CHAT_HEAD CHOICES "\"usage\":\"5,2\"}",
     NULL
 };
 
@@ -110,6 +134,16 @@ static void test_chat_relay(void)
         CU_ASSERT_EQUAL(prov_chat_relay_read(&rl, &t, chat_declined[i], strlen(chat_declined[i])),
                         APR_EGENERAL);
     }
+    for (i = 0; chat_unreadable[i]; i++) {
+        prov_json_relay_t rl;
+        prov_tokens_t t;
+        json_object *tree = NULL;
+        const char *c = chat_unreadable[i];
+        CU_ASSERT_EQUAL(prov_chat_relay_read(&rl, &t, c, strlen(c)), APR_EGENERAL);
+        CU_ASSERT_EQUAL(prov_chat_read_answer(&tree, &t, c, strlen(c), p),
+                        PROV_USAGE_UNREADABLE);
+        CU_ASSERT_PTR_NOT_NULL(tree);
+    }
     apr_pool_destroy(p);
 }
 
@@ -134,7 +168,24 @@ static void test_messages_relay(void)
         "\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"stop_reason\":\"end_turn\","
         "\"usage\":{\"input_tokens\":7,\"cache_creation_input_tokens\":2,"
         "\"cache_read_input_tokens\":3,\"output_tokens\":5}}",
-        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":-2}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":0,"
+        "\"output_tokens\":2,\"cache_read_input_tokens\":null}}",
+        NULL
+    };
+    /* usage that cannot be read: declined, then no usage for json-c's reading */
+    static const char *const unreadable[] = {
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":-2,"
+        "\"output_tokens\":2}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"output_tokens\":2}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":\"3\","
+        "\"output_tokens\":2}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":3,"
+        "\"output_tokens\":2.0}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"input_tokens\":3,"
+        "\"output_tokens\":2,\"cache_creation_input_tokens\":true}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{}}",
+        "{\"type\":\"message\",\"model\":\"up\",\"content\":[],\"usage\":{\"prompt_tokens\":3,"
+        "\"completion_tokens\":2}}",
         NULL
     };
     static const char *const declined[] = {
@@ -158,6 +209,16 @@ static void test_messages_relay(void)
         CU_ASSERT(a.input == b.input && a.output == b.output && a.cache == b.cache
                   && a.reasoning == b.reasoning);
         check_same(prov_messages_relay_read, ok[i], "claude-x", 1, p);
+    }
+    for (i = 0; unreadable[i]; i++) {
+        prov_json_relay_t rl;
+        prov_tokens_t t;
+        json_object *tree = NULL;
+        CU_ASSERT_EQUAL(prov_messages_relay_read(&rl, &t, unreadable[i], strlen(unreadable[i])),
+                        APR_EGENERAL);
+        CU_ASSERT_EQUAL(prov_messages_read_answer(&tree, &t, unreadable[i],
+                                                  strlen(unreadable[i]), p),
+                        PROV_USAGE_UNREADABLE);
     }
     for (i = 0; declined[i]; i++) {
         prov_json_relay_t rl;

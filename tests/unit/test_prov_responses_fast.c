@@ -81,9 +81,11 @@ static void translate(run_t *r, const char *sse, int mode, apr_pool_t *p)
         prov_resp_stream_set_out(s, b);
     r->rv = prov_resp_stream_feed(s, sse, half);
     send_out(r, b);
+    prov_resp_stream_written(s);
     if (r->rv == APR_SUCCESS)
         r->rv = prov_resp_stream_feed(s, sse + half, strlen(sse + half));
     send_out(r, b);
+    prov_resp_stream_written(s);
     if (r->rv == APR_SUCCESS) {
         CU_ASSERT_EQUAL(prov_resp_stream_complete(s, 1500000), APR_SUCCESS);
     }
@@ -92,6 +94,7 @@ static void translate(run_t *r, const char *sse, int mode, apr_pool_t *p)
                         APR_SUCCESS);
     }
     send_out(r, b);
+    prov_resp_stream_written(s);
     prov_resp_stream_paths(s, &r->fast, &r->tree);
     prov_resp_stream_delivery(s, &r->d);
 }
@@ -115,6 +118,9 @@ static const char *same(const char *sse, apr_int64_t fast, apr_int64_t tree)
     CU_ASSERT_EQUAL(a.rv, b.rv);
     CU_ASSERT_EQUAL(a.d.output_bytes, b.d.output_bytes);
     CU_ASSERT_EQUAL(a.d.usage, b.d.usage);
+    CU_ASSERT_EQUAL(c.d.usage, a.d.usage);
+    CU_ASSERT_EQUAL(a.d.unreadable, b.d.unreadable);
+    CU_ASSERT_EQUAL(c.d.queued_bytes, 0);
     CU_ASSERT_TRUE(!memcmp(&a.d.reported, &b.d.reported, sizeof(a.d.reported)));
     CU_ASSERT_EQUAL(a.out.len, b.out.len);
     CU_ASSERT_STRING_EQUAL(a.out.buf, b.out.buf);
