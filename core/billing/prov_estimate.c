@@ -77,11 +77,17 @@ prov_micro_t prov_estimate_bill(prov_bill_e *how, prov_tokens_t *t, unsigned *no
         n |= PROV_BILL_INPUT_ESTIMATE;
     switch (*how) {
     case PROV_BILL_REPORTED:
-        /* The gateway's word: its input may exceed the estimate the hold
-         * assumed; only a report no request could produce is capped. */
+        /* The gateway's word, within what the request can be billed: the
+         * hold is its worst case (prov_worst.h), so a report that costs
+         * more (input beyond a token a byte of the body, say) is one no
+         * request could produce, charged the hold, as an absurd one is. */
         if (n & PROV_BILL_INPUT_ESTIMATE)
             reported.input = input_estimate;
         charge = prov_money_settle(&ab, t, eff, &reported, max_output, hold);
+        if (charge > hold) {
+            charge = hold;
+            ab = 1;
+        }
         if (ab)
             n |= PROV_BILL_ABSURD;
         break;

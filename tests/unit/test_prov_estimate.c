@@ -94,16 +94,21 @@ static void test_tokens_and_bill(void)
     prov_estimate_tokens(&t, &d, 57);
     CU_ASSERT_EQUAL(t.input, 0);
 
-    /* Final usage: charged as reported, even above the hold (the input
-     * estimate may fall short of the gateway's count). */
+    /* Final usage: charged as reported, never above the hold (the worst
+     * case: a report beyond it is absurd and charged the hold). */
     d.usage = PROV_USAGE_FINAL;
     d.reported.input = 20;
     c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 1000000);
     CU_ASSERT_EQUAL(how, PROV_BILL_REPORTED);
     CU_ASSERT_EQUAL(t.output, 9);
     CU_ASSERT_EQUAL(c, 20 + 36 + 10);
-    c = prov_estimate_bill(&how, &t, NULL, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 30);
-    CU_ASSERT_EQUAL(c, 20 + 36 + 10);
+    {
+        unsigned notes = 0;
+        c = prov_estimate_bill(&how, &t, &notes, &d, &rates, 57, PROV_OUTPUT_TOKENS_MAX, 30);
+        CU_ASSERT_EQUAL(c, 30);
+        CU_ASSERT_TRUE(notes & PROV_BILL_ABSURD);
+        CU_ASSERT_EQUAL(t.input, 20);       /* the ledger keeps what was reported */
+    }
 
     /* Nothing delivered: nothing. */
     memset(&d, 0, sizeof(d));
