@@ -15,7 +15,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, DEFAULT_UPSTREAMS } from './lib/server.js';
-import { assertOpenAIError, eventually, toMicro } from './lib/helpers.js';
+import { assertOpenAIError, toMicro } from './lib/helpers.js';
 import {
   messages, messagesStream, assertAnthropicError, mockInputTokens, MESSAGES_UPSTREAMS,
 } from './lib/messages.js';
@@ -103,17 +103,9 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
     if (stack) await stack.stop();
   });
 
-  /** The ledger row of res, once settled; checks the balance moved by its credits. */
-  async function settled(rid, before) {
-    let row;
-    await eventually(() => {
-      row = stack.ledger(rid);
-      assert.ok(row && row.status !== 'reserved', `settled: ${JSON.stringify(row)}`);
-    }, 15000, 100);
-    await stack.billingSettled();
-    assert.equal(stack.balance(user.id), before - BigInt(row.credits), 'balance = ledger');
-    assert.ok(BigInt(row.credits) <= BigInt(row.reserved), 'never more than the hold');
-    return row;
+  /** The ledger row of rid once settled; the balance moved by its credits. */
+  function settled(rid, before) {
+    return stack.settledRow(rid, user.id, before);
   }
 
   const post = (path, body, headers = {}) => stack.request('POST', path,

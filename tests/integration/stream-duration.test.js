@@ -155,16 +155,9 @@ describe('ProviderStreamMaxDuration', { timeout: 180000 }, () => {
     if (stack) await stack.stop();
   });
 
-  /** The ledger row of rid once settled, the balance moved by its credits. */
-  async function settled(rid, b0) {
-    let row;
-    await eventually(() => {
-      row = stack.ledger(rid);
-      assert.ok(row && row.status !== 'reserved', JSON.stringify(row));
-    }, 10000, 100);
-    await stack.billingSettled();
-    assert.equal(stack.balance(user.id), b0 - BigInt(row.credits), 'balance = ledger');
-    return row;
+  /** The ledger row of rid once settled; the balance moved by its credits. */
+  function settled(rid, before) {
+    return stack.settledRow(rid, user.id, before);
   }
 
   it('messages: a stream that reaches it ends in an error event naming it, charged what was delivered', async () => {

@@ -16,7 +16,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startStack } from './lib/server.js';
-import { eventually, toMicro } from './lib/helpers.js';
+import { toMicro } from './lib/helpers.js';
 import { messages, messagesStream, mockInputTokens } from './lib/messages.js';
 
 // A micro-credit an input token, two an output token.
@@ -77,16 +77,8 @@ describe('usage read strictly', { timeout: 300000 }, () => {
   });
 
   /** The ledger row of rid once settled; the balance moved by its credits. */
-  async function settled(rid, b0) {
-    let row;
-    await eventually(() => {
-      row = stack.ledger(rid);
-      assert.ok(row && row.status !== 'reserved', `settled: ${JSON.stringify(row)}`);
-    }, 15000, 100);
-    await stack.billingSettled();
-    assert.equal(stack.balance(user.id), b0 - BigInt(row.credits), 'balance = ledger');
-    assert.ok(BigInt(row.credits) <= BigInt(row.reserved), 'never more than the hold');
-    return row;
+  function settled(rid, before) {
+    return stack.settledRow(rid, user.id, before);
   }
 
   /** Runs send (returning a response-like object with headers) expecting

@@ -613,6 +613,31 @@ export class Stack {
     }
   }
 
+  /**
+   * The ledger row of request rid once it is settled (not 'reserved'), after
+   * the billing engine has written everything, checking that the balance of
+   * userId moved from before by exactly the row's credits and that the row
+   * charged no more than its hold. Throws after ms.
+   */
+  async settledRow(rid, userId, before, ms = 15000) {
+    const until = Date.now() + ms;
+    let row = this.ledger(rid);
+    while (!row || row.status === 'reserved') {
+      if (Date.now() >= until) throw new Error(`not settled: ${JSON.stringify(row)}`);
+      await sleep(100);
+      row = this.ledger(rid);
+    }
+    await this.billingSettled();
+    const balance = this.balance(userId);
+    if (balance !== before - BigInt(row.credits)) {
+      throw new Error(`balance ${balance} != ${before} - the ledger's ${row.credits}`);
+    }
+    if (BigInt(row.credits) > BigInt(row.reserved)) {
+      throw new Error(`charged ${row.credits}, more than the hold ${row.reserved}`);
+    }
+    return row;
+  }
+
   /** Pids of httpd's child processes (the workers; the parent is this.httpd). */
   httpdChildren() {
     if (!this.httpd) return [];
