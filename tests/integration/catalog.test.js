@@ -63,6 +63,18 @@ describe('GET /v1/models with the gateway up', { timeout: 120000 }, () => {
     assert.match(res.text, /"reasoning"\s*:\s*3\.456789\b/);
   });
 
+  it('gives each entry its maximum output: its own, else ProviderDefaultMaxTokens', async () => {
+    let res = await stack.models();
+    for (const m of res.json.data) assert.equal(m.max_output_tokens, 32768, JSON.stringify(m));
+    stack.ctl('model', 'set', 'prov-nullrates', '--max-output', '64000');
+    await eventually(async () => {
+      res = await stack.models();
+      assert.equal(res.json.data.find((m) => m.id === 'prov-nullrates').max_output_tokens, 64000);
+    }, 10000, 200);
+    assert.equal(res.json.data.find((m) => m.id === 'prov-main').max_output_tokens, 32768);
+    stack.ctl('model', 'set', 'prov-nullrates', '--max-output', 'default');
+  });
+
   it('shows null for rates that are not configured', async () => {
     const res = await stack.models();
     const nul = res.json.data.find((m) => m.id === 'prov-nullrates');

@@ -76,7 +76,8 @@ describe('POST /v1/mcp, the public MCP endpoint', { timeout: 120000 }, () => {
       assert.equal(catalog.status, 200);
       assert.deepEqual(res.structuredContent, catalog.json);
       assert.deepEqual(JSON.parse(res.content[0].text), catalog.json);
-      assert.ok(res.structuredContent.data.some((m) => m.publicId === 'prov-main' && m.pricing.input === 1.234567));
+      assert.ok(res.structuredContent.data.some((m) => m.publicId === 'prov-main' && m.pricing.input === 1.234567
+        && m.max_output_tokens === 32768));
 
       const found = await client.callTool({ name: 'search_docs', arguments: { query: 'weekly budget', limit: 3 } });
       assert.notEqual(found.isError, true, JSON.stringify(found));
