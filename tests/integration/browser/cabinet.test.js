@@ -346,6 +346,7 @@ describe('the cabinet page in a browser', () => {
     assert.equal(await star.getAttribute('aria-pressed'), 'false');
     assert.equal(await star.getAttribute('aria-label'), 'Favorite: Main Model');
     assert.match(await page.textContent('#model-prov-main'), /1\.5.*3.*0\.25/s);
+    assert.equal(await page.textContent('#model-prov-main td[data-label="Max output"]'), '32,768');
     await star.click();
     await page.waitForSelector('#model-prov-main button.star[aria-pressed="true"]');
     const favs = await context.request.get(`${base}/v1/models/favorites`);
