@@ -126,6 +126,11 @@ static int stream_complete(void *s)
     return prov_messages_stream_complete(s);
 }
 
+static void stream_delivery(void *s, prov_delivery_t *d)
+{
+    prov_messages_stream_delivery(s, d);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), the figure that message_delta or the
  * error event told the client. */
@@ -170,6 +175,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
 static const provider_streamer_t messages_stream = {
     .content_type = "text/event-stream; charset=utf-8", .ping = prov_messages_ping_event,
     .open = stream_open, .feed = stream_feed, .complete = stream_complete, .end = stream_end,
+    .delivery = stream_delivery,
     .malformed = "The model gateway sent an answer that is not a message stream. "
                  "Nothing was charged.",
 };

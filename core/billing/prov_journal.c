@@ -316,7 +316,7 @@ static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
                                 r->tokens.reasoning, r->hold, r->charge,
                                 r->from_plan ? 1 : 0, r->drawn ? 1 : 0 };
     int i;
-    o[0] = 'S';
+    o[0] = r->progress ? 'P' : 'S';
     o[1] = '\t';
     o += 2;
     if (!(o = put_text(o, end, r->request_id)) || !(o = put_i64(o, end, r->user_id))
@@ -399,10 +399,12 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         j->cur.map[j->cur.size + len - 1] = '\n';
         __atomic_store_n(&j->cur.size, j->cur.size + len, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&j->mu);
-        cur->outstanding++;
-        pthread_mutex_unlock(&j->mu);
-        *ticket = cur->no;
+        if (!rec->progress) {
+            pthread_mutex_lock(&j->mu);
+            cur->outstanding++;
+            pthread_mutex_unlock(&j->mu);
+            *ticket = cur->no;
+        }
     }
     else {
         rv = APR_ENOSPC;             /* full, and no next segment could be made */
