@@ -12,7 +12,9 @@
  * with it, a keep-alive event while the gateway is silent, a refusal's body
  * kept for an error answer, a stream's maximum duration
  * (ProviderStreamMaxDuration, from the request's start, looked at with the
- * once-a-second tick: no clock read on the data path), and what happens
+ * once-a-second tick: no clock read on the data path), the stream's
+ * progress appended to the journal from that tick every 5 s (what a child
+ * killed under it is charged), and what happens
  * when nothing reached the client yet: a plain error in the transport's
  * shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was

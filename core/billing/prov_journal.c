@@ -7,7 +7,9 @@
  * is made (posix_fallocate: a page touched later can never fail for want
  * of disk) and mapped shared; a record is copied into the mapping under
  * the journal's mutex, its newline last, so no system call is made per
- * record. The page cache holds what was copied when the process is killed
+ * record. A record is a settlement ("S", outstanding until committed) or a
+ * stream's progress ("P", never outstanding: it keeps no segment). The
+ * page cache holds what was copied when the process is killed
  * the next moment, as it held what write(2) wrote. The unused rest of a
  * segment is NUL bytes, where a reader stops; a last line without its
  * newline (the process was killed inside the copy) is ignored: its answer

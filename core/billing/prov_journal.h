@@ -11,7 +11,9 @@
  * closed with nothing outstanding is deleted entirely. The journals of dead
  * processes are read back by the survivors (prov_journal_recover), which
  * replay them into the database the lock file names and then delete them.
- * What a record means to the books is the billing engine's business
+ * A stream in flight appends its progress too (a record that is never
+ * outstanding), so that a process killed under it is charged what it had
+ * delivered. What a record means to the books is the billing engine's business
  * (prov_billing_journal.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
