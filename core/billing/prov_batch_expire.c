@@ -8,18 +8,19 @@
 #include "prov_batch_int.h"
 #include "prov_log.h"
 
-apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
+/* The reserved rows that label (one argument) selects: request id, user,
+ * key, source, hold, created at and floor, as reservations in *rows. */
+static apr_status_t select_holds(apr_array_header_t **rows, batch_t *b, const char *label,
+                                 const char *arg)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
-    apr_array_header_t *stale = apr_array_make(b->p, 8, sizeof(prov_reservation_t));
-    apr_status_t rv = prov_store_select(b->s, &res, "bill_stale_holds",
-                                        PROV_ARGS(prov_i64(b->now - hold_timeout, b->p)), b->p);
-    int i, moved;
+    apr_status_t rv = prov_store_select(b->s, &res, label, PROV_ARGS(arg), b->p);
+    *rows = apr_array_make(b->p, 8, sizeof(prov_reservation_t));
     if (rv != APR_SUCCESS)
         return rv;
     while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
-        prov_reservation_t *r = apr_array_push(stale);
+        prov_reservation_t *r = apr_array_push(*rows);
         const char *source = prov_store_get(b->s, row, 3);
         memset(r, 0, sizeof(*r));
         r->request_id = prov_store_get(b->s, row, 0);
@@ -28,8 +29,18 @@ apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
         r->from_plan = source && !strcmp(source, "plan");
         r->hold = prov_store_get_i64(b->s, row, 4, 0);
         r->created_at = prov_store_get_i64(b->s, row, 5, 0);
+        r->floor = prov_store_get_i64(b->s, row, 6, 0);
     }
-    if (rv != APR_EOF)
+    return rv == APR_EOF ? APR_SUCCESS : rv;
+}
+
+apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
+{
+    apr_array_header_t *stale = NULL;
+    apr_status_t rv = select_holds(&stale, b, "bill_stale_holds",
+                                   prov_i64(b->now - hold_timeout, b->p));
+    int i, moved;
+    if (rv != APR_SUCCESS)
         return rv;
     for (i = 0; i < stale->nelts; i++) {
         prov_reservation_t *r = &APR_ARRAY_IDX(stale, i, prov_reservation_t);
@@ -52,27 +63,11 @@ apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
 static apr_status_t charge_floors(batch_t *b, const char *owner, int *count)
 {
     static const prov_tokens_t none = { 0, 0, 0, 0 };
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *rows = apr_array_make(b->p, 4, sizeof(prov_reservation_t));
-    apr_status_t rv = prov_store_select(b->s, &res, "bill_owner_holds", PROV_ARGS(owner), b->p);
+    apr_array_header_t *rows = NULL;
+    apr_status_t rv = select_holds(&rows, b, "bill_owner_holds", owner);
     int i, moved;
     *count = 0;
     if (rv != APR_SUCCESS)
-        return rv;
-    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
-        prov_reservation_t *r = apr_array_push(rows);
-        const char *source = prov_store_get(b->s, row, 3);
-        memset(r, 0, sizeof(*r));
-        r->request_id = prov_store_get(b->s, row, 0);
-        r->user_id = prov_store_get_i64(b->s, row, 1, 0);
-        r->key_id = prov_store_get_i64(b->s, row, 2, 0);
-        r->from_plan = source && !strcmp(source, "plan");
-        r->hold = prov_store_get_i64(b->s, row, 4, 0);
-        r->created_at = prov_store_get_i64(b->s, row, 5, 0);
-        r->floor = prov_store_get_i64(b->s, row, 6, 0);
-    }
-    if (rv != APR_EOF)
         return rv;
     /* Settled at the batch's time (its queue's latest), else now. */
     if (!b->now)
@@ -153,40 +148,23 @@ apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
 /* One hold or lease given back by hand (op->request_id): as an expiry. */
 apr_status_t prov_batch_drop(batch_t *b, prov_op_t *op)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    prov_reservation_t r;
+    apr_array_header_t *rows = NULL;
     apr_status_t rv;
-    int found = 0, moved = 0;
+    int moved = 0;
 
     op->swept = 0;
     if ((rv = prov_batch_lease_release(b, "bill_lease_by_id", op->request_id, &op->swept))
         != APR_SUCCESS || op->swept)
         return rv;
-    rv = prov_store_select(b->s, &res, "bill_hold_by_id", PROV_ARGS(op->request_id), b->p);
-    if (rv != APR_SUCCESS)
+    if ((rv = select_holds(&rows, b, "bill_hold_by_id", op->request_id)) != APR_SUCCESS)
         return rv;
-    memset(&r, 0, sizeof(r));
-    while ((rv = prov_store_row(b->s, res, &row, b->p)) == APR_SUCCESS) {
-        const char *source = prov_store_get(b->s, row, 3);
-        found = 1;
-        r.request_id = op->request_id;
-        r.user_id = prov_store_get_i64(b->s, row, 1, 0);
-        r.key_id = prov_store_get_i64(b->s, row, 2, 0);
-        r.from_plan = source && !strcmp(source, "plan");
-        r.hold = prov_store_get_i64(b->s, row, 4, 0);
-        r.created_at = prov_store_get_i64(b->s, row, 5, 0);
-    }
-    if (rv != APR_EOF)
-        return rv;
-    rv = APR_SUCCESS;
-    if (found) {
+    if (rows->nelts) {
         apr_int64_t now = b->now;
         b->now = op->at;             /* the row says when it was released */
-        rv = prov_batch_release_row(b, &r, op->status, &moved);
+        rv = prov_batch_release_row(b, &APR_ARRAY_IDX(rows, 0, prov_reservation_t), op->status,
+                                    &moved);
         b->now = now;
     }
     op->swept = moved;
     return rv;
 }
-

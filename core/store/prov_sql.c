@@ -262,7 +262,8 @@ static const prov_stmt_def_t statements[] = {
       "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE owner = %s "
       "ORDER BY at" },
     /* arg: a journal: the holds its process (which died) took and nobody
-     * settled (through the partial index of reserved rows) */
+     * settled (through the partial index of reserved rows). The three read
+     * the same columns (prov_batch_expire.c) */
     { "bill_owner_holds",
       "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
       "FROM ledger WHERE status = 'reserved' AND owner = %s ORDER BY created_at" },
@@ -271,8 +272,8 @@ static const prov_stmt_def_t statements[] = {
     /* args: a hold (request id) or a lease id: what `providerctl hold release`
      * gives back */
     { "bill_hold_by_id",
-      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
-      "WHERE request_id = %s AND status = 'reserved'" },
+      "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
+      "FROM ledger WHERE request_id = %s AND status = 'reserved'" },
     { "bill_lease_by_id",
       "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE id = %s" },
     /* arg: user (0 = all): the holds and leases in flight, oldest first
@@ -289,8 +290,9 @@ static const prov_stmt_def_t statements[] = {
       "WHERE (CAST(%lld AS BIGINT) = 0 OR b.user_id = %lld) ORDER BY 9, 1" },
     /* arg: older than: holds whose worker never came back, a batch at a time */
     { "bill_stale_holds",
-      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
-      "WHERE status = 'reserved' AND created_at < %lld ORDER BY created_at LIMIT 100" },
+      "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
+      "FROM ledger WHERE status = 'reserved' AND created_at < %lld ORDER BY created_at "
+      "LIMIT 100" },
     { "user_by_id_balance", "SELECT balance FROM users WHERE id = %lld" },
     /* args: user: what requests in flight hold of the balance */
     { "bill_held",

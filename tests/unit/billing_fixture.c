@@ -100,6 +100,31 @@ int bf_dir_has(const char *dir, const char *text)
     return found;
 }
 
+void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
+                const char *status, int progress, apr_int64_t at)
+{
+    prov_journal_rec_t rec;
+    int ticket = -1;
+    memset(&rec, 0, sizeof(rec));
+    rec.request_id = r->request_id;
+    rec.transport = r->transport ? r->transport : "chat";
+    rec.status = status;
+    rec.user_id = r->user_id;
+    rec.key_id = r->key_id;
+    rec.model_id = r->model_id;
+    rec.created_at = r->created_at;
+    rec.settled_at = at;
+    rec.tokens.input = 4;
+    rec.tokens.output = charge / 10;
+    rec.hold = r->hold;
+    rec.charge = charge;
+    rec.from_plan = r->from_plan;
+    rec.drawn = r->entry != NULL;
+    rec.progress = progress;
+    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
+    CU_ASSERT_EQUAL(ticket == 0, progress);
+}
+
 void bf_check_books(bf_fixture_t *f, prov_micro_t topup)
 {
     prov_micro_t charged = bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM ledger "

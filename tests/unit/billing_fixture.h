@@ -64,6 +64,11 @@ int bf_files_in(const char *dir);
 void bf_remove_dir(const char *dir);
 /* Whether a segment (.log) of dir holds text. */
 int bf_dir_has(const char *dir, const char *text);
+/* Appends r's record to j as the engine writes it (drawn: r->entry set):
+ * a settlement (charge, status), or a progress record (never outstanding),
+ * settled at `at`, of 4 input tokens and charge / 10 output tokens. */
+void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
+                const char *status, int progress, apr_int64_t at);
 /* The books: balance + holds and leases in flight + the ledger's charges =
  * the top-up, and every scope's buckets = charges + holds + leases. */
 void bf_check_books(bf_fixture_t *f, prov_micro_t topup);

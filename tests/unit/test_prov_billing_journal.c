@@ -47,24 +47,7 @@ static void teardown(bf_fixture_t *f)
 /* The journal record of a settlement, as finish() writes it. */
 static void journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge)
 {
-    prov_journal_rec_t rec;
-    int ticket = 0;
-    memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = r->transport;
-    rec.status = "ok";
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = r->created_at;
-    rec.settled_at = T0 + 1;
-    rec.tokens.input = 4;
-    rec.tokens.output = 5;
-    rec.hold = r->hold;
-    rec.charge = charge;
-    rec.from_plan = r->from_plan;
-    rec.drawn = r->entry != NULL;
-    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
+    bf_journal(j, r, charge, "ok", 0, T0 + 1);
 }
 
 /* A process (its own lease table) takes a lease in the name of journal j,

@@ -51,28 +51,10 @@ static prov_reservation_t *hold(bf_fixture_t *f, const char *id, const char *own
 }
 
 /* A record of r in j: a progress (never outstanding) or a settlement. */
-static void note(prov_journal_t *j, const prov_reservation_t *r, int drawn, int progress,
+static void note(prov_journal_t *j, const prov_reservation_t *r, int progress,
                  prov_micro_t charge, const char *status)
 {
-    prov_journal_rec_t rec;
-    int ticket = -1;
-    memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = "messages";
-    rec.status = status;
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = r->created_at;
-    rec.settled_at = T0 + 5;
-    rec.tokens.input = 10;
-    rec.tokens.output = charge / 10;
-    rec.hold = r->hold;
-    rec.charge = charge;
-    rec.drawn = drawn;
-    rec.progress = progress;
-    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
-    CU_ASSERT_EQUAL(ticket == 0, progress);
+    bf_journal(j, r, charge, status, progress, T0 + 5);
 }
 
 static apr_int64_t row_of(bf_fixture_t *f, const char *id, const char *status)
@@ -113,15 +95,15 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     owner = apr_pstrdup(f.p, prov_journal_owner(j));
     r = hold(&f, "p-prog", owner, FLOOR, T0);
-    note(j, r, 0, 1, 100, "estimated");
-    note(j, r, 0, 1, 300, "estimated");          /* the latest counts */
+    note(j, r, 1, 100, "estimated");
+    note(j, r, 1, 300, "estimated");          /* the latest counts */
     r = hold(&f, "p-settled", owner, FLOOR, T0);
-    note(j, r, 0, 1, 200, "estimated");
-    note(j, r, 0, 0, 250, "ok");                 /* the settlement wins */
+    note(j, r, 1, 200, "estimated");
+    note(j, r, 0, 250, "ok");                 /* the settlement wins */
     hold(&f, "p-floor", owner, FLOOR, T0);
     hold(&f, "p-cap", owner, 2 * C, T0);         /* a floor above the hold */
     r = hold(&f, "p-late", owner, FLOOR, T0 - 4000);
-    note(j, r, 0, 1, 500, "estimated");
+    note(j, r, 1, 500, "estimated");
     hold(&f, "p-gone", owner, FLOOR, T0 - 4000);
     hold(&f, "p-other", "another-process", FLOOR, T0);
     hold(&f, "p-none", NULL, FLOOR, T0);
@@ -132,7 +114,8 @@ static void test_progress_replay(void)
     drawn.model_id = f.m->id;
     drawn.hold = C;
     drawn.created_at = T0;
-    note(j, &drawn, 1, 1, 400, "estimated");
+    drawn.entry = &drawn;                        /* drawn */
+    note(j, &drawn, 1, 400, "estimated");
     CU_ASSERT_EQUAL(bf_value(&f, apr_psprintf(f.p, "SELECT COUNT(*) FROM ledger WHERE owner = "
                                                    "'%s' AND floor_credits = %d", owner, FLOOR)),
                     5);
