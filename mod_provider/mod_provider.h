@@ -245,6 +245,11 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
 int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
+/* A stream's progress for this process's journal (d: what was delivered
+ * so far, as if the stream broke now): the charge it would be settled at,
+ * charged by the replay should the process die before the settlement.
+ * Nothing when nothing was delivered (the replay then charges the floor). */
+void provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d);
 /* Stages the charge of the gateway's usage t at the model's rates (an absurd
  * t: at most the hold, with a warning; no input at all: the input estimate)
  * with status and sets x-provider-credits while headers are unsent; returns
@@ -309,6 +314,8 @@ typedef struct provider_stream_t {
     apr_interval_time_t ping;     /* ProviderStreamPingInterval */
     apr_time_t deadline;          /* the request's start + ProviderStreamMaxDuration */
     int too_long;                 /* ended at the deadline (by us, like a gateway cut) */
+    provider_infer_t *in;         /* the request (its progress, journaled by the tick) */
+    apr_time_t progress_at;       /* the tick's next progress record */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
     apr_size_t refusal_len;
 } provider_stream_t;
@@ -335,6 +342,9 @@ typedef struct provider_streamer_t {
      * (a write of it succeeded): its output counts as delivered. NULL: the
      * translator does not count output. */
     void (*written)(void *translator);
+    /* What was delivered so far (for the tick's progress records); NULL:
+     * none. */
+    void (*delivery)(void *translator, prov_delivery_t *d);
     /* Settles a stream that the client has, however it ended (rv: the
      * gateway transfer's result), and writes its last event. */
     int (*end)(provider_infer_t *in, provider_stream_t *x, apr_status_t rv);

@@ -185,6 +185,8 @@ static void set_cap(provider_infer_t *in)
 int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
+    prov_hold_ask_t ask;
+    prov_tokens_t input = { 0, 0, 0, 0 };
     apr_status_t rv;
 
     prov_worst_plan(&in->worst, &in->eff, in->len, in->call.choices, in->call.max_output,
@@ -192,10 +194,16 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
     in->input_estimate = input_estimate;
     in->hold = in->worst.hold;
     provider_infer_close(in);
-    rv = prov_billing_reserve_upto(&in->res, &err, provider_request_source(in->r), in->auth,
-                                   in->model->id, in->transport, in->request_id,
-                                   in->worst.hold, in->worst.hold_min, prov_now(),
-                                   in->r->pool);
+    /* The floor: what the request costs if this process dies under it with
+     * nothing more known (docs/internals/broken-streams.md, "A killed
+     * child"): its input estimate at the model's input rate. */
+    input.input = input_estimate;
+    ask.hold = in->worst.hold;
+    ask.hold_min = in->worst.hold_min;
+    ask.floor = prov_money_charge(&in->eff, &input);
+    rv = prov_billing_reserve_ask(&in->res, &err, provider_request_source(in->r), in->auth,
+                                  in->model->id, in->transport, in->request_id, &ask,
+                                  prov_now(), in->r->pool);
     if (rv != APR_SUCCESS)
         return fail(in, PROV_E_SERVICE_UNAVAILABLE, NULL,
                     "The service's database is busy; try again later.");
@@ -306,6 +314,19 @@ prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
                           : how == PROV_BILL_REPORTED ? reported_status : release_status,
           how == PROV_BILL_RELEASE);
     return charge;
+}
+
+void provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d)
+{
+    prov_bill_e how;
+    prov_tokens_t t;
+    prov_micro_t charge;
+    if (!in->res || in->res->settled)
+        return;
+    charge = prov_estimate_bill(&how, &t, NULL, d, &in->eff, in->input_estimate,
+                                in->max_output, in->hold);
+    if (how != PROV_BILL_RELEASE)
+        prov_billing_progress(in->res, &t, charge, prov_now());
 }
 
 void provider_infer_commit(provider_infer_t *in)

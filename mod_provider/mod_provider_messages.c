@@ -131,6 +131,11 @@ static void stream_written(void *s)
     prov_messages_stream_written(s);
 }
 
+static void stream_delivery(void *s, prov_delivery_t *d)
+{
+    prov_messages_stream_delivery(s, d);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), the figure that message_delta or the
  * error event told the client. */
@@ -176,6 +181,7 @@ static const provider_streamer_t messages_stream = {
     .content_type = "text/event-stream; charset=utf-8", .ping = prov_messages_ping_event,
     .open = stream_open, .feed = stream_feed, .complete = stream_complete,
     .written = stream_written, .end = stream_end,
+    .delivery = stream_delivery,
     .malformed = "The model gateway sent an answer that is not a message stream. "
                  "Nothing was charged.",
 };

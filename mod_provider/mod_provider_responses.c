@@ -100,6 +100,11 @@ static void stream_written(void *s)
     prov_resp_stream_written(s);
 }
 
+static void stream_delivery(void *s, prov_delivery_t *d)
+{
+    prov_resp_stream_delivery(s, d);
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), and the last event tells the figure. */
 static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t rv)
@@ -147,6 +152,7 @@ static const provider_streamer_t responses_stream = {
     .content_type = "text/event-stream", .early_error = stream_error,
     .open = stream_open, .feed = stream_feed, .complete = stream_complete,
     .written = stream_written, .end = stream_end,
+    .delivery = stream_delivery,
     .malformed = "The model gateway sent a stream that is not a chat completion stream. "
                  "Nothing was charged.",
 };

@@ -12,7 +12,9 @@
  * with it, a keep-alive event while the gateway is silent, a refusal's body
  * kept for an error answer, a stream's maximum duration
  * (ProviderStreamMaxDuration, from the request's start, looked at with the
- * once-a-second tick: no clock read on the data path), and what happens
+ * once-a-second tick: no clock read on the data path), the stream's
+ * progress appended to the journal from that tick every 5 s (what a child
+ * killed under it is charged), and what happens
  * when nothing reached the client yet: a plain error in the transport's
  * shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was
@@ -29,6 +31,9 @@ APLOG_USE_MODULE(provider);
 #define REFUSAL_MAX (64 * 1024)
 /* Events waiting for the gateway's pause go out at once beyond this size. */
 #define HOLD_MAX (16 * 1024)
+/* A stream's progress goes to the journal at most this often (from the
+ * tick; the first at its first tick). */
+#define PROGRESS_EVERY apr_time_from_sec(5)
 
 /* The 200 and the stream's headers, with the first events. */
 static void start_answer(provider_stream_t *x)
@@ -175,10 +180,22 @@ static apr_status_t on_idle(void *baton)
     return x->out->len ? flush_events(x) : APR_SUCCESS;
 }
 
+/* What the client would be charged were the stream cut now, for the
+ * journal (docs/internals/broken-streams.md, "A killed child"). */
+static void progress(provider_stream_t *x)
+{
+    prov_delivery_t d;
+    x->how->delivery(x->translator, &d);
+    d.complete = 0;
+    d.client_left = 0;
+    provider_infer_progress(x->in, &d);
+}
+
 /* About once a second (while the gateway is silent, and between its
  * bytes): notices a client that has gone and a stream that reached its
  * maximum duration (the transfer then stops, and with it the upstream
- * work); a keep-alive event after the interval of silence. */
+ * work); journals the stream's progress every PROGRESS_EVERY; a keep-alive
+ * event after the interval of silence. */
 static apr_status_t on_tick(void *baton)
 {
     provider_stream_t *x = baton;
@@ -186,6 +203,10 @@ static apr_status_t on_tick(void *baton)
     if (provider_stream_gone(x))
         return APR_ECONNABORTED;
     now = apr_time_now();
+    if (now >= x->progress_at && x->how->delivery && x->started) {
+        x->progress_at = now + PROGRESS_EVERY;
+        progress(x);
+    }
     if (now >= x->deadline) {
         x->too_long = 1;
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, x->r, "PROV00104: the stream reached "
@@ -269,6 +290,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
 
     memset(&x, 0, sizeof(x));
     x.r = r;
+    x.in = in;
     x.how = how;
     x.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     x.out = prov_sse_buf_create(r->pool);

@@ -64,6 +64,9 @@ typedef struct prov_entry_t {
     char *request_id, *transport;
     char status[PROV_ENTRY_STATUS_MAX];
     int jticket;                    /* its settlement's journal record (0: none) */
+    prov_micro_t floor;             /* its input estimate's charge (ledger.floor_credits) */
+    const char *owner;              /* the journal of its lease's table (L->owner), for
+                                     * a row written as a hold; "" or NULL: none */
     struct prov_entry_t *next;
 } prov_entry_t;
 
@@ -122,6 +125,9 @@ typedef struct prov_op_t {
     prov_micro_t hold_min;          /* the least hold it may be lowered to (a request
                                      * whose output cap the service chooses); hold
                                      * when it may not */
+    prov_micro_t floor;             /* the charge of its input estimate alone */
+    const char *hold_owner;         /* the journal its process keeps (NULL: none): a
+                                     * hold is recorded to it (ledger.owner) */
     /* settle / release */
     prov_reservation_t *res;
     prov_tokens_t tokens;
@@ -151,6 +157,8 @@ typedef struct prov_op_t {
     int nrecs;
     const char *owner;
     int returned;                   /* replay: leases returned */
+    int progressed;                 /* replay: of swept, requests settled at their progress */
+    int floors;                     /* replay (owner set): holds charged their floor */
     apr_int64_t at;                 /* drop: its time (now 0: no sweep comes with it) */
     int jticket;                    /* settle: its journal record (0: none) */
     int done;

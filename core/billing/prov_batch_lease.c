@@ -76,7 +76,8 @@ apr_status_t prov_batch_lease_write(batch_t *b, prov_slot_t *w)
             rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
                 PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
                           prov_i64(e->model_id, p), e->transport, prov_i64(e->hold, p),
-                          prov_batch_source(e->from_plan), prov_i64(e->created_at, p)), p);
+                          prov_batch_source(e->from_plan), prov_i64(e->created_at, p),
+                          e->owner && e->owner[0] ? e->owner : NULL, prov_i64(e->floor, p)), p);
             if (rv != APR_SUCCESS)
                 return rv;
         }

@@ -7,7 +7,9 @@
  * op->hold) is held for less when a limit cannot hold it all: for as much as
  * the key's week and the more generous of the plan and the balance have
  * room for, down to hold_min. A refusal says why and when capacity returns;
- * a hold writes the reserved ledger row and adds itself to the books. */
+ * a hold writes the reserved ledger row (with the journal of the process
+ * that took it and the charge of its input estimate, for the replay of a
+ * process that dies under it) and adds itself to the books. */
 #include <stdarg.h>
 #include <string.h>
 #include "prov_batch_int.h"
@@ -205,7 +207,8 @@ static apr_status_t take_hold(batch_t *b, prov_op_t *op, acct_t *a, keyw_t *k, i
     rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
         PROV_ARGS(op->request_id, prov_i64(auth->user_id, b->p), prov_i64(auth->key_id, b->p),
                   prov_i64(op->model_id, b->p), op->transport, prov_i64(hold, b->p),
-                  from_plan ? "plan" : "balance", prov_i64(b->now, b->p)), b->p);
+                  from_plan ? "plan" : "balance", prov_i64(b->now, b->p), op->hold_owner,
+                  prov_i64(op->floor, b->p)), b->p);
     if (rv != APR_SUCCESS)
         return rv;
     prov_batch_usage(b, auth->user_id, auth->key_id, b->now, hold, from_plan, 1);
@@ -226,6 +229,7 @@ static apr_status_t take_hold(batch_t *b, prov_op_t *op, acct_t *a, keyw_t *k, i
     r->model_id = op->model_id;
     r->transport = apr_pstrdup(p, op->transport);
     r->hold = hold;
+    r->floor = op->floor;
     r->from_plan = from_plan;
     r->created_at = b->now;
     if (a->plan.has_plan) {

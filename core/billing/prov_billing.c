@@ -125,9 +125,21 @@ apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **er
                                        const char *request_id, prov_micro_t hold,
                                        prov_micro_t hold_min, apr_int64_t now, apr_pool_t *p)
 {
+    prov_hold_ask_t ask = { hold, hold_min, 0 };
+    return prov_billing_reserve_ask(r, err, src, auth, model_id, transport, request_id, &ask,
+                                    now, p);
+}
+
+apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err,
+                                      const prov_store_source_t *src, const prov_auth_t *auth,
+                                      apr_int64_t model_id, const char *transport,
+                                      const char *request_id, const prov_hold_ask_t *ask,
+                                      apr_int64_t now, apr_pool_t *p)
+{
     prov_op_t op;
     apr_status_t rv;
     prov_queue_t *q;
+    prov_micro_t hold = ask->hold < 0 ? 0 : ask->hold, floor = ask->floor < 0 ? 0 : ask->floor;
     int drawn = 0, ok = 1;
     prov_queue_lock();
     memset(&op, 0, sizeof(op));
@@ -140,13 +152,18 @@ apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **er
                 prov_lease_admitted(&q->leases, auth, model_id);
         }
         drawn = ok && prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
-                                      hold < 0 ? 0 : hold, now, p);
-        if (drawn)
+                                      hold, now, p);
+        if (drawn) {
             (*r)->queue = q;
-        if (!drawn) {
+            (*r)->floor = floor;
+            ((prov_entry_t *)(*r)->entry)->floor = floor;
+        }
+        else {
             op.auth = auth;
             op.model_id = model_id;
             op.no_draw = !ok;
+            op.floor = floor;
+            op.hold_owner = q->leases.owner[0] ? apr_pstrdup(p, q->leases.owner) : NULL;
             prov_lease_pending(&q->leases, &op);
         }
     }
@@ -162,8 +179,9 @@ apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **er
     op.model_id = model_id;
     op.transport = transport;
     op.request_id = request_id;
-    op.hold = hold < 0 ? 0 : hold;
-    op.hold_min = hold_min > 0 && hold_min < op.hold ? hold_min : op.hold;
+    op.hold = hold;
+    op.hold_min = ask->hold_min > 0 && ask->hold_min < op.hold ? ask->hold_min : op.hold;
+    op.floor = floor;
     if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
@@ -171,6 +189,28 @@ apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **er
         op.out->queue = q;
     *err = op.err;
     return APR_SUCCESS;
+}
+
+/* A journal record of r: its settlement (or progress) at now. */
+static void journal_rec(prov_journal_rec_t *rec, const prov_reservation_t *r,
+                        const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                        apr_int64_t now)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    memset(rec, 0, sizeof(*rec));
+    rec->request_id = r->request_id;
+    rec->transport = r->transport;
+    rec->status = status;
+    rec->user_id = r->user_id;
+    rec->key_id = r->key_id;
+    rec->model_id = r->model_id;
+    rec->created_at = r->created_at;
+    rec->settled_at = now;
+    rec->tokens = t ? *t : none;
+    rec->hold = r->hold;
+    rec->charge = charge;
+    rec->from_plan = r->from_plan;
+    rec->drawn = r->entry != NULL;
 }
 
 /* Appends r's settlement to the queue's journal, if it has one, before
@@ -182,7 +222,6 @@ static int journal_note(int *used, const prov_store_source_t *src,
                         const prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
                         const char *status, apr_int64_t now)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
     static volatile apr_time_t failed_at;
     prov_journal_rec_t rec;
     prov_journal_t *j = NULL;
@@ -203,20 +242,7 @@ static int journal_note(int *used, const prov_store_source_t *src,
         return 0;
     }
     *used = 1;
-    memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = r->transport;
-    rec.status = status;
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = r->created_at;
-    rec.settled_at = now;
-    rec.tokens = t ? *t : none;
-    rec.hold = r->hold;
-    rec.charge = charge;
-    rec.from_plan = r->from_plan;
-    rec.drawn = r->entry != NULL;
+    journal_rec(&rec, r, t, charge, status, now);
     if ((rv = prov_journal_append(j, &rec, &ticket)) != APR_SUCCESS
         && apr_time_now() - failed_at > JOURNAL_LOG_EVERY) {
         failed_at = apr_time_now();
@@ -224,6 +250,26 @@ static int journal_note(int *used, const prov_store_source_t *src,
                  "process dies before its row is written, the row is lost", r->request_id);
     }
     return ticket;
+}
+
+void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
+                           prov_micro_t charge, apr_int64_t now)
+{
+    prov_journal_rec_t rec;
+    prov_journal_t *j;
+    prov_queue_t *q = r ? r->queue : NULL;
+    int ticket = 0;
+    if (!q || r->settled)
+        return;
+    __atomic_add_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
+    if ((j = __atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST)) != NULL) {
+        journal_rec(&rec, r, t, charge < 0 ? 0 : charge, PROV_JOURNAL_PROGRESS_STATUS, now);
+        rec.progress = 1;
+        /* A full journal loses a progress record: the replay then charges
+         * the hold's floor. */
+        (void)prov_journal_append(j, &rec, &ticket);
+    }
+    __atomic_sub_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
 }
 
 static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,

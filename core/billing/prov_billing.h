@@ -79,6 +79,7 @@ typedef struct prov_reservation_t {
     apr_int64_t model_id;
     const char *transport;
     prov_micro_t hold;
+    prov_micro_t floor;             /* the charge of its input estimate alone */
     int from_plan;                  /* funded by the plan (else by the balance) */
     apr_int64_t created_at;
     int settled;                    /* settled or released: nothing more to do */
@@ -119,6 +120,32 @@ apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **er
                                        apr_int64_t model_id, const char *transport,
                                        const char *request_id, prov_micro_t hold,
                                        prov_micro_t hold_min, apr_int64_t now, apr_pool_t *p);
+/* What a reservation asks for (prov_billing_reserve_ask): hold and hold_min
+ * as for prov_billing_reserve_upto (hold_min <= 0: hold), and floor, the
+ * charge of the request's input estimate alone. A hold is recorded with the
+ * journal of the process that takes it (ledger.owner) and its floor
+ * (ledger.floor_credits): when the process dies under the request and its
+ * journal holds no record of it, the replay charges the floor
+ * (docs/internals/broken-streams.md "A killed child"). */
+typedef struct prov_hold_ask_t {
+    prov_micro_t hold;
+    prov_micro_t hold_min;
+    prov_micro_t floor;
+} prov_hold_ask_t;
+apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err,
+                                      const prov_store_source_t *src, const prov_auth_t *auth,
+                                      apr_int64_t model_id, const char *transport,
+                                      const char *request_id, const prov_hold_ask_t *ask,
+                                      apr_int64_t now, apr_pool_t *p);
+/* How far a request in flight has come, for its process's journal: the
+ * charge (and tokens) it would be settled at were it cut now. Appended as a
+ * progress record (a copy into the journal's mapping under its lock; no
+ * system call, no database), never outstanding: nothing is written to the
+ * database unless the process dies, when the replay settles a request with
+ * progress and no settlement 'estimated' at its latest progress. Nothing
+ * without a journal, or once r is settled. */
+void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
+                           prov_micro_t charge, apr_int64_t now);
 /* Replaces the hold by charge for tokens t and completes the ledger row with
  * status ("ok", "cut", ...). Once only: when the row is no longer reserved
  * (settled, released or expired) returns APR_EINCOMPLETE and moves nothing. */

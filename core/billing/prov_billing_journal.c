@@ -3,8 +3,9 @@
  * which a journal names so that it is only ever replayed where it belongs;
  * and the replay of dead processes' journals: their records, a chunk per
  * billing batch (PROV_OP_REPLAY, run by prov_batch_expire.c), each
- * settlement applied exactly once, and with the last chunk the leases the
- * process held, returned. Above the queues (it submits batches), below the
+ * settlement applied exactly once, then the latest progress of each request
+ * the process died under, and with the last chunk the floors of its holds
+ * that no record named and the leases the process held, returned. Above the queues (it submits batches), below the
  * writer thread, whose upkeep (prov_writer.c) calls this every second;
  * providerctl and the tests may call it too. */
 #include <string.h>
@@ -34,6 +35,7 @@ apr_status_t prov_billing_database_id(const char **id, const prov_store_source_t
 typedef struct replay_ctx_t {
     const prov_store_source_t *src;
     int rows;                       /* of the journal being replayed */
+    int progressed;                 /* ... of them, requests in flight at their progress */
 } replay_ctx_t;
 
 static apr_status_t replay_chunk(void *baton, const char *owner, const prov_journal_rec_t *recs,
@@ -52,12 +54,18 @@ static apr_status_t replay_chunk(void *baton, const char *owner, const prov_jour
     if ((rv = prov_billing_submit(&op, x->src, p)) != APR_SUCCESS)
         return rv;
     x->rows += op.swept;
+    x->progressed += op.progressed;
     if (last) {
         if (x->rows || op.returned)
             prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00384: replayed the journal of "
                      "process %s, which died: %d settlement(s) written, %d lease(s) returned",
                      owner, x->rows, op.returned);
-        x->rows = 0;
+        if (x->progressed || op.floors)
+            prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00386: process %s died under %d "
+                     "request(s): %d charged what its journal last saw them deliver, %d the "
+                     "estimate of their input (status estimated)", owner,
+                     x->progressed + op.floors, x->progressed, op.floors);
+        x->rows = x->progressed = 0;
     }
     return APR_SUCCESS;
 }

@@ -7,7 +7,9 @@
  * is made (posix_fallocate: a page touched later can never fail for want
  * of disk) and mapped shared; a record is copied into the mapping under
  * the journal's mutex, its newline last, so no system call is made per
- * record. The page cache holds what was copied when the process is killed
+ * record. A record is a settlement ("S", outstanding until committed) or a
+ * stream's progress ("P", never outstanding: it keeps no segment). The
+ * page cache holds what was copied when the process is killed
  * the next moment, as it held what write(2) wrote. The unused rest of a
  * segment is NUL bytes, where a reader stops; a last line without its
  * newline (the process was killed inside the copy) is ignored: its answer
@@ -316,7 +318,7 @@ static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
                                 r->tokens.reasoning, r->hold, r->charge,
                                 r->from_plan ? 1 : 0, r->drawn ? 1 : 0 };
     int i;
-    o[0] = 'S';
+    o[0] = r->progress ? 'P' : 'S';
     o[1] = '\t';
     o += 2;
     if (!(o = put_text(o, end, r->request_id)) || !(o = put_i64(o, end, r->user_id))
@@ -399,10 +401,12 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         j->cur.map[j->cur.size + len - 1] = '\n';
         __atomic_store_n(&j->cur.size, j->cur.size + len, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&j->mu);
-        cur->outstanding++;
-        pthread_mutex_unlock(&j->mu);
-        *ticket = cur->no;
+        if (!rec->progress) {
+            pthread_mutex_lock(&j->mu);
+            cur->outstanding++;
+            pthread_mutex_unlock(&j->mu);
+            *ticket = cur->no;
+        }
     }
     else {
         rv = APR_ENOSPC;             /* full, and no next segment could be made */

@@ -11,7 +11,9 @@
  * closed with nothing outstanding is deleted entirely. The journals of dead
  * processes are read back by the survivors (prov_journal_recover), which
  * replay them into the database the lock file names and then delete them.
- * What a record means to the books is the billing engine's business
+ * A stream in flight appends its progress too (a record that is never
+ * outstanding), so that a process killed under it is charged what it had
+ * delivered. What a record means to the books is the billing engine's business
  * (prov_billing_journal.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
@@ -33,7 +35,14 @@
 
 typedef struct prov_journal_t prov_journal_t;
 
-/* One settlement: what the engine needs to write or settle its row. */
+/* A progress record's status: what its request is settled as when its
+ * process died with no settlement of it in the journal. */
+#define PROV_JOURNAL_PROGRESS_STATUS "estimated"
+
+/* One settlement (a line starting "S"), or the progress of a request in
+ * flight ("P": the charge it would be settled at were it cut now; status
+ * PROV_JOURNAL_PROGRESS_STATUS): what the engine needs to write or settle
+ * its row. */
 typedef struct prov_journal_rec_t {
     const char *request_id;
     const char *transport;
@@ -44,6 +53,7 @@ typedef struct prov_journal_rec_t {
     prov_micro_t hold, charge;
     int from_plan;
     int drawn;                      /* drawn from a lease: its row may not exist yet */
+    int progress;                   /* a progress record, not a settlement */
 } prov_journal_rec_t;
 
 /* Opens a journal for this process in dir (made, mode 0700, when missing):
@@ -58,8 +68,11 @@ apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *
 const char *prov_journal_owner(const prov_journal_t *j);
 /* Appends rec; thread-safe (one write at a time). On success *ticket says which segment holds it:
  * pass it to prov_journal_done once the record's settlement is committed.
- * A failed append leaves nothing behind (returns the error, APR_ENOSPC
- * when the segment is full and no next one could be made; *ticket 0). */
+ * A progress record is never outstanding (*ticket 0): it does not keep its
+ * segment, since each carries its request's whole state and only the
+ * latest counts. A failed append leaves nothing behind (returns the error,
+ * APR_ENOSPC when the segment is full and no next one could be made;
+ * *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
 /* A record of segment ticket is committed (ticket 0: nothing); _n: n of
  * them. Never waits for a write in progress, and makes no system call: a
@@ -80,9 +93,11 @@ int prov_journal_outstanding(prov_journal_t *j);
  * replay. */
 void prov_journal_close(prov_journal_t *j);
 
-/* Replays one dead journal's records (n of them, in the order written;
- * last: the journal's final call, made even with n 0) into the database.
- * Must be idempotent: a replay that fails half way is done again later. */
+/* Replays one dead journal's records (n of them; last: the journal's final
+ * call, made even with n 0) into the database: its settlements in the
+ * order written, then, for each request with progress and no settlement,
+ * its latest progress record. Must be idempotent: a replay that fails half
+ * way is done again later. */
 typedef apr_status_t prov_journal_replay_fn(void *baton, const char *owner,
                                             const prov_journal_rec_t *recs, int n, int last,
                                             apr_pool_t *p);

@@ -3,7 +3,9 @@
  * can lock (its owner is gone), that is still the file it opened and that
  * names this database is replayed: its segments in order, a chunk of
  * records per call of the engine's replay function, lines cut short or
- * unreadable skipped (and counted); then its files are deleted. A hidden
+ * unreadable skipped (and counted); progress records are kept aside, the
+ * latest of each request, and those of requests that no settlement ended
+ * are handed over last; then its files are deleted. A hidden
  * temporary lock file left by a process that died while opening its
  * journal is removed once it is old. */
 #include <dirent.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <apr_file_io.h>
+#include <apr_hash.h>
 #include <apr_lib.h>
 #include <apr_strings.h>
 #include "prov_journal.h"
@@ -53,7 +56,7 @@ static int parse_rec(prov_journal_rec_t *r, char *line, apr_pool_t *p)
         if ((t = strchr(t, '\t')) != NULL)
             *t++ = '\0';
     }
-    if (n != PROV_JOURNAL_FIELDS || t || strcmp(f[0], "S"))
+    if (n != PROV_JOURNAL_FIELDS || t || (strcmp(f[0], "S") && strcmp(f[0], "P")))
         return 0;
     for (i = 2; i < PROV_JOURNAL_FIELDS; i++) {
         if (i == 5 || i == 14)
@@ -78,6 +81,7 @@ static int parse_rec(prov_journal_rec_t *r, char *line, apr_pool_t *p)
     r->status = get_text(f[14], p);
     r->created_at = v[15];
     r->settled_at = v[16];
+    r->progress = f[0][0] == 'P';
     return 1;
 }
 
@@ -87,8 +91,49 @@ typedef struct replay_t {
     void *baton;
     prov_journal_rec_t *recs;
     int n, bad;
+    apr_hash_t *progress;           /* request id -> its latest progress record */
     apr_pool_t *p;
 } replay_t;
+
+/* Hands over the records gathered when a chunk is full (or, last, the
+ * journal's final call). */
+static apr_status_t hand_over(replay_t *x, int last)
+{
+    apr_status_t rv;
+    if (!last && x->n < PROV_JOURNAL_CHUNK)
+        return APR_SUCCESS;
+    if ((rv = x->fn(x->baton, x->owner, x->recs, x->n, last, x->p)) == APR_SUCCESS)
+        x->n = 0;
+    return rv;
+}
+
+/* One record read: a settlement is gathered (and ends its request's
+ * progress); a progress record replaces its request's earlier one. */
+static apr_status_t take(replay_t *x, const prov_journal_rec_t *r)
+{
+    if (r->progress) {
+        prov_journal_rec_t *keep = apr_pmemdup(x->p, r, sizeof(*r));
+        apr_hash_set(x->progress, keep->request_id, APR_HASH_KEY_STRING, keep);
+        return APR_SUCCESS;
+    }
+    apr_hash_set(x->progress, r->request_id, APR_HASH_KEY_STRING, NULL);
+    x->recs[x->n++] = *r;
+    return hand_over(x, 0);
+}
+
+/* After every segment: the progress of the requests that were never
+ * settled, then the final call. */
+static apr_status_t replay_end(replay_t *x)
+{
+    apr_hash_index_t *hi;
+    apr_status_t rv;
+    for (hi = apr_hash_first(x->p, x->progress); hi; hi = apr_hash_next(hi)) {
+        x->recs[x->n++] = *(const prov_journal_rec_t *)apr_hash_this_val(hi);
+        if ((rv = hand_over(x, 0)) != APR_SUCCESS)
+            return rv;
+    }
+    return hand_over(x, 1);
+}
 
 /* Reads one segment's records into x, handing over every full chunk. */
 static apr_status_t replay_segment(replay_t *x, const char *path)
@@ -111,16 +156,14 @@ static apr_status_t replay_segment(replay_t *x, const char *path)
         return rv;
     buf[got] = '\0';
     for (line = buf; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+        prov_journal_rec_t rec;
         *nl = '\0';
-        if (!parse_rec(&x->recs[x->n], line, x->p)) {
+        if (!parse_rec(&rec, line, x->p)) {
             x->bad++;
             continue;
         }
-        if (++x->n == PROV_JOURNAL_CHUNK) {
-            if ((rv = x->fn(x->baton, x->owner, x->recs, x->n, 0, x->p)) != APR_SUCCESS)
-                return rv;
-            x->n = 0;
-        }
+        if ((rv = take(x, &rec)) != APR_SUCCESS)
+            return rv;
     }
     return APR_SUCCESS;
 }
@@ -202,12 +245,13 @@ static apr_status_t recover_one(int *done, const char *dir, const char *owner,
     x.baton = baton;
     x.p = p;
     x.recs = apr_palloc(p, sizeof(*x.recs) * PROV_JOURNAL_CHUNK);
+    x.progress = apr_hash_make(p);
     nos = segments_of(dir, owner, p);
     for (i = 0; i < nos->nelts && rv == APR_SUCCESS; i++)
         rv = replay_segment(&x, apr_psprintf(p, "%s/%s.%d.log", dir, owner,
                                              APR_ARRAY_IDX(nos, i, int)));
     if (rv == APR_SUCCESS)
-        rv = fn(baton, owner, x.recs, x.n, 1, p);
+        rv = replay_end(&x);
     if (rv == APR_SUCCESS) {
         for (i = 0; i < nos->nelts; i++)
             unlink(apr_psprintf(p, "%s/%s.%d.log", dir, owner, APR_ARRAY_IDX(nos, i, int)));

@@ -270,6 +270,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     e->drawn_at = apr_time_now();
     e->from_plan = s->from_plan;
     e->hold = hold;
+    e->owner = L->owner;            /* the table's: "" while it has no journal */
     prov_slot_pend(s, e);
     s->drawn = prov_i64_add_sat(s->drawn, hold);
     prov_slot_busy(L, s);
@@ -307,6 +308,8 @@ int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
         || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op->transport,
                             op->request_id, op->hold, op->now, op->p))
         return 0;
+    op->out->floor = op->floor;
+    ((prov_entry_t *)op->out->entry)->floor = op->floor;
     /* in flight once: the draw counted it again */
     op->slot = NULL;
     prov_slot_unbusy(L, s);

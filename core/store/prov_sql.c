@@ -205,10 +205,14 @@ static const prov_stmt_def_t statements[] = {
       "DO UPDATE SET credits = usage_buckets.credits + excluded.credits, "
       "plan_credits = usage_buckets.plan_credits + excluded.plan_credits, "
       "requests = usage_buckets.requests + excluded.requests" },
+    /* args: id, user, key, model, transport, hold, source, created, owner (the
+     * holding process's journal, or NULL), floor (the charge of the input
+     * estimate: what the replay of a dead owner's journal charges a hold no
+     * record of it settled) */
     { "bill_ledger_reserve",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, reserved, "
-      "plan_credits, source, status, created_at) "
-      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 0, %s, 'reserved', %lld)" },
+      "plan_credits, source, status, created_at, owner, floor_credits) "
+      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 0, %s, 'reserved', %lld, %s, %lld)" },
     { "bill_ledger_settle",
       "UPDATE ledger SET input_tokens = %lld, output_tokens = %lld, cache_tokens = %lld, "
       "reasoning_tokens = %lld, credits = %lld, "
@@ -257,13 +261,19 @@ static const prov_stmt_def_t statements[] = {
     { "bill_owner_leases",
       "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE owner = %s "
       "ORDER BY at" },
+    /* arg: a journal: the holds its process (which died) took and nobody
+     * settled (through the partial index of reserved rows). The three read
+     * the same columns (prov_batch_expire.c) */
+    { "bill_owner_holds",
+      "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
+      "FROM ledger WHERE status = 'reserved' AND owner = %s ORDER BY created_at" },
     /* the database's identity: journals are replayed only into theirs */
     { "bill_database_id", "SELECT id FROM provider_database" },
     /* args: a hold (request id) or a lease id: what `providerctl hold release`
      * gives back */
     { "bill_hold_by_id",
-      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
-      "WHERE request_id = %s AND status = 'reserved'" },
+      "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
+      "FROM ledger WHERE request_id = %s AND status = 'reserved'" },
     { "bill_lease_by_id",
       "SELECT id, user_id, key_id, source, amount, at FROM billing_leases WHERE id = %s" },
     /* arg: user (0 = all): the holds and leases in flight, oldest first
@@ -280,8 +290,9 @@ static const prov_stmt_def_t statements[] = {
       "WHERE (CAST(%lld AS BIGINT) = 0 OR b.user_id = %lld) ORDER BY 9, 1" },
     /* arg: older than: holds whose worker never came back, a batch at a time */
     { "bill_stale_holds",
-      "SELECT request_id, user_id, key_id, source, reserved, created_at FROM ledger "
-      "WHERE status = 'reserved' AND created_at < %lld ORDER BY created_at LIMIT 100" },
+      "SELECT request_id, user_id, key_id, source, reserved, created_at, floor_credits "
+      "FROM ledger WHERE status = 'reserved' AND created_at < %lld ORDER BY created_at "
+      "LIMIT 100" },
     { "user_by_id_balance", "SELECT balance FROM users WHERE id = %lld" },
     /* args: user: what requests in flight hold of the balance */
     { "bill_held",

@@ -4,9 +4,11 @@
  * records included.
  * The input is used twice: as a dead process's segment file, whose replay
  * must hand over well-formed records only (no more than its lines) and
- * delete the journal; and as the text and numbers of one settlement that a
- * journal writes (prov_journal_append) and a replay reads back: the same
- * record must come back, whatever bytes its strings hold. The journals live
+ * delete the journal; and as the text and numbers of one settlement or
+ * progress record that a journal writes (prov_journal_append) and a replay
+ * reads back: the same record must come back (a progress one last, after
+ * the settlement of another request that keeps the files), whatever bytes
+ * its strings hold. The journals live
  * in a directory of this process under TMPDIR. */
 #include <unistd.h>
 #include "fuzz_common.h"
@@ -36,7 +38,7 @@ static const char *journal_dir(void)
 
 typedef struct seen_t {
     int n, calls, last;
-    prov_journal_rec_t rec;         /* the first one, copied into p */
+    prov_journal_rec_t rec;         /* the last one, copied into p */
     apr_pool_t *p;
 } seen_t;
 
@@ -48,11 +50,11 @@ static apr_status_t replayed(void *baton, const char *owner, const prov_journal_
     FUZZ_CHECK(owner && *owner && n >= 0 && n <= PROV_JOURNAL_CHUNK && !s->last);
     for (i = 0; i < n; i++)
         FUZZ_CHECK(recs[i].request_id && recs[i].transport && recs[i].status);
-    if (n && !s->n) {
-        s->rec = recs[0];
-        s->rec.request_id = apr_pstrdup(s->p, recs[0].request_id);
-        s->rec.transport = apr_pstrdup(s->p, recs[0].transport);
-        s->rec.status = apr_pstrdup(s->p, recs[0].status);
+    if (n) {
+        s->rec = recs[n - 1];
+        s->rec.request_id = apr_pstrdup(s->p, recs[n - 1].request_id);
+        s->rec.transport = apr_pstrdup(s->p, recs[n - 1].transport);
+        s->rec.status = apr_pstrdup(s->p, recs[n - 1].status);
     }
     s->n += n;
     s->calls++;
@@ -126,15 +128,26 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
     r.settled_at = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
     r.from_plan = fuzz_take(&data, &size) & 1;
     r.drawn = fuzz_take(&data, &size) & 1;
+    r.progress = fuzz_take(&data, &size) & 1;
 
     FUZZ_CHECK(prov_journal_open(&j, journal_dir(), "fuzzdb", 0, p) == APR_SUCCESS);
-    FUZZ_CHECK(prov_journal_append(j, &r, &ticket) == APR_SUCCESS && ticket > 0);
+    FUZZ_CHECK(prov_journal_append(j, &r, &ticket) == APR_SUCCESS
+               && (r.progress ? ticket == 0 : ticket > 0));
+    if (r.progress) {
+        /* Never outstanding: a settlement of another request keeps the
+         * files; the progress comes back after it. */
+        prov_journal_rec_t other = r;
+        other.progress = 0;
+        other.request_id = apr_pstrcat(p, r.request_id, "+", NULL);
+        FUZZ_CHECK(prov_journal_append(j, &other, &ticket) == APR_SUCCESS && ticket > 0);
+    }
     prov_journal_close(j);          /* outstanding: its files stay for a replay */
     memset(&s, 0, sizeof(s));
     s.p = p;
     FUZZ_CHECK(prov_journal_recover(&n, journal_dir(), "fuzzdb", replayed, &s, p)
                == APR_SUCCESS);
-    FUZZ_CHECK(n == 1 && s.n == 1);
+    FUZZ_CHECK(n == 1 && s.n == 1 + r.progress);
+    FUZZ_CHECK(s.rec.progress == r.progress);
     FUZZ_CHECK(!strcmp(s.rec.request_id, r.request_id) && !strcmp(s.rec.transport, r.transport)
                && !strcmp(s.rec.status, r.status));
     FUZZ_CHECK(s.rec.user_id == r.user_id && s.rec.key_id == r.key_id

@@ -10,9 +10,9 @@
 // SUBSCRIPTION_QUOTA_EXCEEDED, 429 API_KEY_CREDIT_BUDGET_EXCEEDED naming the
 // remedy) and their Retry-After, exact to the bucket (refused one second
 // before, accepted at it; not back at midnight); settlement (the real charge
-// replaces the hold in the balance and the windows); stale holds expiring
-// after ProviderHoldTimeout, never charged twice; usage reports equal to the
-// ledger. Runs on SQLite, and on PostgreSQL with PROVIDER_TEST_PGSQL=1.
+// replaces the hold in the balance and the windows); the hold of a killed
+// worker charged its input estimate once the next child replays its journal,
+// never twice; usage reports equal to the ledger. Runs on SQLite, and on PostgreSQL with PROVIDER_TEST_PGSQL=1.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +22,7 @@ import {
   nextHour, nextMidnight, INPUT_SLACK, OUTPUT_FLOOR, MICRO_PER_TOKEN,
   BILL_RATE, leavesAt, retryAfter, assertCharged, assertRefused, ledgerSums, bucketSum, BILL_MODEL,
   HOLD, FULL_CHARGE, CHEAP_CHARGE, HOUR, MIN5, WINDOW_5H, WINDOW_7D, MICRO, toMicro, microToText,
+  inputEstimate, STD_CONTENT,
 } from './lib/billing.js';
 
 const HOLD_TIMEOUT = 60;
@@ -334,13 +335,16 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
   });
 
   describe('stale holds', () => {
-    it('releases the hold of a killed worker after ProviderHoldTimeout (expired, 0 credits, hold returned), never charges it', async () => {
+    it('charges the hold of a killed worker its input estimate once its journal is replayed (estimated, once), and the sweep leaves it', async () => {
       const u = users.stale;   // balance 1.5
       const h = freshHour();
+      // The floor: the request's input estimate at the input rate
+      // (docs/internals/broken-streams.md "A killed child").
+      const floor = inputEstimate([STD_CONTENT]) * MICRO_PER_TOKEN;
       // A worker dies holding 1 credit: the gateway is slow, and
       // the httpd child is killed while the request's hold is in the ledger.
       let rid = null;
-      await stack.expectingCrash(/PROV00051|released \d+ hold/, async () => {
+      await stack.expectingCrash(/PROV00051|PROV0038[0-9]|released \d+ hold/, async () => {
         const pending = stack.chat(u.key.secret, fullBody({ model: SLOW_MODEL })).catch((e) => e);
         const until = Date.now() + 3000;
         while (Date.now() < until && !rid) {
@@ -349,33 +353,39 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
           else await new Promise((r) => setTimeout(r, 20));
         }
         assert.ok(rid, 'the request holds its estimate while the gateway works');
+        const [held] = stack.sql(`SELECT owner, CAST(floor_credits AS TEXT) AS floor FROM ledger
+          WHERE request_id = '${rid}'`);
+        assert.ok(held.owner, 'the hold names the journal of the child that took it');
+        assert.equal(BigInt(held.floor), floor, 'and its floor');
         const children = stack.httpdChildren();
         assert.ok(children.length >= 1, 'httpd has a child');
         for (const pid of children) process.kill(pid, 'SIGKILL');
         const res = await pending;
         assert.ok(res instanceof Error || res.status !== 200, 'the killed request got no answer');
-        // the parent starts a new child; one real answer shows it serves
+        // the parent starts a new child, whose writer replays the dead journal
         await stack.waitServing();
-        assert.equal(source(rid).status, 'reserved', 'the dead request left its hold');
-        assert.equal(stack.balance(u.id), toMicro('0.5'), 'the hold is off the balance');
-
-        stack.setClock(h + 30);   // still young: the hold stands
-        assertRefused(await chat(u, fullBody()), 402, 'INSUFFICIENT_CREDITS');
-        assert.equal(source(rid).status, 'reserved');
+        const end = Date.now() + 15000;
+        while (source(rid).status === 'reserved' && Date.now() < end)
+          await new Promise((r) => setTimeout(r, 50));
+        let row = source(rid);
+        assert.equal(row.status, 'estimated', 'the request the child died under is charged');
+        assert.equal(BigInt(row.credits), floor, 'its input estimate');
+        assert.equal(stack.balance(u.id), toMicro('1.5') - floor, 'the hold came back, the floor went');
+        assert.equal(bucketSum(stack, 'key:h', u.key.id), floor);
 
         stack.setClock(h + HOLD_TIMEOUT + 1);
         const r = assertCharged(await chat(u, fullBody()), FULL_CHARGE);
-        const row = source(rid);
-        assert.equal(row.status, 'expired');
-        assert.equal(BigInt(row.credits), 0n);
+        row = source(rid);
+        assert.equal(row.status, 'estimated', 'the sweep leaves a settled row alone');
+        assert.equal(BigInt(row.credits), floor);
         assert.equal(source(r.rid).status, 'ok');
-        assert.equal(stack.balance(u.id), toMicro('0.5'), '1.5 - the new charge: the hold came back once');
+        assert.equal(stack.balance(u.id), toMicro('0.5') - floor);
 
         stack.setClock(h + 10 * HOLD_TIMEOUT);
         assertRefused(await chat(u, fullBody()), 402, 'INSUFFICIENT_CREDITS');
-        assert.equal(stack.balance(u.id), toMicro('0.5'), 'the expired hold is not returned twice');
-        assert.equal(ledgerSums(stack, `user_id = ${u.id}`).credits, FULL_CHARGE);
-        assert.equal(bucketSum(stack, 'key:h', u.key.id), FULL_CHARGE, 'the key buckets hold only the charge');
+        assert.equal(stack.balance(u.id), toMicro('0.5') - floor, 'charged once');
+        assert.equal(ledgerSums(stack, `user_id = ${u.id}`).credits, FULL_CHARGE + floor);
+        assert.equal(bucketSum(stack, 'key:h', u.key.id), FULL_CHARGE + floor, 'the key buckets hold the charges');
       });
     });
   });

@@ -1,7 +1,11 @@
 // tests/integration/durable.test.js: what a child killed with SIGKILL leaves
-// behind, on SQLite and (PROVIDER_TEST_PGSQL=1) PostgreSQL. Its reservation
-// expires on time with no request at all: the next child's billing writer
-// looks every second and sweeps by the test clock (ProviderClockFile). And
+// behind, on SQLite and (PROVIDER_TEST_PGSQL=1) PostgreSQL. A request it
+// died under is charged with no request at all: the next child's billing
+// writer looks every second, replays the dead child's journal and charges
+// the hold its floor (the input estimate; docs/internals/broken-streams.md
+// "A killed child"); a stream it died under is charged what its last
+// progress record said was delivered, at least what the client had received
+// by then, at most its hold. And
 // the requests it answered from a lease while their rows could not be
 // written (the database held by another transaction) are in the ledger all
 // the same, charged once, with the balance equal to the top-ups minus the
@@ -14,10 +18,14 @@ import { spawn } from 'node:child_process';
 import { startStack, sleep } from './lib/server.js';
 import {
   addBillModel, seedUser, fullBody, BILL_RATE, nextHour, ledgerSums, bucketSum, toMicro, FULL_CHARGE,
+  inputEstimate, STD_CONTENT, MICRO_PER_TOKEN,
 } from './lib/billing.js';
 
 const HOLD_TIMEOUT = 60;
 const SLOW_MODEL = 'bill-slow';   // the gateway answers after 8 s
+const STREAM_MODEL = 'bill-trickle';   // an 18 s stream: 60 text pieces 300 ms apart
+// The charge of the standard request's input estimate (a hold's floor).
+const FLOOR = inputEstimate([STD_CONTENT]) * MICRO_PER_TOKEN;
 const CLIENTS = 16;
 // What a kill and its aftermath may log: the parent's report, the writer's
 // failed batch on a held database (on SQLite, past the busy cap: PROV00405),
@@ -74,7 +82,10 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
         addBillModel(s);
         s.addModel(SLOW_MODEL, 'mock-fault-delay-8000',
           { rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
+        s.addModel(STREAM_MODEL, 'mock-fault-trickle-300,pieces-60',
+          { rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
         seedUser(s, u, 'durable.test', 'stale', { balance: 2 });
+        seedUser(s, u, 'durable.test', 'stream', { balance: 10 });
         seedUser(s, u, 'durable.test', 'journal', { balance: 100000 });
       },
     });
@@ -91,10 +102,10 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
     for (const pid of children) process.kill(pid, 'SIGKILL');
   };
 
-  it('expires its reservation on time by the clock, with no request sent', async () => {
+  it('charges a request it died under its input estimate once its journal is replayed, with no request sent', async () => {
     const user = u.stale;
-    const row = (rid) => stack.sql(`SELECT status, CAST(credits AS TEXT) AS credits
-      FROM ledger WHERE request_id = '${rid}'`)[0];
+    const row = (rid) => stack.sql(`SELECT status, CAST(credits AS TEXT) AS credits,
+      CAST(floor_credits AS TEXT) AS floor, owner FROM ledger WHERE request_id = '${rid}'`)[0];
     await stack.expectingCrash(KILL_LOG, async () => {
       const pending = stack.chat(user.key.secret, fullBody({ model: SLOW_MODEL })).catch((e) => e);
       const rid = await until('the hold', () => {
@@ -102,18 +113,93 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
           WHERE user_id = ${user.id} AND status = 'reserved'`);
         return rows.length ? rows[0].request_id : null;
       }, 5000);
+      assert.ok(row(rid).owner, 'the hold names its child\'s journal');
+      assert.equal(BigInt(row(rid).floor), FLOOR, 'and the charge of its input estimate');
       killChildren();
       const res = await pending;
       assert.ok(res instanceof Error || res.status !== 200, 'the killed request got no answer');
-      await stack.waitServing();   // GET /v1/models: no billing
-      assert.equal(row(rid).status, 'reserved', 'the dead request left its hold');
-      assert.equal(stack.balance(user.id), toMicro('1'), 'the hold is off the balance');
+      // The next child's writer replays the dead journal within a second or
+      // so: no record names the request, so its hold is charged its floor.
+      await until('the replay', () => row(rid).status !== 'reserved', 15000);
+      assert.equal(row(rid).status, 'estimated');
+      assert.equal(BigInt(row(rid).credits), FLOOR, 'charged its input estimate');
+      assert.equal(stack.balance(user.id), toMicro('2') - FLOOR, 'the hold came back, the floor went');
+      assert.equal(bucketSum(stack, 'key:h', user.key.id), FLOOR, 'the buckets carry the floor');
 
+      // The sweep (the clock past the hold timeout) leaves it alone.
       stack.setClock(t0 + HOLD_TIMEOUT + 1);
-      await until('the expiry', () => row(rid).status === 'expired');
-      assert.equal(BigInt(row(rid).credits), 0n, 'an expired hold is not charged');
-      assert.equal(stack.balance(user.id), toMicro('2'), 'the balance is whole again');
-      assert.equal(bucketSum(stack, 'key:h', user.key.id), 0n, 'the buckets are clear');
+      await sleep(2500);
+      assert.equal(row(rid).status, 'estimated');
+      assert.equal(stack.balance(user.id), toMicro('2') - FLOOR, 'charged once');
+    });
+  });
+
+  it('charges a stream it died under at least what it delivered before its last progress record, at most its hold', async () => {
+    const user = u.stream;
+    const body = { model: STREAM_MODEL, input: 'Tell me a long story.', stream: true,
+      max_output_tokens: 400 };
+    const row = () => stack.sql(`SELECT request_id, status, CAST(credits AS TEXT) AS credits,
+      CAST(reserved AS TEXT) AS reserved, CAST(floor_credits AS TEXT) AS floor FROM ledger
+      WHERE user_id = ${user.id}`);
+    const got = [];   // [ms since the first output, output bytes received so far]
+    let bytes = 0;
+    let first = 0;
+    await stack.expectingCrash(KILL_LOG, async () => {
+      const res = await fetch(`${stack.baseURL}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      let buf = '';
+      const reading = (async () => {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          buf += dec.decode(value, { stream: true });
+          let at;
+          while ((at = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            const data = block.split('\n').filter((l) => l.startsWith('data: '))
+              .map((l) => l.slice(6)).join('\n');
+            const ev = data ? JSON.parse(data) : {};
+            if (ev.type === 'response.output_text.delta') {
+              if (!first) first = Date.now();
+              bytes += Buffer.byteLength(ev.delta);
+              got.push([Date.now() - first, bytes]);
+            }
+          }
+        }
+      })().catch((e) => e);
+      // Twelve seconds of an eighteen-second stream: progress records at its
+      // first tick, then every 5 s.
+      await until('12 s of output', () => first && Date.now() - first >= 12000, 30000);
+      const killedAt = Date.now() - first;
+      killChildren();
+      await reading;
+      await stack.waitServing();
+      await until('the replay', () => row().length === 1 && row()[0].status !== 'reserved', 15000);
+      const [r] = row();
+      // The last progress record was written at most ~6 s before the kill
+      // (a tick a second, a record every 5 s): by then the module had sent
+      // at least what the client had received 7 s before the kill.
+      const before = got.filter(([ms]) => ms <= killedAt - 7000);
+      const early = before.length ? before[before.length - 1][1] : 0;
+      const least = BigInt(r.floor) + BigInt(Math.ceil(early / 3)) * MICRO_PER_TOKEN;
+      assert.ok(early > 0, 'output had been received 7 s before the kill');
+      assert.equal(r.status, 'estimated');
+      assert.ok(BigInt(r.credits) >= least,
+        `charged ${r.credits}, at least ${least} (floor ${r.floor} + ${early} bytes)`);
+      assert.ok(BigInt(r.credits) > BigInt(r.floor), 'more than the floor');
+      assert.ok(BigInt(r.credits) <= BigInt(r.reserved), `at most the hold (${r.reserved})`);
+      assert.ok(BigInt(r.credits) <= BigInt(r.floor)
+        + BigInt(Math.ceil(bytes / 3)) * MICRO_PER_TOKEN, 'no more than what was delivered');
+      assert.equal(stack.balance(user.id), user.balance - BigInt(r.credits), 'the balance carries it');
+      assert.equal(bucketSum(stack, 'key:h', user.key.id), BigInt(r.credits), 'and the key\'s buckets');
+      assert.equal(leases(user), 0, 'no lease is left');
     });
   });
 
@@ -161,7 +247,8 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
         const have = ids();
         return [...answered].every((id) => have.has(id)) && leases(user) === 0;
       }, 20000, { soft: true });
-      // Holds of requests in flight at the kill, if any, expire.
+      // Holds of requests in flight at the kill, if any, are charged their
+      // floor by the replay (or expire).
       stack.setClock(t0 + 3 * HOLD_TIMEOUT);
       await until('no hold left', () => ledgerSums(stack, `user_id = ${user.id}`).reserved === 0);
     });
@@ -175,8 +262,15 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
     assert.ok(extra.length <= CLIENTS,
       `rows without a received answer (${extra.length}) are at most the requests in flight`);
     assert.ok(whileHeld >= 20, 'requests were answered while their rows could not be written');
+    // Requests in flight at the kill whose holds were rows are charged their
+    // floor (their input estimate); drawn ones without a row, nothing.
+    const floors = stack.sql(`SELECT CAST(credits AS TEXT) AS credits FROM ledger
+      WHERE user_id = ${user.id} AND status = 'estimated'`);
+    assert.ok(floors.length <= CLIENTS, 'floors only for requests in flight');
+    for (const f of floors) assert.equal(BigInt(f.credits), FLOOR, 'a floor is the input estimate');
     const sums = ledgerSums(stack, `user_id = ${user.id}`);
-    assert.equal(sums.credits, BigInt(have.size) * FULL_CHARGE, 'each row charged once');
+    assert.equal(sums.credits, BigInt(have.size) * FULL_CHARGE + BigInt(floors.length) * FLOOR,
+      'each row charged once');
     assert.equal(stack.balance(user.id), user.balance - sums.credits,
       'the balance is the top-up minus the ledger');
     assert.equal(bucketSum(stack, 'key:h', user.key.id), sums.credits, 'key buckets = ledger');

@@ -6,7 +6,7 @@
 // the buckets equal the ledger, and when the burst is over no lease and no
 // hold is left. A child killed while its lease is out loses nothing that
 // was answered: the next child replays its journal and returns its lease at
-// once, and the requests it never answered are never charged. Requests
+// once, and the requests it died under cost their input estimate at most. Requests
 // beside the key's long one of another model stop within 100 ms of the
 // key's deletion, relying on the lease's check instead of a read each.
 
@@ -17,7 +17,7 @@ import path from 'node:path';
 import { startStack } from './lib/server.js';
 import {
   addBillModel, addPlan, seedUser, fullBody, nextHour, assertCharged, ledgerSums, bucketSum,
-  BILL_RATE, FULL_CHARGE, holdOf,
+  BILL_RATE, FULL_CHARGE, inputEstimate, STD_CONTENT, MICRO_PER_TOKEN,
 } from './lib/billing.js';
 
 const WAVE = 48;
@@ -213,9 +213,10 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     checkBooks(user, charged);
   });
 
-  it('returns the lease of a killed child at once, by replaying its journal; unanswered requests are never charged', async () => {
+  it('returns the lease of a killed child at once, by replaying its journal; the requests it died under are charged their input estimate at most', async () => {
     const user = u.killed;
-    await stack.expectingCrash(/PROV0005[16]|PROV00384|released \d+ (hold|lease)/, async () => {
+    const floor = inputEstimate([STD_CONTENT]) * MICRO_PER_TOKEN;
+    await stack.expectingCrash(/PROV0005[16]|PROV0038[46]|released \d+ (hold|lease)/, async () => {
       const pending = Array.from({ length: 16 },
         () => stack.chat(user.key.secret, fullBody({ model: SLOW })).catch((e) => e));
       const until = Date.now() + 3000;
@@ -231,27 +232,37 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
       const back = Date.now() + 10000;
       while (Date.now() < back && leases(user)) await new Promise((r) => setTimeout(r, 20));
       assert.equal(leases(user), 0, 'the dead child\'s lease was returned');
-      // Its ordinary holds (the requests before the lease) wait for the timeout.
-      const holds = ledgerSums(stack, `user_id = ${user.id}`).reserved;
-      assert.equal(stack.balance(user.id), user.balance - BigInt(holds) * holdOf(fullBody({ model: SLOW })),
-        'all the dead child held came back but its ordinary holds');
+      // In the same batch its holds (the requests before the lease, and
+      // drawn ones whose holds were written) were charged their floor, the
+      // input estimate; drawn ones without a row cost nothing.
+      let sums = ledgerSums(stack, `user_id = ${user.id}`);
+      assert.equal(sums.reserved, 0, 'no hold of the dead child is left');
+      const floors = stack.sql(`SELECT CAST(credits AS TEXT) AS credits FROM ledger
+        WHERE user_id = ${user.id} AND status = 'estimated'`).map((r) => BigInt(r.credits));
+      assert.ok(floors.length >= 1 && floors.length <= 16, `floors charged: ${floors.length}`);
+      assert.ok(floors.every((c) => c === floor), 'each its input estimate');
+      const floorSum = BigInt(floors.length) * floor;
+      assert.equal(stack.balance(user.id), user.balance - floorSum,
+        'all the dead child held came back but the floors');
 
       stack.setClock(t0 + 30);
       assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
       stack.setClock(t0 + HOLD_TIMEOUT + 31);
       assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
       await burstOver(user);
-      const sums = ledgerSums(stack, `user_id = ${user.id}`);
+      sums = ledgerSums(stack, `user_id = ${user.id}`);
       assert.equal(sums.reserved, 0, 'no hold is left');
-      assert.equal(sums.charged, 2, 'only the two answered requests are charged');
-      assert.equal(sums.credits, 2n * FULL_CHARGE);
-      assert.equal(stack.balance(user.id), user.balance - 2n * FULL_CHARGE,
-        'everything the dead child held came back, once');
-      assert.equal(bucketSum(stack, 'key:h', user.key.id), 2n * FULL_CHARGE, 'key buckets = ledger');
+      assert.equal(sums.charged, 2 + floors.length, 'the two answered requests and the floors');
+      assert.equal(sums.credits, 2n * FULL_CHARGE + floorSum);
+      assert.equal(stack.balance(user.id), user.balance - 2n * FULL_CHARGE - floorSum,
+        'everything else the dead child held came back, once');
+      assert.equal(bucketSum(stack, 'key:h', user.key.id), 2n * FULL_CHARGE + floorSum,
+        'key buckets = ledger');
 
       stack.setClock(t0 + 10 * HOLD_TIMEOUT);
       assertCharged(await stack.chat(user.key.secret, fullBody()), FULL_CHARGE);
-      assert.equal(stack.balance(user.id), user.balance - 3n * FULL_CHARGE, 'never returned twice');
+      assert.equal(stack.balance(user.id), user.balance - 3n * FULL_CHARGE - floorSum,
+        'never returned twice');
     });
   });
 });

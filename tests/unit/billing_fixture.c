@@ -3,9 +3,12 @@
  * engine keeps per-database state, queues and leases, for the life of the
  * process), the reads that check the books, a lease table of a test's own
  * and its freeing, and the threads that load one key with requests. */
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "billing_fixture.h"
 
 #define LEASE_THREADS 6
@@ -39,6 +42,101 @@ void bf_setup(bf_fixture_t *f, prov_micro_t balance, int has_budget, prov_micro_
     apr_pool_t *p = NULL;
     apr_pool_create(&p, prov_test_pool());
     bf_fill(f, p, prov_test_store_any(p), "bill@example.com", balance, has_budget, budget);
+}
+
+void bf_journal_dir(bf_fixture_t *f)
+{
+    strcpy(f->dir, "/tmp/prov-unit-bj-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(f->dir));
+}
+
+int bf_files_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    if (!d)
+        return -1;
+    while ((de = readdir(d)) != NULL)
+        n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+void bf_remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char path[512];
+    while (d && (de = readdir(d)) != NULL) {
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+int bf_dir_has(const char *dir, const char *text)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char path[512], buf[65536];
+    int found = 0;
+    while (d && !found && (de = readdir(d)) != NULL) {
+        FILE *fp;
+        size_t n;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (!strstr(de->d_name, ".log") || !(fp = fopen(path, "r")))
+            continue;
+        n = fread(buf, 1, sizeof(buf) - 1, fp);
+        buf[n] = '\0';
+        found = strstr(buf, text) != NULL;
+        fclose(fp);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
+                const char *status, int progress, apr_int64_t at)
+{
+    prov_journal_rec_t rec;
+    int ticket = -1;
+    memset(&rec, 0, sizeof(rec));
+    rec.request_id = r->request_id;
+    rec.transport = r->transport ? r->transport : "chat";
+    rec.status = status;
+    rec.user_id = r->user_id;
+    rec.key_id = r->key_id;
+    rec.model_id = r->model_id;
+    rec.created_at = r->created_at;
+    rec.settled_at = at;
+    rec.tokens.input = 4;
+    rec.tokens.output = charge / 10;
+    rec.hold = r->hold;
+    rec.charge = charge;
+    rec.from_plan = r->from_plan;
+    rec.drawn = r->entry != NULL;
+    rec.progress = progress;
+    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
+    CU_ASSERT_EQUAL(ticket == 0, progress);
+}
+
+void bf_check_books(bf_fixture_t *f, prov_micro_t topup)
+{
+    prov_micro_t charged = bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM ledger "
+                                       "WHERE status <> 'reserved'"),
+                 held = bf_value(f, "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
+                                    "WHERE status = 'reserved'"),
+                 leased = bf_value(f, "SELECT COALESCE(SUM(amount), 0) FROM billing_leases");
+    CU_ASSERT_EQUAL(bf_balance(f) + charged + held + leased, topup);
+    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
+                                "WHERE scope = 'key:h'"), charged + held + leased);
+    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
+                                "WHERE scope = 'user:m'"), charged + held + leased);
 }
 
 /* The fixture's one connection, held from the writer thread (whose

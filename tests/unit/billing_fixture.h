@@ -56,6 +56,23 @@ prov_reservation_t *bf_reserve(bf_fixture_t *f, const char *id, prov_micro_t hol
 /* A reserve op of f's key and model with a hold of C, alone (next NULL). */
 void bf_reserve_op(prov_op_t *op, bf_fixture_t *f, const char *id, apr_int64_t now);
 
+/* Makes f->dir, an empty journal directory of the test's own; the files
+ * in a directory (hidden ones too; -1: none); the directory removed with
+ * its files. */
+void bf_journal_dir(bf_fixture_t *f);
+int bf_files_in(const char *dir);
+void bf_remove_dir(const char *dir);
+/* Whether a segment (.log) of dir holds text. */
+int bf_dir_has(const char *dir, const char *text);
+/* Appends r's record to j as the engine writes it (drawn: r->entry set):
+ * a settlement (charge, status), or a progress record (never outstanding),
+ * settled at `at`, of 4 input tokens and charge / 10 output tokens. */
+void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
+                const char *status, int progress, apr_int64_t at);
+/* The books: balance + holds and leases in flight + the ledger's charges =
+ * the top-up, and every scope's buckets = charges + holds + leases. */
+void bf_check_books(bf_fixture_t *f, prov_micro_t topup);
+
 /* An empty lease table of a test's own that grants leases (as one a writer
  * thread serves), keeping a lease keep_idle after its key's last request. */
 void bf_lease_table(prov_leases_t *L, apr_time_t keep_idle);

@@ -11,7 +11,6 @@
  * engine's clock without any request; and holds can be listed and given
  * back by hand, exactly as an expiry does. The fixture is
  * billing_fixture.c. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,76 +35,19 @@ static void setup(bf_fixture_t *f, const char *file, prov_micro_t balance)
         s = prov_test_store(p);
     }
     bf_fill(f, p, s, "j@example.com", balance, 0, 0);
-    strcpy(f->dir, "/tmp/prov-unit-bj-XXXXXX");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(f->dir));
-}
-
-static int files_in(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    int n = 0;
-    if (!d)
-        return -1;
-    while ((de = readdir(d)) != NULL)
-        n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-    closedir(d);
-    return n;
+    bf_journal_dir(f);
 }
 
 static void teardown(bf_fixture_t *f)
 {
-    DIR *d = opendir(f->dir);
-    struct dirent *de;
-    char path[512];
-    while (d && (de = readdir(d)) != NULL) {
-        snprintf(path, sizeof(path), "%s/%s", f->dir, de->d_name);
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(f->dir);
+    bf_remove_dir(f->dir);
     apr_pool_destroy(f->p);
-}
-
-/* The books: balance + holds and leases in flight + the ledger's charges =
- * the top-up, and every scope's buckets = charges + holds + leases. */
-static void check_books(bf_fixture_t *f, prov_micro_t topup)
-{
-    prov_micro_t charged = bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM ledger "
-                                       "WHERE status <> 'reserved'"),
-                 held = bf_value(f, "SELECT COALESCE(SUM(reserved), 0) FROM ledger "
-                                    "WHERE status = 'reserved'"),
-                 leased = bf_value(f, "SELECT COALESCE(SUM(amount), 0) FROM billing_leases");
-    CU_ASSERT_EQUAL(bf_balance(f) + charged + held + leased, topup);
-    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
-                                "WHERE scope = 'key:h'"), charged + held + leased);
-    CU_ASSERT_EQUAL(bf_value(f, "SELECT COALESCE(SUM(credits), 0) FROM usage_buckets "
-                                "WHERE scope = 'user:m'"), charged + held + leased);
 }
 
 /* The journal record of a settlement, as finish() writes it. */
 static void journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge)
 {
-    prov_journal_rec_t rec;
-    int ticket = 0;
-    memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = r->transport;
-    rec.status = "ok";
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = r->created_at;
-    rec.settled_at = T0 + 1;
-    rec.tokens.input = 4;
-    rec.tokens.output = 5;
-    rec.hold = r->hold;
-    rec.charge = charge;
-    rec.from_plan = r->from_plan;
-    rec.drawn = r->entry != NULL;
-    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
+    bf_journal(j, r, charge, "ok", 0, T0 + 1);
 }
 
 /* A process (its own lease table) takes a lease in the name of journal j,
@@ -166,7 +108,7 @@ static void test_replay_dead_process(void)
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     expect = dead_process(&f, j, "d", 40, 25);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 25);
-    check_books(&f, 10000 * C);
+    bf_check_books(&f, 10000 * C);
     before = bf_balance(&f);
     /* While it lives, nothing is replayed. */
     CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
@@ -174,7 +116,7 @@ static void test_replay_dead_process(void)
     prov_journal_close(j);           /* it dies: its records are outstanding */
     CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
-    CU_ASSERT_EQUAL(files_in(f.dir), 0);
+    CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     /* Every drawn request once, the queued settlement done, the lease back;
      * the hold still in flight stays until it expires. */
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 41);
@@ -185,7 +127,7 @@ static void test_replay_dead_process(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(requests) FROM usage_buckets "
                                  "WHERE scope = 'user:h'"), 42);
-    check_books(&f, 10000 * C);
+    bf_check_books(&f, 10000 * C);
     CU_ASSERT_EQUAL(bf_balance(&f) + C /* hold-b */,
                     10000 * C - 40 * (C / 4) - C / 2);
     CU_ASSERT_TRUE(bf_balance(&f) > before - expect);   /* the lease came back */
@@ -217,12 +159,12 @@ static void test_replay_dead_process(void)
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), before);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 42);
-    check_books(&f, 10000 * C);
+    bf_check_books(&f, 10000 * C);
     /* The hold in flight expires; then everything but the charges is back. */
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 3601, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 40 * (C / 4) - C / 2);
-    check_books(&f, 10000 * C);
+    bf_check_books(&f, 10000 * C);
     teardown(&f);
 }
 
@@ -302,7 +244,7 @@ static void test_replay_races_live_batches(void)
         replayed += dead_process(&f, j, apr_psprintf(f.p, "dead%d", i), 60, 20);
         prov_journal_close(j);
     }
-    check_books(&f, 100000 * C);
+    bf_check_books(&f, 100000 * C);
     CU_ASSERT_EQUAL_FATAL(prov_store_open(&s2, apr_pstrcat(f.p, "sqlite3:", file, NULL), 1, f.p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_store_open(&s3, apr_pstrcat(f.p, "sqlite3:", file, NULL), 1, f.p),
@@ -321,7 +263,7 @@ static void test_replay_races_live_batches(void)
     for (i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
     CU_ASSERT_EQUAL(rep1.journals + rep2.journals, 3);
-    CU_ASSERT_EQUAL(files_in(f.dir), 0);
+    CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(live.ok, 2 * RACE_LIVE);
     /* Live rows and leases end when the live process's writer stops. */
     prov_billing_writer_stop(w);
@@ -333,35 +275,12 @@ static void test_replay_races_live_batches(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 3);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
                     live.charged + 3 * (60 * (C / 4) + C / 2));
-    check_books(&f, 100000 * C);
+    bf_check_books(&f, 100000 * C);
     (void)replayed;
     teardown(&f);
     unlink(file);
     unlink(apr_pstrcat(prov_test_pool(), file, "-wal", NULL));
     unlink(apr_pstrcat(prov_test_pool(), file, "-shm", NULL));
-}
-
-/* Whether a file of dir holds text. */
-static int dir_has(const char *dir, const char *text)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    char path[512], buf[65536];
-    int found = 0;
-    while (d && !found && (de = readdir(d)) != NULL) {
-        FILE *fp;
-        size_t n;
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (!strstr(de->d_name, ".log") || !(fp = fopen(path, "r")))
-            continue;
-        n = fread(buf, 1, sizeof(buf) - 1, fp);
-        buf[n] = '\0';
-        found = strstr(buf, text) != NULL;
-        fclose(fp);
-    }
-    if (d)
-        closedir(d);
-    return found;
 }
 
 /* A writer with upkeep and a journal: a drawn request's settlement is in
@@ -379,9 +298,9 @@ static void test_upkeep_journal(void)
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_upkeep(w, f.dir), APR_SUCCESS);
-    for (polls = 0; polls < 500 && files_in(f.dir) < 2; polls++)
+    for (polls = 0; polls < 500 && bf_files_in(f.dir) < 2; polls++)
         apr_sleep(apr_time_from_msec(10));
-    CU_ASSERT_EQUAL_FATAL(files_in(f.dir), 2);  /* its lock and first segment */
+    CU_ASSERT_EQUAL_FATAL(bf_files_in(f.dir), 2);  /* its lock and first segment */
     apr_sleep(apr_time_from_msec(50));          /* ... and leases granted again */
     for (i = 0; i < 3; i++) {
         CU_ASSERT_EQUAL(prov_billing_reserve(&r[i], &err, f.src, f.auth, f.m->id, "chat",
@@ -393,14 +312,14 @@ static void test_upkeep_journal(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases WHERE owner IS NOT NULL"),
                     1);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], NULL, 123, "ok", T0 + 1, f.p), APR_SUCCESS);
-    CU_ASSERT_TRUE(dir_has(f.dir, "up-2\t"));
+    CU_ASSERT_TRUE(bf_dir_has(f.dir, "up-2\t"));
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
     prov_billing_writer_stop(w);
-    CU_ASSERT_EQUAL(files_in(f.dir), 0);
+    CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 323);
-    check_books(&f, 10000 * C);
+    bf_check_books(&f, 10000 * C);
     teardown(&f);
 }
 
@@ -486,7 +405,7 @@ static void test_holds_by_hand(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(lease);
     CU_ASSERT_EQUAL_FATAL(prov_billing_holds(&holds, f.s, f.u->id + 1, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(holds->nelts, 0);
-    check_books(&f, 1000 * C);
+    bf_check_books(&f, 1000 * C);
 
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", "released", T0 + 5, f.p),
                     APR_SUCCESS);
@@ -503,7 +422,7 @@ static void test_holds_by_hand(void)
     CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "nope", "released", T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
-    check_books(&f, 1000 * C);
+    bf_check_books(&f, 1000 * C);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - 2 * C - 2 * C);   /* hand-1, hand-a, hand-b */
     /* The request whose hold was given back ends: nothing is charged. */
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, hand[0].out, NULL, C, "ok", T0 + 6, f.p),

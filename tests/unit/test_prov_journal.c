@@ -10,7 +10,9 @@
  * rotation left, a rotation without a spare makes and seals its own, and a
  * killed process's spare (NUL bytes only) replays as nothing; records
  * come in chunks, in order; a journal of another database is left alone, and
- * one whose replay fails is kept for the next try. */
+ * one whose replay fails is kept for the next try; progress records are
+ * never outstanding and come back last, the latest of each request that no
+ * settlement ended. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -27,6 +29,8 @@ typedef struct seen_t {
     int calls, n, lasts;
     int fail;                       /* fail the next call */
     char ids[1300][32];
+    prov_micro_t charges[1300];
+    int progress[1300];
     prov_journal_rec_t first;
     char first_id[64], first_status[64], first_transport[16];
     int chunk[8];
@@ -54,8 +58,11 @@ static apr_status_t collect(void *baton, const char *owner, const prov_journal_r
             apr_cpystrn(s->first_status, recs[0].status, sizeof(s->first_status));
             apr_cpystrn(s->first_transport, recs[0].transport, sizeof(s->first_transport));
         }
-        if (s->n < 1300)
+        if (s->n < 1300) {
             apr_cpystrn(s->ids[s->n], recs[i].request_id, sizeof(s->ids[0]));
+            s->charges[s->n] = recs[i].charge;
+            s->progress[s->n] = recs[i].progress;
+        }
         s->n++;
     }
     return APR_SUCCESS;
@@ -475,9 +482,70 @@ static void test_journal_killed_ahead(void)
     apr_pool_destroy(p);
 }
 
+/* Progress records: never outstanding (a journal of progress only leaves
+ * no file); read back after the settlements, the latest of each request
+ * that no settlement ended, and only those. */
+static void test_journal_progress(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    seen_t *s = calloc(1, sizeof(*s));
+    char *dir = temp_dir();
+    const char *ids[] = { "a", "b", "a", "b", "c", "d" };
+    const int prog[] = { 1, 1, 1, 0, 1, 0 };
+    int i, ticket, replayed = -1, a = -1, c = -1;
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 0, p), APR_SUCCESS);
+    for (i = 0; i < 6; i++) {
+        prov_journal_rec_t r = rec(ids[i], 10 * (i + 1));
+        r.progress = prog[i];
+        ticket = -1;
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+        CU_ASSERT_EQUAL(ticket == 0, prog[i]);
+    }
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 2);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(prov_journal_recover(&replayed, dir, "db-1", collect, s, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(replayed, 1);
+    CU_ASSERT_EQUAL_FATAL(s->n, 4);
+    CU_ASSERT_EQUAL(s->lasts, 1);
+    /* the settlements in order, then the progress of a and c */
+    CU_ASSERT_STRING_EQUAL(s->ids[0], "b");
+    CU_ASSERT_EQUAL(s->charges[0], 40);
+    CU_ASSERT_STRING_EQUAL(s->ids[1], "d");
+    CU_ASSERT_FALSE(s->progress[0] || s->progress[1]);
+    for (i = 2; i < 4; i++) {
+        CU_ASSERT_TRUE(s->progress[i]);
+        if (!strcmp(s->ids[i], "a"))
+            a = i;
+        if (!strcmp(s->ids[i], "c"))
+            c = i;
+    }
+    CU_ASSERT_TRUE_FATAL(a >= 0 && c >= 0);
+    CU_ASSERT_EQUAL(s->charges[a], 30);            /* the latest */
+    CU_ASSERT_EQUAL(s->charges[c], 50);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+
+    /* Progress only: nothing outstanding, nothing left at close. */
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 0, p), APR_SUCCESS);
+    {
+        prov_journal_rec_t r = rec("e", 5);
+        r.progress = 1;
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+    }
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    free(s);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_journal(void)
 {
     PROV_SUITE("journal", PROV_TEST(test_journal_roundtrip), PROV_TEST(test_journal_segments),
                PROV_TEST(test_journal_torn_and_chunks), PROV_TEST(test_journal_killed),
-               PROV_TEST(test_journal_ahead), PROV_TEST(test_journal_killed_ahead));
+               PROV_TEST(test_journal_ahead), PROV_TEST(test_journal_killed_ahead),
+               PROV_TEST(test_journal_progress));
 }

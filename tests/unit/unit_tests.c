@@ -179,6 +179,7 @@ int main(int argc, char **argv)
     prov_test_suite_lease_clock();
     prov_test_suite_lease_burst();
     prov_test_suite_billing_journal();
+    prov_test_suite_billing_progress();
     prov_test_suite_journal();
     prov_test_suite_plans();
     prov_test_suite_usage();

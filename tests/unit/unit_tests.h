@@ -46,6 +46,7 @@ void prov_test_suite_billing_lease(void);
 void prov_test_suite_lease_clock(void);
 void prov_test_suite_lease_burst(void);
 void prov_test_suite_billing_journal(void);
+void prov_test_suite_billing_progress(void);
 void prov_test_suite_journal(void);
 void prov_test_suite_plans(void);
 void prov_test_suite_usage(void);
