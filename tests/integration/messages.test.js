@@ -53,8 +53,10 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
 
   it('answers a Message with the exact charge (cache read and creation priced apart)', async () => {
     const before = stack.balance(user.id);
+    // a system prompt of 5,000 bytes: the hold covers the 5,600 input tokens reported
     const body = messagesBody('claude-main', {
-      max_tokens: 300, metadata: { mock_usage: { prompt: 1000, completion: 250, cached: 4000, creation: 600 } },
+      max_tokens: 300, system: 'x'.repeat(5000),
+      metadata: { mock_usage: { prompt: 1000, completion: 250, cached: 4000, creation: 600 } },
     });
     const res = await messages(stack, user.key.secret, body);
     assert.equal(res.status, 200, res.text);
@@ -181,7 +183,7 @@ describe('POST /v1/messages: answers and charging', { timeout: 180000 }, () => {
   it('streams event by event, flushed, with credits in message_delta and settles at message_stop', async () => {
     const before = stack.balance(user.id);
     const s = await messagesStream(stack, user.key.secret, messagesBody('claude-trickle', {
-      messages: [{ role: 'user', content: 'hi' }],
+      messages: [{ role: 'user', content: 'hi' }], system: 'x'.repeat(5000),
       metadata: { mock_usage: { prompt: 5000, completion: 16, cached: 1000 } },
     }));
     assert.equal(s.status, 200);
