@@ -2,7 +2,7 @@
  * Completions, Messages, Responses; count_tokens up to its model) is a table
  * of its rules (provider_transport_t: family, gateway path, parse, upstream
  * body, read answer, render, stream), and this file walks a request through
- * them in the order DESIGN §4 fixes: key -> blocked user -> the transport's
+ * them in the order docs/internals/transports.md gives: key -> blocked user -> the transport's
  * checks -> parse -> model -> reserve -> gateway -> settle -> render. The
  * steps themselves are in mod_provider_infer.c, the event streams in
  * mod_provider_stream.c; docs/internals/transports.md walks through it. */

@@ -1,4 +1,4 @@
-/* mod_provider_infer.c: the inference path of DESIGN §4 that every transport
+/* mod_provider_infer.c: the inference path (docs/internals/transports.md) that every transport
  * shares, in the order the specification fixes: the key first (so that an
  * unauthenticated caller learns nothing), the blocked user, the method, the
  * body, the model, then the reservation (key budget and account remainder, held

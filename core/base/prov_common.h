@@ -23,7 +23,7 @@
 typedef apr_int64_t prov_micro_t;
 #define PROV_MICRO_PER_CREDIT APR_INT64_C(1000000)
 
-/* Token counts as the four kinds that the rate card prices (DESIGN §3). */
+/* Token counts as the four kinds that the rate card prices (README "Pricing"). */
 typedef struct prov_tokens_t {
     apr_int64_t input;      /* input tokens not served from cache */
     apr_int64_t output;     /* output tokens that are not reasoning */

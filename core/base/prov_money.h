@@ -1,6 +1,6 @@
 /* prov_money.h: credits as exact integers. Parsing and printing the decimal
  * credit figures of the CLI and the API, the rate card of a model, the
- * charge for a request's tokens (DESIGN §3: integer micro-credits, each kind
+ * charge for a request's tokens (README "Pricing": integer micro-credits, each kind
  * rounded up to a whole micro-credit, no floating point anywhere), what a
  * settlement believes of a gateway's usage report, and the checked and
  * saturating int64 arithmetic that every sum or product of money or tokens
@@ -102,7 +102,7 @@ apr_status_t prov_rates_effective(prov_rates_t *out, const prov_rates_t *card);
 prov_micro_t prov_money_charge(const prov_rates_t *effective, const prov_tokens_t *t);
 
 /* The four kinds from OpenAI-style counts (cached tokens inside prompt,
- * reasoning inside completion; DESIGN §3). A negative reported count makes
+ * reasoning inside completion; README "Pricing"). A negative reported count makes
  * the kinds it feeds negative, for prov_money_settle to see. */
 void prov_tokens_split(prov_tokens_t *t, apr_int64_t prompt, apr_int64_t completion,
                        apr_int64_t cached, apr_int64_t reasoning);

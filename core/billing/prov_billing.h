@@ -1,4 +1,4 @@
-/* prov_billing.h: the spend engine's request-time half (DESIGN §4 steps 4-8):
+/* prov_billing.h: the spend engine's request-time half (docs/internals/transports.md, "One driver"):
  * the estimate of a request's worst-case cost; the reservation that checks
  * the key's rolling weekly budget and the account's remainder (the plan's
  * rolling 5-hour and 7-day quotas, then the prepaid balance) and holds the

@@ -1,4 +1,4 @@
-/* core/mcp/: the MCP endpoints' protocol and tools (DESIGN §6, the
+/* core/mcp/: the MCP endpoints' protocol and tools (docs/internals/mcp-oauth.md, the
  * specification's "MCP (read-only)"). JSON-RPC 2.0 as MCP's Streamable HTTP
  * transport carries it, stateless and answered with single JSON objects
  * (prov_mcp, this header): one POST body in, an HTTP status and a body out.

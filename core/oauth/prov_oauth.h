@@ -1,5 +1,5 @@
 /* core/oauth/: the service's own OAuth 2.1 authorization server, for the
- * MCP account endpoint (DESIGN §6; the specification's "MCP (read-only)"
+ * MCP account endpoint (docs/internals/mcp-oauth.md; the specification's "MCP (read-only)"
  * and "Authentication"): metadata (RFC 8414, RFC 9728), dynamic
  * registration of public clients (RFC 7591, redirect URIs as RFC 8252
  * allows), the authorization request and its consent, one-time codes bound

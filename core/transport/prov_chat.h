@@ -71,7 +71,7 @@ apr_status_t prov_chat_usage(prov_chat_usage_t *u, json_object *usage);
  * APR_EGENERAL when the scan declines (json-c's reading decides). */
 apr_status_t prov_chat_usage_scan(prov_chat_usage_t *u, const prov_jobject_t *usage);
 /* Token kinds from an OpenAI usage object read as prov_chat_usage reads it
- * (same results; DESIGN §3): cache = cached prompt tokens, input = the rest
+ * (same results; README "Pricing"): cache = cached prompt tokens, input = the rest
  * of the prompt, reasoning = reasoning tokens, output = the rest of the
  * completion (prov_tokens_split: a part above its whole raises the whole). */
 apr_status_t prov_chat_tokens(prov_tokens_t *t, json_object *usage);

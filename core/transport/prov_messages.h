@@ -84,7 +84,7 @@ const char *prov_messages_upstream_body(const prov_messages_req_t *req,
 /* A local input-token estimate (for count_tokens when the gateway lacks it). */
 apr_int64_t prov_messages_estimate_tokens(const prov_messages_req_t *req);
 
-/* Token kinds from an Anthropic usage object (DESIGN §3): cache =
+/* Token kinds from an Anthropic usage object (README "Pricing"): cache =
  * cache_read_input_tokens, input = input_tokens + cache_creation_input_tokens,
  * output = output_tokens, reasoning = 0. Read strictly
  * (docs/internals/billing.md, "How usage reports are read"): input_tokens and

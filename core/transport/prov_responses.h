@@ -1,4 +1,4 @@
-/* prov_responses.h: the Responses transport's rules, without httpd (DESIGN §5):
+/* prov_responses.h: the Responses transport's rules, without httpd (docs/internals/transports.md):
  * a /v1/responses request validated and translated into the gateway's Chat
  * Completions body (input items, instructions, function, custom and
  * namespace tools; hosted tools dropped and named), the gateway's answer

@@ -1,5 +1,5 @@
 // tests/integration/catalog.test.js: the public catalog, GET /v1/models
-// (DESIGN §4/§5, SPEC "Catalog"): its shape (publicId, display_name, pricing
+// (the specification's "Catalog"): its shape (publicId, display_name, pricing
 // in credits per 1M tokens as JSON numbers, null where not configured), that
 // it lists only enabled catalog models the gateway offers right now, that it
 // follows the gateway's list after the cache TTL, that it keeps the last

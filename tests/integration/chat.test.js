@@ -1,5 +1,5 @@
 // tests/integration/chat.test.js: successful POST /v1/chat/completions and
-// its money (DESIGN §3/§4/§8): the charge is exactly the rate card's amount
+// its money (README "Pricing"): the charge is exactly the rate card's amount
 // for the tokens the gateway reported (per kind, rounded up; NULL cache and
 // reasoning rates fall back to input and output), shown in x-provider-credits
 // and usage.credits, written to the ledger and taken from the balance that

@@ -1,4 +1,4 @@
-// tests/integration/concurrency.test.js: the reservation of DESIGN §4 step 6
+// tests/integration/concurrency.test.js: the reservation of docs/internals/billing.md
 // seen from outside: requests sent at the same time cannot together spend
 // more than a key's weekly budget or an account's balance (each is refused
 // with its own code instead), every accepted one is charged exactly, and the

@@ -1,5 +1,5 @@
 // tests/integration/errors.test.js: the refusals of POST /v1/chat/completions
-// in the specification's order (DESIGN §4: key 401, blocked 403, request
+// in the specification's order (docs/internals/transports.md: key 401, blocked 403, request
 // 413/400/404, key budget 429, balance 402), each with the OpenAI error shape
 // and the service's wire code, the order itself (an earlier check wins even
 // when a later one would also refuse), and that a refusal charges nothing,

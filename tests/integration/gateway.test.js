@@ -1,5 +1,5 @@
 // tests/integration/gateway.test.js: what the client sees when the internal
-// gateway fails (DESIGN §4 step 8, §5, §7): 502 GATEWAY_ERROR for a gateway
+// gateway fails (docs/internals/gateway.md): 502 GATEWAY_ERROR for a gateway
 // that answers 500, answers malformed JSON or cannot be reached, 504
 // GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout, 400 for a
 // prompt the gateway refuses as too long (said in our words, never the

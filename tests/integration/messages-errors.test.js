@@ -1,6 +1,6 @@
 // tests/integration/messages-errors.test.js: every refusal and failure of
 // POST /v1/messages in the Anthropic error shape with the service's code, in
-// the order of DESIGN §4 (the key before anything else), none of them charged
+// the specification's order (the key before anything else), none of them charged
 // and none of the request refusals reaching the gateway: the version header,
 // validation (image/document blocks named), models outside the messages
 // family, the key's budget and the balance (429/402 with x-should-retry:

@@ -1,7 +1,7 @@
 // tests/integration/lib/helpers.js: what the integration tests assert with,
 // beyond node:assert: exact credit arithmetic (decimal text <-> integer
 // micro-credits with BigInt, the rate card's per-kind round-up rule of
-// DESIGN §3), the OpenAI error shape, the "no secret in any answer" check,
+// README "Pricing"), the OpenAI error shape, the "no secret in any answer" check,
 // and reading the credits figure from a body without going through a float.
 
 import assert from 'node:assert/strict';
@@ -46,7 +46,7 @@ function ceilDiv(a, b) {
   return (a + b - 1n) / b;
 }
 
-/** Token kinds (DESIGN §3) from the gateway's counts. */
+/** Token kinds (README "Pricing") from the gateway's counts. */
 export function kinds({ prompt, completion, cached = 0, reasoning = 0 }) {
   return {
     input: BigInt(prompt - cached),

@@ -3,7 +3,7 @@
 // messages flag, as an operator does), requests with the Anthropic headers,
 // an SSE reader that keeps each event's arrival time (to see that events are
 // flushed one by one, not buffered), the Anthropic error shape assertion and
-// the token kinds of Anthropic usage (DESIGN §3).
+// the token kinds of Anthropic usage (README "Pricing").
 
 import assert from 'node:assert/strict';
 
@@ -142,7 +142,7 @@ export function assertAnthropicError(res, status, type, code) {
   return e;
 }
 
-/** Token kinds of Anthropic usage counts (DESIGN §3). */
+/** Token kinds of Anthropic usage counts (README "Pricing"). */
 export function anthropicKinds({ input, output, cacheRead = 0, creation = 0 }) {
   return {
     input: BigInt(input + creation), cache: BigInt(cacheRead), output: BigInt(output),
