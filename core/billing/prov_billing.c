@@ -115,17 +115,7 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
                                   const char *request_id, prov_micro_t hold, apr_int64_t now,
                                   apr_pool_t *p)
 {
-    return prov_billing_reserve_upto(r, err, src, auth, model_id, transport, request_id, hold,
-                                     hold, now, p);
-}
-
-apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **err,
-                                       const prov_store_source_t *src, const prov_auth_t *auth,
-                                       apr_int64_t model_id, const char *transport,
-                                       const char *request_id, prov_micro_t hold,
-                                       prov_micro_t hold_min, apr_int64_t now, apr_pool_t *p)
-{
-    prov_hold_ask_t ask = { hold, hold_min, 0 };
+    prov_hold_ask_t ask = { hold, hold, 0 };
     return prov_billing_reserve_ask(r, err, src, auth, model_id, transport, request_id, &ask,
                                     now, p);
 }

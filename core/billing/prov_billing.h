@@ -110,18 +110,12 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
                                   apr_int64_t model_id, const char *transport,
                                   const char *request_id, prov_micro_t hold, apr_int64_t now,
                                   apr_pool_t *p);
-/* The same for a request whose output cap the service chooses: when the key's
- * budget, the plan's windows and the balance cannot hold all of hold, the
- * reservation holds as much of it as the most generous of them can, if that
- * is at least hold_min (<= 0 or > hold: hold); (*r)->hold says how much was
- * held. A refusal names hold_min as what the request needs. */
-apr_status_t prov_billing_reserve_upto(prov_reservation_t **r, prov_error_t **err,
-                                       const prov_store_source_t *src, const prov_auth_t *auth,
-                                       apr_int64_t model_id, const char *transport,
-                                       const char *request_id, prov_micro_t hold,
-                                       prov_micro_t hold_min, apr_int64_t now, apr_pool_t *p);
-/* What a reservation asks for (prov_billing_reserve_ask): hold and hold_min
- * as for prov_billing_reserve_upto (hold_min <= 0: hold), and floor, the
+/* What a reservation asks for (prov_billing_reserve_ask): hold; hold_min,
+ * for a request whose output cap the service chooses: when the key's budget,
+ * the plan's windows and the balance cannot hold all of hold, the reservation
+ * holds as much of it as the most generous of them can, if that is at least
+ * hold_min (<= 0 or > hold: hold), and (*r)->hold says how much was held (a
+ * refusal names hold_min as what the request needs); and floor, the
  * charge of the request's input estimate alone. A hold is recorded with the
  * journal of the process that takes it (ledger.owner) and its floor
  * (ledger.floor_credits): when the process dies under the request and its

@@ -184,14 +184,15 @@ static prov_reservation_t *upto(bf_fixture_t *f, const char *id, prov_micro_t ho
 {
     prov_reservation_t *r = NULL;
     prov_error_t *e = NULL;
-    CU_ASSERT_EQUAL(prov_billing_reserve_upto(&r, &e, f->src, f->auth, f->m->id, "chat", id,
-                                              hold, hold_min, T0, f->p), APR_SUCCESS);
+    prov_hold_ask_t ask = { hold, hold_min, 0 };
+    CU_ASSERT_EQUAL(prov_billing_reserve_ask(&r, &e, f->src, f->auth, f->m->id, "chat", id, &ask,
+                                             T0, f->p), APR_SUCCESS);
     if (err)
         *err = e;
     return r;
 }
 
-static void test_reserve_upto(void)
+static void test_reserve_lowered(void)
 {
     bf_fixture_t f;
     prov_reservation_t *r;
@@ -626,7 +627,7 @@ void prov_test_suite_billing(void)
     PROV_SUITE("billing", PROV_TEST(test_estimate), PROV_TEST(test_fixed_source_one_thread),
                PROV_TEST(test_reserve_settle), PROV_TEST(test_release),
                PROV_TEST(test_insufficient), PROV_TEST(test_key_budget_retry_after),
-               PROV_TEST(test_plan_then_balance), PROV_TEST(test_reserve_upto),
+               PROV_TEST(test_plan_then_balance), PROV_TEST(test_reserve_lowered),
                PROV_TEST(test_expire), PROV_TEST(test_expire_late_plan),
                PROV_TEST(test_expire_late_replay),
                PROV_TEST(test_batch_exact), PROV_TEST(test_threads_settle),
