@@ -3,7 +3,10 @@
 -- environment: BENCH_MODEL, BENCH_KEY; BENCH_KIND picks the request: chat,
 -- chat-stream (stream:true with the usage chunk), messages-stream (POST
 -- /v1/messages stream:true, the key as x-api-key) or responses-stream (POST
--- /v1/responses stream:true)); responses outside 2xx are counted per thread;
+-- /v1/responses stream:true)); BENCH_UNCAPPED=1 leaves the output cap out of
+-- the chat and responses requests (as Codex does: the service then forwards
+-- the model's maximum, patched into the body); responses outside 2xx are
+-- counted per thread;
 -- the done hook prints one machine-readable line with the figures run.sh
 -- tabulates (latencies in microseconds).
 
@@ -11,6 +14,7 @@ local model = os.getenv("BENCH_MODEL") or "gpt-4o-mini"
 local key = os.getenv("BENCH_KEY") or "sk-prov-none"
 local kind = os.getenv("BENCH_KIND") or "chat"
 local say = '"messages":[{"role":"user","content":"Say hello in five words."}]'
+local uncapped = os.getenv("BENCH_UNCAPPED") == "1"
 
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -23,11 +27,11 @@ elseif kind == "responses-stream" then
    wrk.path = "/v1/responses"
    wrk.headers["Authorization"] = "Bearer " .. key
    wrk.body = '{"model":"' .. model .. '","input":"Say hello in five words.",' ..
-              '"max_output_tokens":16,"stream":true}'
+              (uncapped and '' or '"max_output_tokens":16,') .. '"stream":true}'
 else
    wrk.path = "/v1/chat/completions"
    wrk.headers["Authorization"] = "Bearer " .. key
-   wrk.body = '{"model":"' .. model .. '",' .. say .. ',"max_tokens":16' ..
+   wrk.body = '{"model":"' .. model .. '",' .. say .. (uncapped and '' or ',"max_tokens":16') ..
               (kind == "chat-stream"
                and ',"stream":true,"stream_options":{"include_usage":true}}' or '}')
 end

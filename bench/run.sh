@@ -44,6 +44,8 @@
 #
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (32), WRK_DURATION (10s),
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
+# BENCH_UNCAPPED=1 (chat and responses without an output cap, as Codex sends
+# them: mod_provider forwards the model's maximum output; bench/chat.lua),
 # BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
 # BENCH_ROUNDS (1: how many times both servers are measured, alternating
 # which goes first; the table sums the rounds and adds each round's ratios
