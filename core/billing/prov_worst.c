@@ -40,9 +40,8 @@ void prov_worst_plan(prov_worst_t *w, const prov_rates_t *eff, apr_size_t body_b
     w->choices = choices > 0 ? choices : 1;
     if (model_max <= 0 || model_max > PROV_OUTPUT_TOKENS_MAX)
         model_max = PROV_OUTPUT_TOKENS_MAX;
-    w->lowered = client_cap > model_max;
     if (client_cap > 0) {
-        w->cap = w->lowered ? model_max : client_cap;
+        w->cap = client_cap > model_max ? model_max : client_cap;
         w->floor = w->cap;
     }
     else {

@@ -28,7 +28,6 @@ typedef struct prov_worst_t {
     apr_int64_t cap;            /* the output cap of each choice, at most */
     apr_int64_t floor;          /* the least cap it may be lowered to; cap when the
                                  * client chose it */
-    int lowered;                /* the client's own cap was above the model's */
     int rounding;               /* micro-credits for the kinds a settlement rounds up
                                  * on their own (cache beside input, reasoning beside
                                  * output), 0 to 2 */
