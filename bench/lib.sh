@@ -147,7 +147,8 @@ q() {
 
 # make_database EMAIL NAME LABEL: the database ($W/db/provider.db, or a
 # PostgreSQL cluster in $W/pg), migrated, with the user EMAIL (NAME) given a
-# big balance (reason LABEL), the priced model $MODEL and a key named LABEL;
+# big balance (reason LABEL; BENCH_BALANCE credits instead, e.g. 10: an
+# account of modest means), the priced model $MODEL and a key named LABEL;
 # sets DB, DBSPEC (and PGDATA_DIR, PGPORT) and KEY (its secret).
 make_database() {
     DB=$W/db/provider.db
@@ -165,7 +166,7 @@ make_database() {
     fi
     ctl db migrate >/dev/null
     ctl user add "$1" --name "$2" >/dev/null
-    ctl balance add "$1" 1000000000 --reason "$3" >/dev/null
+    ctl balance add "$1" "${BENCH_BALANCE:-1000000000}" --reason "$3" >/dev/null
     ctl model add "$MODEL" --upstream "$MODEL" --name "$MODEL" >/dev/null
     ctl model price "$MODEL" --input 0.15 --output 0.6 --cache 0.075 >/dev/null
     KEY=$(ctl key create "$1" --name "$3" --json |

@@ -46,7 +46,10 @@
 # BENCH_WARMUP (2s, wrk run discarded before each measurement),
 # BENCH_UNCAPPED=1 (chat and responses without an output cap, as Codex sends
 # them: mod_provider forwards the model's maximum output; bench/chat.lua),
-# BENCH_MODEL (gpt-4o-mini), BENCH_KEEP=1 (keep the temporary directory),
+# BENCH_MODEL (gpt-4o-mini), BENCH_BALANCE (the account's credits, 10^9 by
+# default: e.g. 10 for an account of modest means, whose leases the limits
+# size; the table then says how many requests were held in the database
+# rather than drawn from a lease), BENCH_KEEP=1 (keep the temporary directory),
 # BENCH_ROUNDS (1: how many times both servers are measured, alternating
 # which goes first; the table sums the rounds and adds each round's ratios
 # and their median: on a host whose speed drifts, one pair of runs can be
@@ -343,6 +346,11 @@ echo
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
 echo "ledger rows by status (whole run, including warm-up):"
 q "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
+# A row with a floor was held in the database (a reservation of its own, or
+# a drawn request still running after a second); a drawn one is written
+# complete, without.
+echo "ledger rows held in the database rather than drawn from a lease (whole run): $(q "SELECT COUNT(*) FROM ledger WHERE floor_credits > 0;")"
+echo "balance at the end: $(q "SELECT balance FROM users;") micro-credits"
 UNSETTLED=$(q "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
 # wrk stops counting at the deadline; up to one request per connection may
 # still be answered (and charged) after it, so the ledger may lead by <= C.
