@@ -10,9 +10,17 @@
 /* The size a lease aims for, in holds of the request that asked for it:
  * it also covers rows settled and not written yet (up to a group and a
  * batch's time), halved down to _MIN where the limits keep no room for
- * twice as much, and grown up to _MAX when requests find it too small. */
+ * twice as much, and grown up to _MAX when requests find it too small.
+ * _MIN is a few holds: a hold is the worst case, and an uncapped agent's
+ * turn holds its model's whole maximum output (32,768 tokens: about half a
+ * credit on a model at 15 credits a million) while it spends a fraction of
+ * it; what a lease must cover at once is the holds in flight and the
+ * charges not written yet, so that a lease of half the room of an account
+ * of modest means (a few credits, a key's budget, a plan's window) serves
+ * such turns too. Until issue 29's second session _MIN was 256, and such
+ * an account reserved every request in the database (bench/REPORT.md). */
 #define PROV_LEASE_HOLDS     1024
-#define PROV_LEASE_HOLDS_MIN 256
+#define PROV_LEASE_HOLDS_MIN 4
 #define PROV_LEASE_HOLDS_MAX 4096
 /* A slot whose lease was returned is kept this long (with the size its
  * lease grew to), so that its key's next lease starts at that size. */

@@ -1,7 +1,8 @@
 /* test_prov_billing_lease.c: unit tests of the billing engine's leases:
  * requests drawn in memory from a lease and written later by a writer
  * thread, the books exact under threads, at a budget's exact limit and when
- * the writer stops with drawn requests in flight; a lease granted to
+ * the writer stops with drawn requests in flight; a lease sized by the room
+ * of an account of modest means, whose limits stay exact; a lease granted to
  * requests one at a time within keep_idle and not further apart, kept
  * beside another model's long request, never drawn on by a key deleted,
  * reissued or blocked meanwhile, keeping a plan's name whole; the engine's
@@ -158,18 +159,134 @@ static void test_lease_sequential(void)
     bf_check_lease_books(&f, 6, charged);
     apr_pool_destroy(f.p);
 
-    /* A weekly budget of 100 credits keeps no room for twice a lease of
-     * 256 holds of 3 credits: every request is checked in the database. */
+    /* A weekly budget of 100 credits: the lease is sized by its room, at
+     * most half of it (16 holds of 3 credits), and the third request
+     * draws from it. */
     bf_setup(&fb, 1000000 * C, 1, 100 * C);
     CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, fb.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_FALSE(seq_leased(&fb, "tight-1", C, &charged_b));
     CU_ASSERT_FALSE(seq_leased(&fb, "tight-2", C, &charged_b));
-    CU_ASSERT_FALSE(seq_leased(&fb, "tight-3", C, &charged_b));
-    CU_ASSERT_EQUAL(bf_value(&fb, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_value(&fb, "SELECT amount FROM billing_leases"), 48 * C);
+    CU_ASSERT_TRUE(seq_leased(&fb, "tight-3", C, &charged_b));
     prov_billing_writer_stop(w);
     bf_check_lease_books(&fb, 3, charged_b);
     apr_pool_destroy(fb.p);
+}
+
+/* Reserves hold (3 credits, the worst case of an uncapped turn on a modest
+ * account) for requests in flight together on f, as ids prefix-0, -1...:
+ * n of them, or until one is refused (*err); returns how many were drawn
+ * from a lease. */
+static int modest_run(bf_fixture_t *f, prov_reservation_t **rs, int n, const char *prefix,
+                      const prov_hold_ask_t *ask, prov_error_t **err)
+{
+    int i, leased = 0;
+    for (i = 0; i < n; i++) {
+        rs[i] = NULL;
+        *err = NULL;
+        CU_ASSERT_EQUAL(prov_billing_reserve_ask(&rs[i], err, f->src, f->auth, f->m->id, "chat",
+                                                 apr_psprintf(f->p, "%s-%d", prefix, i), ask,
+                                                 T0, f->p), APR_SUCCESS);
+        if (!rs[i])
+            break;
+        leased += rs[i]->leased;
+    }
+    return leased;
+}
+
+/* An account of modest means, whose room is far below the 1,024 holds a
+ * lease aims for: the lease is halved until the room left keeps as much
+ * again (a balance of 100 credits, two holds of 3 taken: 94 left, a lease of
+ * 8 holds), its requests draw from it, the next goes to the database, and
+ * the books are exact. With room for fewer than twice PROV_LEASE_HOLDS_MIN
+ * holds (a balance of 20 credits) no lease is granted. */
+static void test_lease_modest(void)
+{
+    static const prov_hold_ask_t ask = { 3 * C, 3 * C, 0 };
+    bf_fixture_t f;
+    prov_billing_writer_t *w = NULL;
+    prov_reservation_t *rs[11];
+    prov_error_t *err = NULL;
+    prov_micro_t charged = 0;
+    int i;
+
+    bf_setup(&f, 100 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(modest_run(&f, rs, 2, "m", &ask, &err), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT amount FROM billing_leases"), 24 * C);
+    CU_ASSERT_EQUAL(bf_balance(&f), 100 * C - 6 * C - 24 * C);
+    CU_ASSERT_EQUAL(modest_run(&f, rs + 2, 8, "d", &ask, &err), 8);
+    CU_ASSERT_EQUAL(modest_run(&f, rs + 10, 1, "e", &ask, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rs[10]);
+    for (i = 0; i < 11; i++) {
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 1000 * (i + 1), "ok", T0 + 1,
+                                            f.p), APR_SUCCESS);
+        charged += 1000 * (i + 1);
+    }
+    prov_billing_writer_stop(w);
+    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), 11);
+    CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_balance(&f), 100 * C - charged);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    charged);
+    apr_pool_destroy(f.p);
+
+    bf_setup(&f, 20 * C, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+                          APR_SUCCESS);
+    CU_ASSERT_EQUAL(modest_run(&f, rs, 5, "t", &ask, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(rs[4]);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    for (i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 1, f.p), APR_SUCCESS);
+    prov_billing_writer_stop(w);
+    CU_ASSERT_EQUAL(bf_balance(&f), 20 * C);
+    apr_pool_destroy(f.p);
+}
+
+/* Uncapped turns (a hold of 3 credits that may be lowered down to 1) in
+ * flight together on a balance of 30 holds and a half: leases serve them,
+ * yet exactly 30 are held whole, the 31st is lowered to the half hold
+ * left (the unused part of the lease lowers nobody), the 32nd is refused
+ * with INSUFFICIENT_CREDITS naming the least it needs, and no lease is
+ * left; releasing them all gives everything back. */
+static void test_lease_modest_exact(void)
+{
+    static const prov_hold_ask_t ask = { 3 * C, C, 0 };
+    bf_fixture_t f;
+    prov_billing_writer_t *w = NULL;
+    prov_reservation_t *rs[40];
+    prov_error_t *err = NULL;
+    int i, leased;
+
+    bf_setup(&f, 91 * C + C / 2, 0, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    leased = modest_run(&f, rs, 40, "x", &ask, &err);
+    CU_ASSERT_TRUE(leased >= 10);
+    for (i = 0; i < 30; i++) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rs[i]);
+        CU_ASSERT_EQUAL(rs[i]->hold, 3 * C);
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rs[30]);
+    CU_ASSERT_EQUAL(rs[30]->hold, C + C / 2);
+    CU_ASSERT_PTR_NULL(rs[31]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err->message, "needs at least 1"));
+    CU_ASSERT_EQUAL(bf_balance(&f), 0);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
+    CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 31);
+    for (i = 0; i <= 30; i++)
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 20, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(bf_balance(&f), 91 * C + C / 2);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
+                    0);
+    prov_billing_writer_stop(w);
+    apr_pool_destroy(f.p);
 }
 
 /* A request after others of its key, with a lease open that nothing else
@@ -658,7 +775,8 @@ void prov_test_suite_billing_lease(void)
     PROV_SUITE("billing_lease", PROV_TEST(test_lease_threads), PROV_TEST(test_lease_writer),
                PROV_TEST(test_lease_sequential), PROV_TEST(test_lease_sequential_refused),
                PROV_TEST(test_lease_beside_other_model), PROV_TEST(test_writer_stops_in_flight),
-               PROV_TEST(test_lease_exact_limit), PROV_TEST(test_lease_plan_name),
+               PROV_TEST(test_lease_exact_limit), PROV_TEST(test_lease_modest),
+               PROV_TEST(test_lease_modest_exact), PROV_TEST(test_lease_plan_name),
                PROV_TEST(test_lease_settled_while_written),
                PROV_TEST(test_lease_written_expired), PROV_TEST(test_lease_batch_cap),
                PROV_TEST(test_lease_expire));
