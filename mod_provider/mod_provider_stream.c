@@ -267,9 +267,11 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
         return provider_gateway_refusal(r, family, &resp);
     }
     if (early) {
+        prov_gwerror_t g = *early;
+        g.early = 1;
         provider_log_gateway_error(r, early);
         provider_infer_release(in, "refused");
-        return provider_send_error(r, family, prov_gwerror_client(early, r->pool));
+        return provider_send_error(r, family, prov_gwerror_client(&g, r->pool));
     }
     if (x->too_long) {
         provider_infer_release(in, "max_duration");

@@ -193,8 +193,8 @@ static prov_error_t *context_error(const prov_gwerror_t *e, apr_pool_t *p)
  * s" is OpenAI's wording, which Codex reads for its retry delay. */
 static prov_error_t *busy_error(const prov_gwerror_t *e, apr_pool_t *p)
 {
-    const char *what = e->status ? "Nothing was charged." : "The model's answer was "
-                       "interrupted.";
+    const char *what = e->status || e->early ? "Nothing was charged." : "The model's answer "
+                       "was interrupted.";
     prov_error_t *c;
     if (e->kind == PROV_GWERR_RATE_LIMIT) {
         apr_int64_t wait = e->retry_after > 0 ? e->retry_after : 1;
@@ -216,6 +216,9 @@ prov_error_t *prov_gwerror_client(const prov_gwerror_t *e, apr_pool_t *p)
         return context_error(e, p);
     if (e->kind == PROV_GWERR_RATE_LIMIT || e->kind == PROV_GWERR_OVERLOADED)
         return busy_error(e, p);
+    if (e->status == 0 && e->early)
+        return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model gateway answered "
+                               "this request with an error (%s). Nothing was charged.", e->type);
     if (e->status == 0)
         return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model's answer was "
                                "interrupted by an error upstream (%s).", e->type);

@@ -36,6 +36,8 @@ typedef struct prov_gwerror_t {
     apr_int64_t prompt_tokens;   /* from "N tokens > M" in a context-length refusal, else 0 */
     apr_int64_t limit_tokens;
     apr_int64_t retry_after;     /* seconds the gateway asked to wait (its Retry-After), else 0 */
+    int early;                   /* an error inside a stream (status 0) before any output:
+                                    answered as a refusal (nothing was charged) */
 } prov_gwerror_t;
 
 /* The longest Retry-After passed on (seconds); a longer one is not kept. */
