@@ -120,7 +120,8 @@ int provider_send_error(request_rec *r, provider_family_e family, const prov_err
         || e->code == PROV_E_INSUFFICIENT_CREDITS)
         apr_table_setn(r->err_headers_out, "x-should-retry", "false");
     apr_table_setn(r->notes, "provider-error", info->code);
-    return provider_send_json(r, info->status, body);
+    return provider_send_json(r, prov_error_status(e->code, family == PROVIDER_FAMILY_ANTHROPIC),
+                              body);
 }
 
 int provider_fail(request_rec *r, provider_family_e family, prov_errcode_e code,

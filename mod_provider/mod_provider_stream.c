@@ -262,6 +262,7 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
         resp.status = x->status;
         resp.body = x->refusal ? x->refusal : "";
         resp.len = x->refusal_len;
+        resp.retry_after = x->retry_after;
         provider_infer_release(in, "refused");
         return provider_gateway_refusal(r, family, &resp);
     }
@@ -301,6 +302,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     cb.tick = on_tick;
     cb.idle = on_idle;
     cb.baton = &x;
+    cb.retry_after = &x.retry_after;
     rv = prov_gateway_stream_with(&x.status, in->conf->gateway, path, body, strlen(body),
                                   headers, &cb, r->pool);
     /* A complete answer's last events go with its end (provider_stream_finish);

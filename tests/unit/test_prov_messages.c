@@ -458,7 +458,7 @@ static void test_stream_cut_and_client_gone(void)
     CU_ASSERT(prov_messages_stream_failed(s));
     HAS(sink.buf, "event: error\n");
     HAS(sink.buf, "\"type\":\"overloaded_error\"");
-    HAS(sink.buf, "\"code\":\"GATEWAY_ERROR\"");
+    HAS(sink.buf, "\"code\":\"server_is_overloaded\"");
     HAS(sink.buf, "\"usage\":{\"credits\":0}");
     LACKS(sink.buf, "busy");
     CU_ASSERT_PTR_NOT_NULL_FATAL(prov_messages_stream_error(s));
