@@ -35,7 +35,7 @@ export function seedFaults(stack, faults, family = 'openai') {
 /** The ledger rows of userId, oldest first, from index `from` on. */
 export function ledgerRows(stack, userId, from = 0) {
   return stack.sql(`SELECT request_id, transport, status, input_tokens, output_tokens,
-      CAST(credits AS TEXT) AS credits FROM ledger WHERE user_id = ${Number(userId)}
+      CAST(credits AS TEXT) AS credits, created_at FROM ledger WHERE user_id = ${Number(userId)}
       ORDER BY id`).slice(from);
 }
 
