@@ -14,10 +14,17 @@ export const OPENAI_FAULTS = {
   'prov-overloaded': 'mock-fault-overloaded',
 };
 
-/** Messages-family public models → mockgw upstream. */
+/**
+ * Messages-family public models → mockgw upstream (the context overflow is
+ * MESSAGES_CATALOG's claude-overflow). first-1 counts per upstream name, so
+ * each client that sees "once" gets a name of its own.
+ */
 export const MESSAGES_FAULTS = {
-  'claude-ctx': 'mock-claude-fault-overflow',
   'claude-overloaded': 'mock-claude-fault-overloaded',
+  'claude-overflow-once': 'mock-claude-fault-first-1-fault-overflow',
+  'claude-overloaded-once': 'mock-claude-fault-first-1-fault-overloaded',
+  'claude-overloaded-once-0': 'mock-claude-0-fault-first-1-fault-overloaded',
+  'claude-overloaded-once-1': 'mock-claude-1-fault-first-1-fault-overloaded',
 };
 
 /**
