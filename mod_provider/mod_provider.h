@@ -318,6 +318,7 @@ typedef struct provider_stream_t {
     apr_time_t progress_at;       /* the tick's next progress record */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
     apr_size_t refusal_len;
+    const char *retry_after;      /* the refusal's Retry-After header, or NULL */
 } provider_stream_t;
 
 /* How a transport streams: the translator between the gateway's stream and

@@ -87,6 +87,10 @@ int provider_write_json(request_rec *r, int status, const char *json)
     apr_bucket_brigade *bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     provider_request_id(r);
     r->status = status;
+    /* httpd's status table has no 529 (Anthropic's overloaded): without a
+     * line of its own it would go out as "500 Internal Server Error". */
+    if (status == 529)
+        r->status_line = "529 Overloaded";
     ap_set_content_type(r, "application/json");
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     ap_set_content_length(r, (apr_off_t)len);
@@ -120,7 +124,8 @@ int provider_send_error(request_rec *r, provider_family_e family, const prov_err
         || e->code == PROV_E_INSUFFICIENT_CREDITS)
         apr_table_setn(r->err_headers_out, "x-should-retry", "false");
     apr_table_setn(r->notes, "provider-error", info->code);
-    return provider_send_json(r, info->status, body);
+    return provider_send_json(r, prov_error_status(e->code, family == PROVIDER_FAMILY_ANTHROPIC),
+                              body);
 }
 
 int provider_fail(request_rec *r, provider_family_e family, prov_errcode_e code,

@@ -404,17 +404,9 @@ int provider_gateway_refusal(request_rec *r, provider_family_e family,
                              const prov_gw_response_t *resp)
 {
     prov_gwerror_t g;
-    prov_error_t *e;
-    apr_int64_t ra;
 
     prov_gwerror_read(&g, resp->status, resp->body, resp->len, r->pool);
+    prov_gwerror_retry_after(&g, resp->retry_after);
     provider_log_gateway_error(r, &g);
-    e = prov_gwerror_client(&g, r->pool);
-    if (g.kind == PROV_GWERR_RATE_LIMIT) {
-        e->retry_after = 1;
-        if (resp->retry_after && prov_parse_i64(&ra, resp->retry_after) == APR_SUCCESS
-            && ra > 0 && ra < 3600)
-            e->retry_after = ra;
-    }
-    return provider_send_error(r, family, e);
+    return provider_send_error(r, family, prov_gwerror_client(&g, r->pool));
 }

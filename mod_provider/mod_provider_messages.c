@@ -176,9 +176,16 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     return OK;
 }
 
-/* Relayed: the gateway's errors become error events of ours (no early error). */
+static const prov_gwerror_t *stream_early_error(void *s)
+{
+    return prov_messages_stream_early_error(s);
+}
+
+/* Relayed: the gateway's errors become error events of ours; one before any
+ * event, a plain error answer. */
 static const provider_streamer_t messages_stream = {
     .content_type = "text/event-stream; charset=utf-8", .ping = prov_messages_ping_event,
+    .early_error = stream_early_error,
     .open = stream_open, .feed = stream_feed, .complete = stream_complete,
     .written = stream_written, .end = stream_end,
     .delivery = stream_delivery,

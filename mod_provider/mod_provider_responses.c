@@ -105,6 +105,22 @@ static void stream_delivery(void *s, prov_delivery_t *d)
     prov_resp_stream_delivery(s, d);
 }
 
+/* What response.failed says: the model's own condition when the gateway's
+ * error chunk was one (context_length_exceeded, rate_limit_exceeded,
+ * server_is_overloaded: Codex acts on these codes), else the cut. */
+static prov_error_t *failed_error(provider_stream_t *x, const prov_gwerror_t *gw_error,
+                                  apr_status_t rv, prov_micro_t charge)
+{
+    apr_pool_t *p = x->r->pool;
+    prov_error_t *e = gw_error && !x->too_long ? prov_gwerror_client(gw_error, p) : NULL;
+    if (!e || e->code == PROV_E_GATEWAY_ERROR)
+        return provider_stream_cut_error(x, rv, "The model's answer was cut short by the "
+                                         "gateway", charge);
+    e->message = apr_psprintf(p, "%s %s credits were charged for what was delivered.",
+                              e->message, prov_money_format(charge, p));
+    return e;
+}
+
 /* The end of a stream that the client has: settled by what was delivered
  * (docs/internals/broken-streams.md), and the last event tells the figure. */
 static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t rv)
@@ -138,8 +154,7 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
                   : x->too_long ? "ProviderStreamMaxDuration" : "gateway stream ended",
                   prov_money_format(charge, r->pool));
     if (!x->client_gone) {
-        prov_error_t *e = provider_stream_cut_error(x, rv, "The model's answer was cut short "
-                                                    "by the gateway", charge);
+        prov_error_t *e = failed_error(x, gw_error, rv, charge);
         prov_resp_stream_fail(s, prov_error_info(e->code)->code, e->message, charge);
         provider_stream_finish(x);
     }

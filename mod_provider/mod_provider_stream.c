@@ -262,13 +262,16 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
         resp.status = x->status;
         resp.body = x->refusal ? x->refusal : "";
         resp.len = x->refusal_len;
+        resp.retry_after = x->retry_after;
         provider_infer_release(in, "refused");
         return provider_gateway_refusal(r, family, &resp);
     }
     if (early) {
+        prov_gwerror_t g = *early;
+        g.early = 1;
         provider_log_gateway_error(r, early);
         provider_infer_release(in, "refused");
-        return provider_send_error(r, family, prov_gwerror_client(early, r->pool));
+        return provider_send_error(r, family, prov_gwerror_client(&g, r->pool));
     }
     if (x->too_long) {
         provider_infer_release(in, "max_duration");
@@ -301,6 +304,7 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     cb.tick = on_tick;
     cb.idle = on_idle;
     cb.baton = &x;
+    cb.retry_after = &x.retry_after;
     rv = prov_gateway_stream_with(&x.status, in->conf->gateway, path, body, strlen(body),
                                   headers, &cb, r->pool);
     /* A complete answer's last events go with its end (provider_stream_finish);

@@ -29,6 +29,9 @@ static const prov_errinfo_t table[PROV_E__COUNT] = {
     [PROV_E_MODEL_NOT_PRICED]       = { "MODEL_NOT_PRICED", 503, "server_error", "api_error" },
     [PROV_E_GATEWAY_TIMEOUT]        = { "GATEWAY_TIMEOUT", 504, "timeout_error", "timeout_error" },
     [PROV_E_STREAM_MAX_DURATION]    = { "STREAM_MAX_DURATION", 504, "timeout_error", "timeout_error" },
+    [PROV_E_CONTEXT_LENGTH]         = { "context_length_exceeded", 400, "invalid_request_error", "invalid_request_error" },
+    [PROV_E_UPSTREAM_RATE_LIMIT]    = { "rate_limit_exceeded", 429, "rate_limit_error", "rate_limit_error" },
+    [PROV_E_UPSTREAM_OVERLOADED]    = { "server_is_overloaded", 503, "server_error", "overloaded_error", 529 },
 };
 
 const prov_errinfo_t *prov_error_info(prov_errcode_e code)
@@ -36,6 +39,12 @@ const prov_errinfo_t *prov_error_info(prov_errcode_e code)
     if ((int)code < 0 || code >= PROV_E__COUNT)
         code = PROV_E_INTERNAL;
     return &table[code];
+}
+
+int prov_error_status(prov_errcode_e code, int anthropic)
+{
+    const prov_errinfo_t *info = prov_error_info(code);
+    return anthropic && info->anthropic_status ? info->anthropic_status : info->status;
 }
 
 const prov_errinfo_t *prov_error_by_name(const char *name)

@@ -29,6 +29,11 @@ typedef enum {
     PROV_E_MODEL_NOT_PRICED,      /* 503, the model has no input/output rate yet */
     PROV_E_GATEWAY_TIMEOUT,       /* 504 */
     PROV_E_STREAM_MAX_DURATION,   /* 504, a stream that reached ProviderStreamMaxDuration */
+    /* The model's own conditions, passed on from the gateway under the codes
+     * clients act on (OpenAI's; Anthropic's type names in that family). */
+    PROV_E_CONTEXT_LENGTH,        /* 400 context_length_exceeded */
+    PROV_E_UPSTREAM_RATE_LIMIT,   /* 429 rate_limit_exceeded, the gateway's 429 */
+    PROV_E_UPSTREAM_OVERLOADED,   /* 503 (Anthropic: 529) server_is_overloaded */
     PROV_E__COUNT
 } prov_errcode_e;
 
@@ -37,6 +42,7 @@ typedef struct prov_errinfo_t {
     int status;                  /* HTTP status */
     const char *openai_type;     /* error.type in the OpenAI family */
     const char *anthropic_type;  /* error.type in the Anthropic family */
+    int anthropic_status;        /* the Anthropic family's status when it differs, else 0 */
 } prov_errinfo_t;
 
 typedef struct prov_error_t {
@@ -48,6 +54,8 @@ typedef struct prov_error_t {
 
 /* Returns the table row for code (never NULL for a valid code). */
 const prov_errinfo_t *prov_error_info(prov_errcode_e code);
+/* The HTTP status of code in a family (anthropic: nonzero for Messages). */
+int prov_error_status(prov_errcode_e code, int anthropic);
 /* Returns the table row whose wire code is name, or NULL. */
 const prov_errinfo_t *prov_error_by_name(const char *name);
 /* Makes an error in p; param may be NULL. */

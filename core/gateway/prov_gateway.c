@@ -123,7 +123,7 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
                                  const char *body, apr_size_t len, const apr_table_t *headers,
                                  prov_gw_data_cb *cb, void *baton, apr_pool_t *p)
 {
-    prov_gw_stream_cb_t with = { cb, NULL, NULL, baton };
+    prov_gw_stream_cb_t with = { cb, NULL, NULL, baton, NULL };
     return prov_gateway_stream_with(status, gw, path, body, len, headers, &with, p);
 }
 
@@ -139,5 +139,6 @@ apr_status_t prov_gateway_stream_with(int *status, prov_gateway_t *gw, const cha
     req.tick = cb->tick;
     req.idle = cb->idle;
     req.baton = cb->baton;
+    req.retry_after = cb->retry_after;
     return logged(gw->streams->stream(status, &req, &why, p), path, why);
 }

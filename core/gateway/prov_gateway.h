@@ -69,6 +69,8 @@ typedef struct prov_gw_stream_cb_t {
     prov_gw_tick_cb *tick;
     prov_gw_tick_cb *idle;
     void *baton;
+    const char **retry_after;   /* set to a refusal's Retry-After header when it
+                                 * has one (else left as it is); may be NULL */
 } prov_gw_stream_cb_t;
 
 /* prov_gateway_stream with the callbacks of cb. */

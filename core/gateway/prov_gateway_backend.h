@@ -30,6 +30,7 @@ typedef struct prov_gw_req_t {
     prov_gw_tick_cb *idle;          /* streams: nothing more to read for now
                                      * (prov_gw_stream_cb_t), or NULL */
     void *baton;                    /* for cb, tick and idle */
+    const char **retry_after;       /* streams: a refusal's Retry-After, or NULL */
 } prov_gw_req_t;
 
 /* Process-wide setup, before threads start. */

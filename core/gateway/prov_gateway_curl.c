@@ -331,6 +331,8 @@ static apr_status_t curl_stream(int *status, const prov_gw_req_t *req, const cha
     rv = perform(req, &x, &code, 1, why);
     if (code)
         *status = (int)code;
+    if (req->retry_after && x.retry_after)
+        *req->retry_after = x.retry_after;
     return rv;
 }
 

@@ -325,6 +325,8 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
     a.bcap = s->bodycap;
     s->in = s->body = NULL;
     rv = prov_gw_answer_read(&a, p);
+    if (req->retry_after && a.retry_after)
+        *req->retry_after = a.retry_after;
     if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
         prov_gw_conn_drop(s);
     prov_gw_conn_park(s);

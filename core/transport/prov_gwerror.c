@@ -51,7 +51,8 @@ static prov_gwerr_kind_e classify(int status, const char *type, const char *code
     int context = says_context(type, code, msg);
     if (status == 429)
         return PROV_GWERR_RATE_LIMIT;
-    if (status == 529 || (status >= 500 && eq(type, "overloaded_error")))
+    if (status == 529 || (status >= 500 && (eq(type, "overloaded_error")
+                                            || eq(code, "server_is_overloaded"))))
         return PROV_GWERR_OVERLOADED;
     if (status == 401 || status == 403)
         return PROV_GWERR_AUTH;
@@ -67,7 +68,7 @@ static prov_gwerr_kind_e classify(int status, const char *type, const char *code
         return PROV_GWERR_CONTEXT_LENGTH;
     if (eq(type, "rate_limit_error") || eq(code, "rate_limit_exceeded"))
         return PROV_GWERR_RATE_LIMIT;
-    if (eq(type, "overloaded_error"))
+    if (eq(type, "overloaded_error") || eq(code, "server_is_overloaded"))
         return PROV_GWERR_OVERLOADED;
     if (eq(type, "invalid_request_error"))
         return PROV_GWERR_INVALID_REQUEST;
@@ -167,36 +168,66 @@ void prov_gwerror_read(prov_gwerror_t *e, int status, const char *body, apr_size
         context_counts(e, msg, p);
 }
 
-prov_error_t *prov_gwerror_client(const prov_gwerror_t *e, apr_pool_t *p)
+void prov_gwerror_retry_after(prov_gwerror_t *e, const char *header)
 {
-    /* Claude Code and the SDKs recognise a context overflow by "prompt is
-     * too long" and read the counts that follow it. */
-    if (e->kind == PROV_GWERR_CONTEXT_LENGTH && e->prompt_tokens > 0)
-        return prov_error_make(p, PROV_E_INVALID_REQUEST, NULL,
+    apr_int64_t v;
+    if (header && prov_parse_i64(&v, header) == APR_SUCCESS && v > 0
+        && v <= PROV_GWERROR_RETRY_MAX)
+        e->retry_after = v;
+}
+
+/* A context overflow: Claude Code and the SDKs recognise it by "prompt is
+ * too long" and read the counts that follow. */
+static prov_error_t *context_error(const prov_gwerror_t *e, apr_pool_t *p)
+{
+    if (e->prompt_tokens > 0)
+        return prov_error_make(p, PROV_E_CONTEXT_LENGTH, NULL,
                                "prompt is too long: %" APR_INT64_T_FMT " tokens > %"
                                APR_INT64_T_FMT " maximum. The prompt is longer than this "
                                "model's context window.", e->prompt_tokens, e->limit_tokens);
+    return prov_error_make(p, PROV_E_CONTEXT_LENGTH, NULL, "prompt is too long: the prompt "
+                           "is longer than this model's context window.");
+}
+
+/* Throttled or overloaded, in a stream (status 0) or not: "try again in N
+ * s" is OpenAI's wording, which Codex reads for its retry delay. */
+static prov_error_t *busy_error(const prov_gwerror_t *e, apr_pool_t *p)
+{
+    const char *what = e->status || e->early ? "Nothing was charged." : "The model's answer "
+                       "was interrupted.";
+    prov_error_t *c;
+    if (e->kind == PROV_GWERR_RATE_LIMIT) {
+        apr_int64_t wait = e->retry_after > 0 ? e->retry_after : 1;
+        c = prov_error_make(p, PROV_E_UPSTREAM_RATE_LIMIT, NULL, "The model is rate limited "
+                            "upstream. Please try again in %" APR_INT64_T_FMT "s. %s", wait,
+                            what);
+        c->retry_after = wait;
+        return c;
+    }
+    c = prov_error_make(p, PROV_E_UPSTREAM_OVERLOADED, NULL, "The model is overloaded "
+                        "upstream; retry shortly. %s", what);
+    c->retry_after = e->retry_after;
+    return c;
+}
+
+prov_error_t *prov_gwerror_client(const prov_gwerror_t *e, apr_pool_t *p)
+{
     if (e->kind == PROV_GWERR_CONTEXT_LENGTH)
-        return prov_error_make(p, PROV_E_INVALID_REQUEST, NULL, "prompt is too long: the "
-                               "prompt is longer than this model's context window.");
+        return context_error(e, p);
+    if (e->kind == PROV_GWERR_RATE_LIMIT || e->kind == PROV_GWERR_OVERLOADED)
+        return busy_error(e, p);
+    if (e->status == 0 && e->early)
+        return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model gateway answered "
+                               "this request with an error (%s). Nothing was charged.", e->type);
     if (e->status == 0)
         return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model's answer was "
                                "interrupted by an error upstream (%s).", e->type);
-    switch (e->kind) {
-    case PROV_GWERR_INVALID_REQUEST:
+    if (e->kind == PROV_GWERR_INVALID_REQUEST)
         return prov_error_make(p, PROV_E_INVALID_REQUEST, NULL, "The model refused this "
                                "request as invalid (HTTP %d from the model gateway). Nothing "
                                "was charged.", e->status);
-    case PROV_GWERR_RATE_LIMIT:
-        return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model is busy upstream; "
-                               "retry shortly. Nothing was charged.");
-    case PROV_GWERR_OVERLOADED:
-        return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model is overloaded "
-                               "upstream; retry shortly. Nothing was charged.");
-    default:
-        return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model gateway failed to "
-                               "answer this request (HTTP %d). Nothing was charged.", e->status);
-    }
+    return prov_error_make(p, PROV_E_GATEWAY_ERROR, NULL, "The model gateway failed to "
+                           "answer this request (HTTP %d). Nothing was charged.", e->status);
 }
 
 const char *prov_gwerror_anthropic_event(const prov_gwerror_t *e, apr_pool_t *p)

@@ -35,7 +35,13 @@ typedef struct prov_gwerror_t {
                                     NULL when none. Never for a client. */
     apr_int64_t prompt_tokens;   /* from "N tokens > M" in a context-length refusal, else 0 */
     apr_int64_t limit_tokens;
+    apr_int64_t retry_after;     /* seconds the gateway asked to wait (its Retry-After), else 0 */
+    int early;                   /* an error inside a stream (status 0) before any output:
+                                    answered as a refusal (nothing was charged) */
 } prov_gwerror_t;
+
+/* The longest Retry-After passed on (seconds); a longer one is not kept. */
+#define PROV_GWERROR_RETRY_MAX 3600
 
 /* Reads an error body or event data (either family's shape, or no JSON at
  * all) with the gateway's status (0 for an error inside a stream) into *e;
@@ -43,12 +49,21 @@ typedef struct prov_gwerror_t {
 void prov_gwerror_read(prov_gwerror_t *e, int status, const char *body, apr_size_t len,
                        apr_pool_t *p);
 
-/* The error the client gets, in its own words: a context-length refusal is
- * 400 INVALID_REQUEST saying the prompt is too long (with the counts when
- * known), another request refusal (4xx) is 400 INVALID_REQUEST, 429 is 502
- * GATEWAY_ERROR saying the model is busy (the caller adds Retry-After), and
- * the rest is 502 GATEWAY_ERROR naming the gateway's HTTP status. An error
- * inside a stream (status 0) is GATEWAY_ERROR naming the kind's type. */
+/* Takes the gateway's Retry-After header (NULL: none): whole seconds from 1
+ * to PROV_GWERROR_RETRY_MAX, else ignored (an HTTP date is not read). */
+void prov_gwerror_retry_after(prov_gwerror_t *e, const char *header);
+
+/* The error the client gets, in its own words. The model's own conditions
+ * keep their meaning, under the codes clients act on: a context-length
+ * refusal is context_length_exceeded (400) saying "prompt is too long" (with
+ * the counts when known), the gateway's 429 is rate_limit_exceeded (429,
+ * Retry-After the gateway's or 1 s, "try again in N s"), an overload
+ * (529, or a 5xx of type overloaded_error or code server_is_overloaded) is
+ * server_is_overloaded (503; 529 in the Anthropic family; Retry-After when
+ * the gateway gave one). Another request refusal (4xx) is 400
+ * INVALID_REQUEST, the rest 502 GATEWAY_ERROR naming the gateway's HTTP
+ * status. Inside a stream (status 0) the same codes, the rest
+ * GATEWAY_ERROR, with a message saying the answer was interrupted. */
 prov_error_t *prov_gwerror_client(const prov_gwerror_t *e, apr_pool_t *p);
 
 /* The `error` event a Messages stream client gets for e:

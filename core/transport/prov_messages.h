@@ -154,10 +154,15 @@ int prov_messages_stream_dropped(const prov_messages_stream_t *s);
 /* Non-zero once message_stop was relayed. */
 int prov_messages_stream_complete(const prov_messages_stream_t *s);
 /* Non-zero when the gateway sent an error event. The client got an error
- * event of ours instead (prov_gwerror_anthropic_event), never the gateway's. */
+ * event of ours instead (prov_gwerror_anthropic_event), never the gateway's,
+ * unless it came first (prov_messages_stream_early_error). */
 int prov_messages_stream_failed(const prov_messages_stream_t *s);
 /* The gateway's error event, or NULL. Its text is for the log only, masked. */
 const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s);
+/* The gateway's error event when it came before any other event: then it
+ * was not relayed (nothing was), and the client is to be answered with the
+ * error's HTTP status instead; else NULL. */
+const prov_gwerror_t *prov_messages_stream_early_error(const prov_messages_stream_t *s);
 /* The usage reported so far into *t; returns 0 when none was reported. */
 int prov_messages_stream_tokens(const prov_messages_stream_t *s, prov_tokens_t *t);
 /* What the relay delivered: usage (final once message_delta carried a

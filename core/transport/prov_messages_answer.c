@@ -42,6 +42,7 @@ struct prov_messages_stream_t {
     apr_pool_t *scratch;        /* json-c's path: cleared after a feed that used it */
     int dirty;                  /* scratch was used */
     int events, complete, failed, final_usage, has_usage;
+    int early;                  /* the error came before any event: not relayed */
     int bad_usage;              /* usage reports that could not be read */
     int told;                   /* the charge was told to the client: from then on
                                  * only message_stop, ping and error are relayed */
@@ -432,6 +433,13 @@ static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
     }
     if (!s->fast || !fast_event(s, kind, ev, &text, &tlen, &bytes))
         slow_event(s, ev->name, ev->data, ev->len, &text, &tlen, &bytes);
+    /* An error before any event is a refusal: nothing is relayed, so that
+     * the client can be answered with its HTTP status (a 529 the SDKs and
+     * Claude Code retry; prov_messages_stream_early_error). */
+    if (kind == K_ERROR && !s->events) {
+        s->early = 1;
+        return APR_SUCCESS;
+    }
     if (kind == K_STOP)
         s->complete = 1;
     s->events++;
@@ -511,6 +519,11 @@ int prov_messages_stream_failed(const prov_messages_stream_t *s)
 const prov_gwerror_t *prov_messages_stream_error(const prov_messages_stream_t *s)
 {
     return s->failed ? &s->gw_error : NULL;
+}
+
+const prov_gwerror_t *prov_messages_stream_early_error(const prov_messages_stream_t *s)
+{
+    return s->early ? &s->gw_error : NULL;
 }
 
 const char *prov_messages_ping_event(void)

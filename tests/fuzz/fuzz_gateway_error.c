@@ -3,8 +3,11 @@
  * either family's shape, prov_gwerror_client, prov_gwerror_anthropic_event)
  * and of the masking of the gateway's text for the log
  * (core/base/prov_redact.c). The input is an error body or event, read
- * with each class of status (0 for an error inside a stream). Checked: the client gets 400 INVALID_REQUEST or 502
- * GATEWAY_ERROR in words of ours, never the gateway's URL or token even when
+ * with each class of status (0 for an error inside a stream). Checked: the
+ * client gets 400 INVALID_REQUEST, 502 GATEWAY_ERROR or one of the model's
+ * conditions (context_length_exceeded, rate_limit_exceeded for every 429
+ * with a Retry-After of at least a second, server_is_overloaded for every
+ * 529) in words of ours, never the gateway's URL or token even when
  * the body holds them, and an error event that parses; the text kept for the
  * log is bounded; masked text is bounded, has no control character, holds
  * neither secret (when the redactor knows them), and is valid UTF-8 when the
@@ -17,7 +20,19 @@
 #define GW_HOST "gw.internal:4000"
 #define GW_TOKEN "gwtok-5f3a9c0e7b1d42"
 
-static const int statuses[] = { 0, 400, 404, 429, 500, 529 };
+static const int statuses[] = { 0, 400, 404, 429, 500, 503, 529 };
+
+/* The client's code for the gateway's status. */
+static int code_fits(const prov_error_t *err, int status)
+{
+    if (status == 429)
+        return err->code == PROV_E_UPSTREAM_RATE_LIMIT && err->retry_after >= 1;
+    if (status == 529)
+        return err->code == PROV_E_UPSTREAM_OVERLOADED;
+    return err->code == PROV_E_INVALID_REQUEST || err->code == PROV_E_GATEWAY_ERROR
+        || err->code == PROV_E_CONTEXT_LENGTH || err->code == PROV_E_UPSTREAM_RATE_LIMIT
+        || err->code == PROV_E_UPSTREAM_OVERLOADED;
+}
 
 static int holds_secret(const char *s)
 {
@@ -99,7 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(e.prompt_tokens >= 0 && e.limit_tokens >= 0);
         err = prov_gwerror_client(&e, p);
         FUZZ_CHECK(err && err->message && *err->message);
-        FUZZ_CHECK(err->code == PROV_E_INVALID_REQUEST || err->code == PROV_E_GATEWAY_ERROR);
+        FUZZ_CHECK(code_fits(err, statuses[i]));
         FUZZ_CHECK(!holds_secret(err->message));
         ev = fuzz_reparse(event_data(prov_gwerror_anthropic_event(&e, p), p), p);
         FUZZ_CHECK(!strcmp(prov_json_get_str(ev, "type"), "error"));

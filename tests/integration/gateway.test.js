@@ -1,9 +1,11 @@
 // tests/integration/gateway.test.js: what the client sees when the internal
 // gateway fails (docs/internals/gateway.md): 502 GATEWAY_ERROR for a gateway
 // that answers 500, answers malformed JSON or cannot be reached, 504
-// GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout, 400 for a
-// prompt the gateway refuses as too long (said in our words, never the
-// gateway's: see hardening-edges.test.js); in every case
+// GATEWAY_TIMEOUT for one slower than ProviderGatewayTimeout, 400
+// context_length_exceeded for a prompt the gateway refuses as too long (said
+// in our words, never the gateway's: see hardening-edges.test.js; the other
+// upstream conditions that keep their meaning, 429 and overload, are in
+// upstream-errors.test.js); in every case
 // nothing is charged (balance unchanged, the ledger row released with 0
 // credits), no secret (gateway address, service token, API key) is in the
 // answer, and service resumes when the gateway is back. A gateway that is
@@ -86,9 +88,11 @@ describe('gateway failures on POST /v1/chat/completions', { timeout: 120000 }, (
     assert.equal((await stack.mock.last()).seq, seq + 1, 'the gateway got the request once');
   });
 
-  it("400 INVALID_REQUEST, uncharged, when the gateway refuses the prompt as too long", async () => {
-    const res = await failsUncharged(chatBody('prov-fault-overflow'), 400, 'INVALID_REQUEST');
-    // in our words (issue 11 #3), with the counts read as digits
+  it("400 context_length_exceeded, uncharged, when the gateway refuses the prompt as too long", async () => {
+    const res = await failsUncharged(chatBody('prov-fault-overflow'), 400, 'context_length_exceeded');
+    assert.equal(res.json.error.type, 'invalid_request_error');
+    // in our words (issue 11 #3), with the counts read as digits from OpenAI's
+    // wording ("maximum context length is 200000 tokens ... resulted in 250000")
     assert.equal(res.json.error.message, 'prompt is too long: 250000 tokens > 200000 maximum. '
       + "The prompt is longer than this model's context window.", 'the client learns why');
   });

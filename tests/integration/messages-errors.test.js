@@ -4,7 +4,8 @@
 // and none of the request refusals reaching the gateway: the version header,
 // validation (image/document blocks named), models outside the messages
 // family, the key's budget and the balance (429/402 with x-should-retry:
-// false), gateway faults (500, 429, malformed, a context overflow told in our
+// false), gateway faults (500 and malformed: 502; 429: 429 rate_limit_exceeded
+// with Retry-After; a context overflow: 400 context_length_exceeded told in our
 // words that start "prompt is too long"), and streams cut by the gateway or by
 // the client, which are charged for what was delivered (the input the gateway
 // reported and the output relayed, docs/internals/broken-streams.md).
@@ -130,24 +131,26 @@ describe('POST /v1/messages: refusals and failures', { timeout: 180000 }, () => 
     const ours = "prompt is too long: 250000 tokens > 200000 maximum. The prompt is longer than "
       + "this model's context window.";
     let res = await messages(stack, user.key.secret, messagesBody('claude-overflow'));
-    let e = assertAnthropicError(res, 400, 'invalid_request_error', 'INVALID_REQUEST');
+    let e = assertAnthropicError(res, 400, 'invalid_request_error', 'context_length_exceeded');
     assert.equal(e.message, ours);
     assert.equal(stack.ledger(res.headers.get('x-request-id')).status, 'refused');
     res = await messages(stack, user.key.secret, messagesBody('claude-overflow', { stream: true }));
-    e = assertAnthropicError(res, 400, 'invalid_request_error', 'INVALID_REQUEST');
+    e = assertAnthropicError(res, 400, 'invalid_request_error', 'context_length_exceeded');
     assert.equal(e.message, ours);
     assert.equal(stack.balance(user.id), b0);
   });
 
-  it('gateway 500, 429 and malformed answers are errors in our shape, released', async () => {
+  it('gateway 500 and malformed answers are 502, a 429 is 429 with Retry-After, in our shape, released', async () => {
     const b0 = stack.balance(user.id);
     for (const stream of [false, true]) {
       let res = await messages(stack, user.key.secret, messagesBody('claude-500', { stream }));
       assertAnthropicError(res, 502, 'api_error', 'GATEWAY_ERROR');
       assert.equal(stack.ledger(res.headers.get('x-request-id')).credits, '0');
       res = await messages(stack, user.key.secret, messagesBody('claude-429', { stream }));
-      assert.ok(res.headers.get('retry-after'), 'Retry-After when the gateway is busy');
-      assert.equal(res.json.type, 'error');
+      assertAnthropicError(res, 429, 'rate_limit_error', 'rate_limit_exceeded');
+      assert.equal(res.headers.get('retry-after'), '1', "the gateway's Retry-After");
+      assert.notEqual(res.headers.get('x-should-retry'), 'false', 'the SDKs retry it');
+      assert.equal(stack.ledger(res.headers.get('x-request-id')).credits, '0');
       res = await messages(stack, user.key.secret, messagesBody('claude-malformed', { stream }));
       assertAnthropicError(res, 502, 'api_error', 'GATEWAY_ERROR');
       assertNoSecrets(res, stack);

@@ -110,7 +110,9 @@ typedef enum {
     MGW_FAULT_OVERFLOW,
     MGW_FAULT_404,
     MGW_FAULT_LEAK,         /* a 400 whose message holds the URL and the token */
-    MGW_FAULT_ERROR_EVENT   /* stream: half the events, then an error event that leaks */
+    MGW_FAULT_ERROR_EVENT,  /* stream: an error event (of event_error) in the stream */
+    MGW_FAULT_OVERLOADED,   /* the family's overloaded answer: 529 / 503 */
+    MGW_FAULT_529           /* 529 overloaded_error on any endpoint */
 } mgw_fault_kind_t;
 
 /* How the usage object is written (the usage-* faults). */
@@ -143,6 +145,10 @@ typedef struct {
     bool zero_input;        /* "zero-input": input tokens reported as 0 */
     bool after_delta;       /* "after-delta": text after the final usage */
     mgw_usage_shape_t shape; /* "usage-*": a malformed usage object */
+    long retry_after;       /* "429-<s>", "retry-after-<s>": Retry-After; -1: none given */
+    long first;             /* "first-<k>": faults for the first k such requests; -1: all */
+    mgw_fault_kind_t event_error; /* error-event[-<kind>]: LEAK, OVERFLOW, 429, OVERLOADED */
+    bool event_first;       /* "error-first-<kind>": the error is the stream's first event */
 } mgw_fault_t;
 
 /* ---- faults (mockgw_fault.c) ---- */
@@ -151,6 +157,9 @@ void mgw_fault_init(mgw_fault_t *f);
 /* Parses a comma-separated list such as "delay-200,cut" into f.
  * Returns 0, or -1 on an unknown fault name. */
 int mgw_fault_parse(mgw_fault_t *f, const char *spec);
+/* "first-<k>": true if the faults of this request are to apply, counting the
+ * requests per distinct key (the fault string: model name and header). */
+bool mgw_fault_first_applies(const mgw_fault_t *f, const char *key);
 /* Parses the faults of a model name: each "fault-F" part (at the start or
  * after a non-alphanumeric character) up to the next such part, so
  * "m-fault-greedy-fault-reasoning-500" has two. Returns 0 (also when the
@@ -292,6 +301,10 @@ int mgw_send_json(mgw_ctx_t *x, int status, json_object *o);
 int mgw_send_openai_error(mgw_ctx_t *x, int status, const char *type,
                           const char *code, const char *message,
                           const char *extra_headers);
+/* The same with a param (NULL: null). */
+int mgw_send_openai_error_p(mgw_ctx_t *x, int status, const char *type,
+                            const char *code, const char *param,
+                            const char *message, const char *extra_headers);
 /* Sends {"type":"error","error":{"type","message"}}. */
 int mgw_send_anthropic_error(mgw_ctx_t *x, int status, const char *type,
                              const char *message, const char *extra_headers);
@@ -300,8 +313,9 @@ int mgw_send_anthropic_error(mgw_ctx_t *x, int status, const char *type,
  * "Authorization: Bearer <service token>" line, as a careless gateway writes
  * them. Appended to out. */
 void mgw_leak_message(mgw_buf_t *out, const char *path);
-/* With the error-event fault: keeps the first half of the events (at least
- * one) and appends the family's error event carrying the leak message. */
+/* With an error-event fault: keeps the first half of the events (at least
+ * one; none for error-first-<kind>) and appends the family's error event of
+ * the fault's kind (error-event: one carrying the leak message). */
 void mgw_events_fail(mgw_ctx_t *x, mgw_events_t *e, mgw_family_t fam);
 
 int mgw_openai_chat(mgw_ctx_t *x);

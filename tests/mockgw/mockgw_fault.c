@@ -4,11 +4,13 @@
  *
  * Owns the names of the faults ("delay-<ms>", "500", "cut", "greedy-<N>",
  * "usage-strings", ... as given in the x-mock-fault header or after "fault-"
- * in a model name, several parts allowed in one name), the output cap the
+ * in a model name, several parts allowed in one name), the process-wide
+ * request counts of "first-<k>", the output cap the
  * greedy fault writes to, and the malformed usage shapes (counts as strings,
  * as floats, a null or empty usage, the counts under other names) that both
  * API families apply to every usage object they write.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,9 @@ void mgw_fault_init(mgw_fault_t *f)
     f->greedy = -1;
     f->reasoning = -1;
     f->shape = MGW_SHAPE_NORMAL;
+    f->retry_after = -1;
+    f->first = -1;
+    f->event_error = MGW_FAULT_LEAK;
 }
 
 /* Parses the digits of s[0, len) as a number up to max. Returns it, or -1. */
@@ -60,6 +65,7 @@ static int fault_word(mgw_fault_t *f, const char *s, size_t len)
         { "overflow", MGW_FAULT_OVERFLOW }, { "none", MGW_FAULT_NONE },
         { "404", MGW_FAULT_404 },       { "leak", MGW_FAULT_LEAK },
         { "error-event", MGW_FAULT_ERROR_EVENT },
+        { "overloaded", MGW_FAULT_OVERLOADED }, { "529", MGW_FAULT_529 },
     };
     static const struct { const char *name; mgw_usage_shape_t shape; } shapes[] = {
         { "usage-strings", MGW_SHAPE_STRINGS }, { "usage-float", MGW_SHAPE_FLOAT },
@@ -87,6 +93,33 @@ static int fault_word(mgw_fault_t *f, const char *s, size_t len)
     return -1;
 }
 
+/* "error-event-<kind>" and "error-first-<kind>", kind overflow | 429 |
+ * overloaded. Returns 0 if s[0, len) is one of them (and sets it), else -1. */
+static int fault_error_event(mgw_fault_t *f, const char *s, size_t len)
+{
+    static const struct { const char *name; mgw_fault_kind_t kind; } kinds[] = {
+        { "overflow", MGW_FAULT_OVERFLOW }, { "429", MGW_FAULT_429 },
+        { "overloaded", MGW_FAULT_OVERLOADED },
+    };
+    static const char *const prefixes[] = { "error-event-", "error-first-" };
+
+    for (size_t p = 0; p < 2; p++) {
+        size_t pl = strlen(prefixes[p]);
+        if (len <= pl || memcmp(s, prefixes[p], pl) != 0)
+            continue;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            if (strlen(kinds[i].name) == len - pl
+                && memcmp(s + pl, kinds[i].name, len - pl) == 0) {
+                f->kind = MGW_FAULT_ERROR_EVENT;
+                f->event_error = kinds[i].kind;
+                f->event_first = p == 1;
+                return 0;
+            }
+        }
+    }
+    return -1;
+}
+
 static int fault_one(mgw_fault_t *f, const char *s, size_t len)
 {
     const struct { const char *prefix; long *field; long max; } nums[] = {
@@ -97,15 +130,20 @@ static int fault_one(mgw_fault_t *f, const char *s, size_t len)
         { "pieces-", &f->pieces, MGW_MAX_FAULT_MS },
         { "greedy-", &f->greedy, MGW_MAX_FAULT_MS },
         { "reasoning-", &f->reasoning, MGW_MAX_FAULT_COUNT },
+        { "429-", &f->retry_after, MGW_MAX_FAULT_MS },
+        { "retry-after-", &f->retry_after, MGW_MAX_FAULT_MS },
+        { "first-", &f->first, MGW_MAX_FAULT_COUNT },
     };
 
-    if (fault_word(f, s, len) == 0)
+    if (fault_word(f, s, len) == 0 || fault_error_event(f, s, len) == 0)
         return 0;
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         size_t pl = strlen(nums[i].prefix);
         if (len > pl && memcmp(s, nums[i].prefix, pl) == 0) {
             if (nums[i].field == &f->cut_events)
                 f->kind = MGW_FAULT_CUT;
+            if (strcmp(nums[i].prefix, "429-") == 0)
+                f->kind = MGW_FAULT_429;
             *nums[i].field = parse_num(s + pl, len - pl, nums[i].max);
             return *nums[i].field < 0 ? -1 : 0;
         }
@@ -167,6 +205,42 @@ int mgw_fault_parse_model(mgw_fault_t *f, const char *model)
         m = next;
     }
     return 0;
+}
+
+/* ---- first-<k>: requests counted per distinct fault string ---- */
+
+typedef struct first_count {
+    struct first_count *next;
+    long n;
+    char key[];
+} first_count_t;
+
+static struct {
+    pthread_mutex_t mu;
+    first_count_t *head;
+} firsts = { .mu = PTHREAD_MUTEX_INITIALIZER, .head = NULL };
+
+bool mgw_fault_first_applies(const mgw_fault_t *f, const char *key)
+{
+    first_count_t *c;
+    long n;
+
+    if (f->first < 0)
+        return true;
+    pthread_mutex_lock(&firsts.mu);
+    for (c = firsts.head; c && strcmp(c->key, key) != 0; c = c->next)
+        ;
+    if (!c) {
+        size_t len = strlen(key) + 1;
+        c = mgw_xmalloc(sizeof *c + len);
+        memcpy(c->key, key, len);
+        c->n = 0;
+        c->next = firsts.head;
+        firsts.head = c;
+    }
+    n = ++c->n;
+    pthread_mutex_unlock(&firsts.mu);
+    return n <= f->first;
 }
 
 long mgw_greedy_cap(const mgw_fault_t *f, json_object *body, bool chat)

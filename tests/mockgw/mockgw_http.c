@@ -385,7 +385,9 @@ static const char *reason(int status)
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
+    case 529: return "Site Overloaded";
     default:  return "Unknown";
     }
 }

@@ -5,8 +5,9 @@
  * Owns the endpoint table (health, models, the _last inspection endpoint, the
  * inference endpoints and 404), the service-token check, the recording of the
  * last POST request for GET /v1/_last (under a mutex), the error shapes of both
- * API families, and the faults that replace an answer (reset, delay, 500, 429,
- * overflow, malformed). The faults that shape an answer on the wire (cut,
+ * API families, the faults that replace an answer (reset, delay, 500, 429,
+ * overflow, overloaded, 529, malformed) with each family's wording, and the
+ * error events of the error-event faults. The faults that shape an answer on the wire (cut,
  * trickle) are passed on in the context and applied by mockgw_http.c.
  */
 #include <pthread.h>
@@ -127,18 +128,26 @@ int mgw_send_json(mgw_ctx_t *x, int status, json_object *o)
     return send_json_f(x, status, o, &x->fault, NULL);
 }
 
-int mgw_send_openai_error(mgw_ctx_t *x, int status, const char *type,
-                          const char *code, const char *message,
-                          const char *extra_headers)
+int mgw_send_openai_error_p(mgw_ctx_t *x, int status, const char *type,
+                            const char *code, const char *param,
+                            const char *message, const char *extra_headers)
 {
     json_object *o = json_object_new_object(), *e = json_object_new_object();
 
     mgw_jset(e, "message", json_object_new_string(message));
     mgw_jset(e, "type", json_object_new_string(type));
-    mgw_jset(e, "param", NULL);
+    mgw_jset(e, "param", param ? json_object_new_string(param) : NULL);
     mgw_jset(e, "code", code ? json_object_new_string(code) : NULL);
     mgw_jset(o, "error", e);
     return send_json_f(x, status, o, NULL, extra_headers);
+}
+
+int mgw_send_openai_error(mgw_ctx_t *x, int status, const char *type,
+                          const char *code, const char *message,
+                          const char *extra_headers)
+{
+    return mgw_send_openai_error_p(x, status, type, code, NULL, message,
+                                   extra_headers);
 }
 
 int mgw_send_anthropic_error(mgw_ctx_t *x, int status, const char *type,
@@ -176,6 +185,13 @@ static int read_faults(mgw_ctx_t *x, const char *model)
         return -1;
     if (h && mgw_fault_parse(&x->fault, h))
         return -1;
+    if (x->fault.first >= 0) {
+        mgw_buf_t key = { 0 };
+        mgw_buf_printf(&key, "%s\n%s", model ? model : "", h ? h : "");
+        if (!mgw_fault_first_applies(&x->fault, key.p))
+            mgw_fault_init(&x->fault);
+        mgw_buf_free(&key);
+    }
     if (model && strcmp(model, "slow-model") == 0 && x->fault.delay_ms < 0)
         x->fault.delay_ms = 3000;
     return 0;
@@ -187,9 +203,71 @@ void mgw_leak_message(mgw_buf_t *out, const char *path)
                    "Authorization: Bearer %s", mgw_cfg.self_url, path, mgw_cfg.token);
 }
 
+/* What the gateway answers for a refusal fault, in each family. */
+typedef struct {
+    mgw_fault_kind_t kind;
+    int status;
+    const char *type, *code, *param, *message;
+} refusal_t;
+
+static const refusal_t openai_refusals[] = {
+    { MGW_FAULT_500, 500, "server_error", "internal_error", NULL,
+      "mock gateway internal error" },
+    { MGW_FAULT_429, 429, "rate_limit_error", "rate_limit_exceeded", NULL,
+      "mock gateway rate limit" },
+    { MGW_FAULT_404, 404, "invalid_request_error", "not_found", NULL,
+      "mock gateway: no such endpoint" },
+    { MGW_FAULT_OVERFLOW, 400, "invalid_request_error", "context_length_exceeded",
+      "messages", "This model's maximum context length is 200000 tokens. "
+      "However, your messages resulted in 250000 tokens." },
+    { MGW_FAULT_OVERLOADED, 503, "server_error", "server_is_overloaded", NULL,
+      "The server is overloaded or not ready yet." },
+    { MGW_FAULT_529, 529, "overloaded_error", NULL, NULL, "Overloaded" },
+};
+
+static const refusal_t anthropic_refusals[] = {
+    { MGW_FAULT_500, 500, "api_error", NULL, NULL, "mock gateway internal error" },
+    { MGW_FAULT_429, 429, "rate_limit_error", NULL, NULL, "mock gateway rate limit" },
+    { MGW_FAULT_404, 404, "not_found_error", NULL, NULL,
+      "mock gateway: no such endpoint" },
+    { MGW_FAULT_OVERFLOW, 400, "invalid_request_error", NULL, NULL,
+      "prompt is too long: 250000 tokens > 200000 maximum" },
+    { MGW_FAULT_OVERLOADED, 529, "overloaded_error", NULL, NULL, "Overloaded" },
+    { MGW_FAULT_529, 529, "overloaded_error", NULL, NULL, "Overloaded" },
+};
+
+/* Returns the family's refusal of kind, or NULL if kind is not one. */
+static const refusal_t *refusal_of(mgw_family_t fam, mgw_fault_kind_t kind)
+{
+    const refusal_t *t = fam == MGW_FAMILY_ANTHROPIC ? anthropic_refusals
+                                                     : openai_refusals;
+    size_t n = sizeof openai_refusals / sizeof openai_refusals[0];
+
+    for (size_t i = 0; i < n; i++)
+        if (t[i].kind == kind)
+            return &t[i];
+    return NULL;
+}
+
+/* Answers the refusal r with its Retry-After: the fault's, or 1 on a 429. */
+static int send_refusal(mgw_ctx_t *x, mgw_family_t fam, const refusal_t *r)
+{
+    long ra = x->fault.retry_after >= 0 ? x->fault.retry_after
+              : (r->kind == MGW_FAULT_429 ? 1 : -1);
+    char extra[64] = "";
+
+    if (ra >= 0)
+        snprintf(extra, sizeof extra, "Retry-After: %ld\r\n", ra);
+    if (fam == MGW_FAMILY_ANTHROPIC)
+        return mgw_send_anthropic_error(x, r->status, r->type, r->message, extra);
+    return mgw_send_openai_error_p(x, r->status, r->type, r->code, r->param,
+                                   r->message, extra);
+}
+
 void mgw_events_fail(mgw_ctx_t *x, mgw_events_t *e, mgw_family_t fam)
 {
-    size_t keep = e->n / 2 ? e->n / 2 : (e->n ? 1 : 0);
+    size_t keep = x->fault.event_first ? 0 : (e->n / 2 ? e->n / 2 : (e->n ? 1 : 0));
+    const refusal_t *r = refusal_of(fam, x->fault.event_error);
     json_object *o = json_object_new_object(), *err = json_object_new_object();
     mgw_buf_t msg = { 0 };
 
@@ -199,71 +277,71 @@ void mgw_events_fail(mgw_ctx_t *x, mgw_events_t *e, mgw_family_t fam)
         if (e->data.p)
             e->data.p[e->data.len] = '\0';
     }
-    mgw_leak_message(&msg, x->req->path);
+    if (r)
+        mgw_buf_puts(&msg, r->message);
+    else
+        mgw_leak_message(&msg, x->req->path);
     mgw_jset(err, "message", json_object_new_string(msg.p));
     if (fam == MGW_FAMILY_ANTHROPIC) {
         mgw_jset(o, "type", json_object_new_string("error"));
-        mgw_jset(err, "type", json_object_new_string("overloaded_error"));
+        mgw_jset(err, "type", json_object_new_string(r ? r->type : "overloaded_error"));
         mgw_jset(o, "error", err);
         mgw_events_add(e, "error", o);
     } else {
-        mgw_jset(err, "type", json_object_new_string("server_error"));
-        mgw_jset(err, "param", NULL);
-        mgw_jset(err, "code", json_object_new_string("internal_error"));
+        mgw_jset(err, "type", json_object_new_string(r ? r->type : "server_error"));
+        mgw_jset(err, "param", r && r->param ? json_object_new_string(r->param) : NULL);
+        mgw_jset(err, "code", json_object_new_string(r ? r->code : "internal_error"));
         mgw_jset(o, "error", err);
         mgw_events_add(e, NULL, o);
     }
     mgw_buf_free(&msg);
 }
 
+/* The leak and error-event faults outside a stream. Returns 1 with *ret set
+ * if it answered, 0 for a stream (the handler applies error-event). */
+static int answer_leak(mgw_ctx_t *x, mgw_family_t fam, int *ret)
+{
+    bool an = fam == MGW_FAMILY_ANTHROPIC;
+    json_object *st = mgw_json_get(x->body, "stream", json_type_boolean);
+    mgw_buf_t msg = { 0 };
+
+    if (x->fault.kind == MGW_FAULT_ERROR_EVENT && st && json_object_get_boolean(st))
+        return 0;
+    if (x->fault.kind == MGW_FAULT_ERROR_EVENT && x->fault.event_error != MGW_FAULT_LEAK) {
+        *ret = send_refusal(x, fam, refusal_of(fam, x->fault.event_error));
+        return 1;
+    }
+    mgw_leak_message(&msg, x->req->path);
+    if (x->fault.kind == MGW_FAULT_LEAK)
+        *ret = family_error(x, fam, 400, "invalid_request_error", "invalid_request",
+                            msg.p, NULL);
+    else
+        *ret = family_error(x, fam, 500, an ? "api_error" : "server_error",
+                            "internal_error", msg.p, NULL);
+    mgw_buf_free(&msg);
+    return 1;
+}
+
 /* Answers the faults that replace the answer. Returns 1 with *ret set if it
  * answered, else 0 (after any delay). */
 static int answer_faults(mgw_ctx_t *x, mgw_family_t fam, int *ret)
 {
-    bool an = fam == MGW_FAMILY_ANTHROPIC;
     static const char broken[] = "{\"id\": \"broken";
+    const refusal_t *r;
 
     if (x->fault.kind == MGW_FAULT_RESET) {
         *ret = mgw_http_reset(x->conn);
         return 1;
     }
     mgw_sleep_ms(x->fault.delay_ms);
-    switch (x->fault.kind) {
-    case MGW_FAULT_500:
-        *ret = family_error(x, fam, 500, an ? "api_error" : "server_error",
-                            "internal_error", "mock gateway internal error", NULL);
-        return 1;
-    case MGW_FAULT_429:
-        *ret = family_error(x, fam, 429, "rate_limit_error", "rate_limit_exceeded",
-                            "mock gateway rate limit", "Retry-After: 1\r\n");
-        return 1;
-    case MGW_FAULT_404:
-        *ret = family_error(x, fam, 404, an ? "not_found_error" : "invalid_request_error",
-                            "not_found", "mock gateway: no such endpoint", NULL);
-        return 1;
-    case MGW_FAULT_OVERFLOW:
-        *ret = family_error(x, fam, 400, "invalid_request_error",
-                            "context_length_exceeded",
-                            "prompt is too long: 250000 tokens > 200000 maximum",
-                            NULL);
-        return 1;
-    case MGW_FAULT_LEAK:
-    case MGW_FAULT_ERROR_EVENT: {
-        json_object *st = mgw_json_get(x->body, "stream", json_type_boolean);
-        mgw_buf_t msg = { 0 };
-        /* error-event on a stream is applied by the handler. */
-        if (x->fault.kind == MGW_FAULT_ERROR_EVENT && st && json_object_get_boolean(st))
-            return 0;
-        mgw_leak_message(&msg, x->req->path);
-        if (x->fault.kind == MGW_FAULT_LEAK)
-            *ret = family_error(x, fam, 400, "invalid_request_error", "invalid_request",
-                                msg.p, NULL);
-        else
-            *ret = family_error(x, fam, 500, an ? "api_error" : "server_error",
-                                "internal_error", msg.p, NULL);
-        mgw_buf_free(&msg);
+    if ((r = refusal_of(fam, x->fault.kind)) != NULL) {
+        *ret = send_refusal(x, fam, r);
         return 1;
     }
+    switch (x->fault.kind) {
+    case MGW_FAULT_LEAK:
+    case MGW_FAULT_ERROR_EVENT:
+        return answer_leak(x, fam, ret);
     case MGW_FAULT_MALFORMED:
         *ret = mgw_http_respond(x->conn, 200, "application/json", NULL, broken,
                                 sizeof broken - 1, NULL);

@@ -313,8 +313,11 @@ def test_faults(g):
         r, d = go("429")
         check(r.status == 429 and r.getheader("Retry-After") == "1", "429 " + where)
         r, d = go("overflow")
-        check(r.status == 400 and "prompt is too long: 250000 tokens > 200000 maximum"
-              in json.loads(d)["error"]["message"], "overflow " + where)
+        check(r.status == 400 and json.loads(d) == {"error": {
+            "message": "This model's maximum context length is 200000 tokens. However, "
+                       "your messages resulted in 250000 tokens.",
+            "type": "invalid_request_error", "param": "messages",
+            "code": "context_length_exceeded"}}, "overflow " + where)
         r, d = go("overflow", "/v1/messages", {"model": "c", "messages": []}, ANTH)
         j = json.loads(d)
         check(r.status == 400 and j["error"]["type"] == "invalid_request_error"
@@ -431,6 +434,102 @@ def test_faults(g):
     check(sse(d)[-1][0] == "message_stop" and acks == [200, 200, 200]
           and after == {"streams": before["streams"] + 1, "acked": before["acked"] + 3,
                         "missed": before["missed"]}, "lockstep %r %r" % (before, after))
+
+
+def test_upstream_errors(g):
+    """The faults of issue 30: 429-<s>, overloaded, 529, retry-after-<s>,
+    first-<k>, error-event-<kind>, error-first-<kind>."""
+    cb = chat_body("hello there friend")
+    mb = {"model": "c", "max_tokens": 50, "messages": [{"role": "user", "content": "hello"}]}
+    oa_over = {"message": "The server is overloaded or not ready yet.",
+               "type": "server_error", "param": None, "code": "server_is_overloaded"}
+    an_over = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+    def go(path, body, fault):
+        h = dict(ANTH if path == "/v1/messages" else AUTH, **{"x-mock-fault": fault})
+        r, d = g.req("POST", path, body, h)
+        return r, d
+
+    r, d = go("/v1/chat/completions", cb, "429-7")
+    check(r.status == 429 and r.getheader("Retry-After") == "7"
+          and json.loads(d)["error"]["code"] == "rate_limit_exceeded", "429-7 chat")
+    r, d = go("/v1/messages", mb, "429-0")
+    check(r.status == 429 and r.getheader("Retry-After") == "0"
+          and json.loads(d)["error"]["type"] == "rate_limit_error", "429-0 messages")
+    r, d = go("/v1/chat/completions", cb, "overloaded")
+    check(r.status == 503 and r.getheader("Retry-After") is None
+          and json.loads(d) == {"error": oa_over}, "overloaded chat")
+    r, d = go("/v1/messages", mb, "overloaded")
+    check(r.status == 529 and r.getheader("Retry-After") is None
+          and json.loads(d) == an_over, "overloaded messages")
+    r, d = go("/v1/chat/completions", cb, "overloaded,retry-after-5")
+    check(r.status == 503 and r.getheader("Retry-After") == "5", "overloaded retry-after")
+    r, d = go("/v1/chat/completions", cb, "529")
+    j = json.loads(d)
+    check(r.status == 529 and j["error"]["type"] == "overloaded_error"
+          and "choices" not in j, "529 chat")
+    r, d = go("/v1/messages", mb, "529")
+    check(r.status == 529 and json.loads(d) == an_over, "529 messages")
+    r, d = g.req("POST", "/v1/chat/completions", dict(cb, model="m-fault-529"), AUTH)
+    check(r.status == 529, "529 in a model name")
+    for bad in ("429-x", "error-event-nope", "error-first-", "first-", "retry-after-"):
+        r, d = go("/v1/chat/completions", cb, bad)
+        check(r.status == 400 and json.loads(d)["error"]["code"] == "invalid_fault",
+              "unknown fault " + bad)
+
+    # first-<k>: the faults apply to the first k requests of the same fault string
+    tag = "first-2,429-3,delay-%d" % (os.getpid() % 7)
+    st = [go("/v1/chat/completions", cb, tag)[0].status for _ in range(4)]
+    check(st == [429, 429, 200, 200], "first-2: %r" % st)
+    st = [go("/v1/chat/completions", cb, tag + ",trickle-0")[0].status for _ in range(2)]
+    check(st == [429, 429], "first-2 counts per fault string: %r" % st)
+    model = "m-fault-overloaded,first-1"
+    st = [g.req("POST", "/v1/messages", dict(mb, model=model), ANTH)[0].status
+          for _ in range(3)]
+    check(st == [529, 200, 200], "first-1 in a model name: %r" % st)
+
+    kinds = {
+        "overflow": (400, "invalid_request_error", "context_length_exceeded",
+                     "prompt is too long: 250000 tokens > 200000 maximum",
+                     "This model's maximum context length is 200000 tokens."),
+        "429": (429, "rate_limit_error", "rate_limit_exceeded", "mock gateway rate limit",
+                "mock gateway rate limit"),
+        "overloaded": (529, "overloaded_error", "server_is_overloaded", "Overloaded",
+                       "The server is overloaded or not ready yet."),
+    }
+    full_m = sse(go("/v1/messages", dict(mb, stream=True), "none")[1])
+    full_c = sse(go("/v1/chat/completions", dict(cb, stream=True), "none")[1])
+    for kind, (an_status, an_type, oa_code, an_msg, oa_msg) in kinds.items():
+        oa_type = {"overloaded": "server_error"}.get(kind, an_type)
+        for first in (False, True):
+            fault = ("error-first-" if first else "error-event-") + kind
+            r, d = go("/v1/messages", dict(mb, stream=True), fault)
+            ev = sse(d)
+            kept = ev[:-1]
+            err = json.loads(ev[-1][1])
+            check(r.status == 200 and ev[-1][0] == "error"
+                  and err == {"type": "error", "error": {"type": an_type, "message": an_msg}}
+                  and [e for e, _ in kept]
+                  == ([] if first else [e for e, _ in full_m[:len(full_m) // 2]]),
+                  fault + " messages stream: %r" % ev[-2:])
+            r, d = go("/v1/chat/completions", dict(cb, stream=True), fault)
+            ev = sse(d)
+            err = json.loads(ev[-1][1])["error"]
+            check(r.status == 200 and err["code"] == oa_code and err["type"] == oa_type
+                  and err["message"].startswith(oa_msg)
+                  and len(ev) - 1 == (0 if first else len(full_c) // 2)
+                  and all("choices" in json.loads(dd) for _, dd in ev[:-1])
+                  and b"[DONE]" not in d, fault + " chat stream: %r" % ev[-2:])
+            # not streamed: the plain refusal of that kind
+            r, d = go("/v1/messages", mb, fault)
+            check(r.status == an_status and json.loads(d)["error"]["type"] == an_type,
+                  fault + " messages plain")
+            r, d = go("/v1/chat/completions", cb, fault)
+            j = json.loads(d)["error"]
+            check(r.status == {"overloaded": 503}.get(kind, an_status)
+                  and j["code"] == oa_code and j["type"] == oa_type
+                  and (r.getheader("Retry-After") == "1") == (kind == "429"),
+                  fault + " chat plain")
 
 
 def post(g, path, body, fault=None):
@@ -745,7 +844,7 @@ def main():
     g = Gw(argv)
     try:
         for t in (test_basics, test_chat, test_chat_stream, test_messages, test_faults,
-                  test_n, test_greedy, test_input_faults, test_usage_shapes,
+                  test_upstream_errors, test_n, test_greedy, test_input_faults, test_usage_shapes,
                   test_stream_order, test_slow, test_http):
             try:
                 t(g)

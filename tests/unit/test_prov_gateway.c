@@ -132,6 +132,7 @@ typedef struct stream_call_t {
     int idles, idles_between;       /* idle calls; those after "data: a" alone */
     apr_status_t rv;
     const char *why;
+    const char *retry_after;        /* a refusal's Retry-After */
 } stream_call_t;
 
 static apr_status_t stream_piece(void *baton, const char *data, apr_size_t len)
@@ -177,6 +178,7 @@ static void stream(stream_call_t *c, const prov_gw_backend_t *b, gw_ts_t *s, con
     req.tick = stream_tick;
     req.idle = stream_idle;
     req.baton = c;
+    req.retry_after = &c->retry_after;
     c->rv = b->stream(&c->status, &req, &c->why, p);
 }
 
@@ -187,7 +189,8 @@ static void test_streams(const prov_gw_backend_t *b, int kept)
 {
     static const gw_ts_step_t steps[] = {
         { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0 },
-        { "HTTP/1.1 429 Too Many\r\nContent-Length: 6\r\n\r\nslow!!", 0, 0, 0 },
+        { "HTTP/1.1 429 Too Many\r\nRetry-After: 7\r\nContent-Length: 6\r\n\r\nslow!!", 0, 0,
+          0 },
         { SSE_HEAD "7\r\ndata: a\r\n", 1, 0, 0 },
         { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0 },
         /* silent 2.6 s: libcurl checks the silence about once a second */
@@ -203,12 +206,15 @@ static void test_streams(const prov_gw_backend_t *b, int kept)
     CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
     CU_ASSERT_EQUAL(c.status, 200);
     CU_ASSERT_STRING_EQUAL(c.k.buf, "data: adata: b");
-    /* a refusal: its status first, then its body */
+    CU_ASSERT_PTR_NULL(c.retry_after);
+    /* a refusal: its status first, then its body, and its Retry-After */
     memset(&c, 0, sizeof(c));
     stream(&c, b, &s, &gw, 2000, p);
     CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
     CU_ASSERT_EQUAL(c.status, 429);
     CU_ASSERT_STRING_EQUAL(c.k.buf, "slow!!");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c.retry_after);
+    CU_ASSERT_STRING_EQUAL(c.retry_after, "7");
     /* both on the connection of the first stream (the plain client) */
     CU_ASSERT_EQUAL(s.accepted, kept ? 1 : s.accepted);
     /* cut: the gateway closed before the last chunk */

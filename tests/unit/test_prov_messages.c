@@ -448,23 +448,42 @@ static void test_stream_cut_and_client_gone(void)
                     APR_ECONNABORTED);
     CU_ASSERT_EQUAL(sink.events, 2);
 
-    /* an error event from the gateway marks the stream and ends the relay;
-     * the client gets ours, with the allow-listed type, never the gateway's
-     * words, and what it is charged (nothing was delivered: nothing) */
+    /* an error event before any other is a refusal: nothing relayed, the
+     * error kept for a plain answer with its status */
+    memset(&sink, 0, sizeof(sink));
+    s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000, sink_emit, &sink, p);
+    CU_ASSERT_PTR_NULL(prov_messages_stream_early_error(s));
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
+    CU_ASSERT(prov_messages_stream_failed(s));
+    CU_ASSERT_EQUAL(sink.events, 0);
+    CU_ASSERT_EQUAL(prov_messages_stream_events(s), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prov_messages_stream_early_error(s));
+    CU_ASSERT_EQUAL(prov_messages_stream_early_error(s)->kind, PROV_GWERR_OVERLOADED);
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strlen(stream_text)), APR_SUCCESS);
+    CU_ASSERT_EQUAL(sink.events, 0);
+
+    /* after message_start, an error event from the gateway marks the stream
+     * and ends the relay; the client gets ours, with the allow-listed type,
+     * never the gateway's words, and what it is charged (nothing was
+     * delivered: nothing) */
     memset(&sink, 0, sizeof(sink));
     s = prov_messages_stream_create("pub", &rates, 100, PROV_OUTPUT_TOKENS_MAX, 1000000000, sink_emit, &sink, p);
     CU_ASSERT_PTR_NULL(prov_messages_stream_error(s));
+    CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strstr(stream_text,
+                    "event: content_block_start") - stream_text), APR_SUCCESS);
+    CU_ASSERT_EQUAL(sink.events, 1);
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, err_ev, strlen(err_ev)), APR_SUCCESS);
     CU_ASSERT(prov_messages_stream_failed(s));
+    CU_ASSERT_PTR_NULL(prov_messages_stream_early_error(s));
     HAS(sink.buf, "event: error\n");
     HAS(sink.buf, "\"type\":\"overloaded_error\"");
-    HAS(sink.buf, "\"code\":\"GATEWAY_ERROR\"");
+    HAS(sink.buf, "\"code\":\"server_is_overloaded\"");
     HAS(sink.buf, "\"usage\":{\"credits\":0}");
     LACKS(sink.buf, "busy");
     CU_ASSERT_PTR_NOT_NULL_FATAL(prov_messages_stream_error(s));
     CU_ASSERT_STRING_EQUAL(prov_messages_stream_error(s)->text, "busy");
     CU_ASSERT_EQUAL(prov_messages_stream_feed(s, stream_text, strlen(stream_text)), APR_SUCCESS);
-    CU_ASSERT_EQUAL(sink.events, 1);
+    CU_ASSERT_EQUAL(sink.events, 2);
 }
 
 /* The figure the client is told in the event that ends the answer is the

@@ -192,14 +192,86 @@ static void test_gwerror_client(void)
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "type"), "error");
     o = prov_json_get(o, "error", json_type_object);
     CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "type"), "overloaded_error");
-    CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "code"), "GATEWAY_ERROR");
-    CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "message"), "The model's answer was "
-                           "interrupted by an error upstream (overloaded_error).");
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "code"), "server_is_overloaded");
+    CU_ASSERT_STRING_EQUAL(prov_json_get_str(o, "message"), "The model is overloaded upstream; "
+                           "retry shortly. The model's answer was interrupted.");
+    /* Another kind inside a stream is ours, naming the type. */
+    e = readerr(0, "{\"error\":{\"type\":\"api_error\",\"message\":\"x\"}}");
+    c = prov_gwerror_client(&e, p);
+    CU_ASSERT_EQUAL(c->code, PROV_E_GATEWAY_ERROR);
+    CU_ASSERT_STRING_EQUAL(c->message, "The model's answer was interrupted by an error "
+                           "upstream (api_error).");
+}
+
+/* The model's own conditions keep their meaning: the codes clients act on,
+ * the status of each family, Retry-After from the gateway. */
+static void test_gwerror_conditions(void)
+{
+    apr_pool_t *p = prov_test_pool();
+    prov_gwerror_t e = readerr(400, "{\"error\":{\"message\":\"This model's maximum context "
+                               "length is 128000 tokens. However, your messages resulted in "
+                               "130001 tokens.\",\"code\":\"context_length_exceeded\"}}");
+    prov_error_t *c = prov_gwerror_client(&e, p);
+
+    CU_ASSERT_EQUAL(c->code, PROV_E_CONTEXT_LENGTH);
+    CU_ASSERT_STRING_EQUAL(prov_error_info(c->code)->code, "context_length_exceeded");
+    CU_ASSERT_EQUAL(prov_error_status(c->code, 0), 400);
+    CU_ASSERT_EQUAL(prov_error_status(c->code, 1), 400);
+    CU_ASSERT_STRING_EQUAL(c->message, "prompt is too long: 130001 tokens > 128000 maximum. "
+                           "The prompt is longer than this model's context window.");
+    CU_ASSERT_EQUAL(c->retry_after, 0);
+
+    e = readerr(429, "{\"error\":{\"message\":\"slow down " TOKEN "\"}}");
+    prov_gwerror_retry_after(&e, "7");
+    c = prov_gwerror_client(&e, p);
+    CU_ASSERT_EQUAL(c->code, PROV_E_UPSTREAM_RATE_LIMIT);
+    CU_ASSERT_STRING_EQUAL(prov_error_info(c->code)->code, "rate_limit_exceeded");
+    CU_ASSERT_EQUAL(prov_error_status(c->code, 0), 429);
+    CU_ASSERT_EQUAL(c->retry_after, 7);
+    CU_ASSERT_STRING_EQUAL(c->message, "The model is rate limited upstream. Please try again "
+                           "in 7s. Nothing was charged.");
+    /* no header, a date, zero, too long: 1 s */
+    e = readerr(429, "");
+    prov_gwerror_retry_after(&e, "Wed, 21 Oct 2015 07:28:00 GMT");
+    prov_gwerror_retry_after(&e, "0");
+    prov_gwerror_retry_after(&e, "86400");
+    CU_ASSERT_EQUAL(prov_gwerror_client(&e, p)->retry_after, 1);
+
+    e = readerr(529, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                "\"message\":\"Overloaded\"}}");
+    c = prov_gwerror_client(&e, p);
+    CU_ASSERT_EQUAL(c->code, PROV_E_UPSTREAM_OVERLOADED);
+    CU_ASSERT_STRING_EQUAL(prov_error_info(c->code)->code, "server_is_overloaded");
+    CU_ASSERT_EQUAL(prov_error_status(c->code, 0), 503);
+    CU_ASSERT_EQUAL(prov_error_status(c->code, 1), 529);
+    CU_ASSERT_STRING_EQUAL(prov_error_info(c->code)->anthropic_type, "overloaded_error");
+    CU_ASSERT_EQUAL(c->retry_after, 0);
+    /* OpenAI's overload is a 503 with its code; a bare 503 stays a failure */
+    e = readerr(503, "{\"error\":{\"message\":\"The server is overloaded or not ready yet.\","
+                "\"type\":\"server_error\",\"code\":\"server_is_overloaded\"}}");
+    prov_gwerror_retry_after(&e, "3");
+    c = prov_gwerror_client(&e, p);
+    CU_ASSERT_EQUAL(c->code, PROV_E_UPSTREAM_OVERLOADED);
+    CU_ASSERT_EQUAL(c->retry_after, 3);
+    CU_ASSERT_EQUAL(prov_gwerror_client(&(prov_gwerror_t){ .status = 503,
+                                        .kind = PROV_GWERR_SERVER }, p)->code,
+                    PROV_E_GATEWAY_ERROR);
+    /* in a stream: the same codes */
+    e = readerr(0, "{\"error\":{\"message\":\"x\",\"code\":\"context_length_exceeded\"}}");
+    CU_ASSERT_EQUAL(prov_gwerror_client(&e, p)->code, PROV_E_CONTEXT_LENGTH);
+    e = readerr(0, "{\"error\":{\"type\":\"rate_limit_error\",\"message\":\"x\"}}");
+    c = prov_gwerror_client(&e, p);
+    CU_ASSERT_EQUAL(c->code, PROV_E_UPSTREAM_RATE_LIMIT);
+    CU_ASSERT_STRING_EQUAL(c->message, "The model is rate limited upstream. Please try again "
+                           "in 1s. The model's answer was interrupted.");
+    e = readerr(0, "{\"error\":{\"type\":\"server_error\",\"code\":\"server_is_overloaded\"}}");
+    CU_ASSERT_EQUAL(prov_gwerror_client(&e, p)->code, PROV_E_UPSTREAM_OVERLOADED);
 }
 
 void prov_test_suite_redact(void)
 {
     PROV_SUITE("redact", PROV_TEST(test_literal_secrets), PROV_TEST(test_generic_rules),
                PROV_TEST(test_bounds), PROV_TEST(test_gwerror_kinds),
-               PROV_TEST(test_gwerror_text_kept), PROV_TEST(test_gwerror_client));
+               PROV_TEST(test_gwerror_text_kept), PROV_TEST(test_gwerror_client),
+               PROV_TEST(test_gwerror_conditions));
 }

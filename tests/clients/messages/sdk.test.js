@@ -5,7 +5,13 @@
 // and a later date; both must work. For each: messages.create (and the
 // credits it was charged), a streamed message read through the SDK's own
 // stream helper (credits in the raw message_delta), a tool round trip, and
-// our refusals surfacing as the SDK's error classes.
+// our refusals surfacing as the SDK's error classes. The model's own
+// upstream conditions keep Anthropic's meaning: a context overflow is a
+// BadRequestError saying "prompt is too long: N tokens > M maximum" (plain,
+// and a stream refused before its first event), an overload is status 529
+// with type overloaded_error (1.x: its OverloadedError; 0.x has no class of
+// its own: InternalServerError), which the SDK retries; nothing is charged
+// for either.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,10 +22,14 @@ import { expectedCharge, toMicro, unknownKey } from '../../integration/lib/helpe
 import {
   MESSAGES_CATALOG, MESSAGES_UPSTREAMS, seedMessagesCatalog, anthropicKinds, mockInputTokens,
 } from '../../integration/lib/messages.js';
+import { MESSAGES_FAULTS, seedFaults, ledgerRows, timedFetch } from '../lib/upstream.js';
 
+// overloaded: the SDK's class for a 529; tag: its own "once" model (MESSAGES_FAULTS)
 const SDKS = [
-  { name: '0.x', Anthropic: Anthropic0, auth: 'x-api-key', version: /^2023-06-01$/ },
-  { name: '1.x', Anthropic: Anthropic1, auth: 'authorization', version: /^20\d\d-\d\d-\d\d$/ },
+  { name: '0.x', Anthropic: Anthropic0, auth: 'x-api-key', version: /^2023-06-01$/,
+    overloaded: Anthropic0.InternalServerError, tag: '0' },
+  { name: '1.x', Anthropic: Anthropic1, auth: 'authorization', version: /^20\d\d-\d\d-\d\d$/,
+    overloaded: Anthropic1.OverloadedError, tag: '1' },
 ];
 
 describe('the official Anthropic SDKs on /v1/messages', { timeout: 180000 }, () => {
@@ -28,9 +38,10 @@ describe('the official Anthropic SDKs on /v1/messages', { timeout: 180000 }, () 
 
   before(async () => {
     stack = await startStack({
-      models: MESSAGES_UPSTREAMS,
+      models: [...MESSAGES_UPSTREAMS, ...Object.values(MESSAGES_FAULTS)],
       seed: (s) => {
         seedMessagesCatalog(s);
+        seedFaults(s, MESSAGES_FAULTS, 'anthropic');
         user = { id: s.addUser('sdk-claude@example.test', 100) };
         user.key = s.createKey('sdk-claude@example.test');
       },
@@ -143,6 +154,64 @@ describe('the official Anthropic SDKs on /v1/messages', { timeout: 180000 }, () 
           client.messages.create({ model: 'claude-overflow', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
           (e) => e instanceof sdk.Anthropic.BadRequestError && /prompt is too long/.test(e.message),
         );
+      });
+
+      /** A request of model (streamed or not) through client c; its result or rejection. */
+      function ask(c, model, stream) {
+        const body = { model, max_tokens: 5, messages: [{ role: 'user', content: 'upstream trouble' }] };
+        if (!stream) return c.messages.create(body);
+        return c.messages.stream(body).finalMessage();
+      }
+
+      for (const stream of [false, true]) {
+        const how = stream ? 'streamed' : 'plain';
+
+        it(`sees a too-long prompt as BadRequestError, uncharged (${how})`, async () => {
+          const before = stack.balance(user.id);
+          await assert.rejects(ask(client, 'claude-overflow', stream), (e) => {
+            assert.ok(e instanceof sdk.Anthropic.BadRequestError, `${e?.constructor?.name}: ${e}`);
+            assert.equal(e.status, 400);
+            assert.equal(e.error.error.type, 'invalid_request_error');
+            assert.match(e.error.error.message, /^prompt is too long: 250000 tokens > 200000 maximum\b/);
+            assert.equal(e.error.error.code, 'context_length_exceeded');
+            assert.match(e.message, /prompt is too long/);
+            return true;
+          });
+          await stack.billingSettled();
+          assert.equal(stack.balance(user.id), before);
+        });
+
+        it(`sees an overload as its overloaded error: 529 overloaded_error (${how})`, async () => {
+          const before = stack.balance(user.id);
+          await assert.rejects(ask(client, 'claude-overloaded', stream), (e) => {
+            assert.ok(e instanceof sdk.overloaded, `${e?.constructor?.name}: ${e}`);
+            assert.equal(e.status, 529);
+            assert.equal(e.error.error.type, 'overloaded_error');
+            assert.equal(e.error.error.code, 'server_is_overloaded');
+            return true;
+          });
+          await stack.billingSettled();
+          assert.equal(stack.balance(user.id), before);
+        });
+      }
+
+      it('retries a 529 and is charged only for the answer', async () => {
+        const times = [];
+        const retrying = new sdk.Anthropic({ apiKey: user.key.secret, baseURL: stack.baseURL,
+          maxRetries: 1, fetch: timedFetch(times) });
+        const rows = ledgerRows(stack, user.id).length;
+        const before = stack.balance(user.id);
+        const { data, response } = await retrying.messages.create({
+          model: `claude-overloaded-once-${sdk.tag}`, max_tokens: 5,
+          messages: [{ role: 'user', content: 'overloaded once' }],
+        }).withResponse();
+        assert.equal(data.content[0].text, 'mock reply to: overloaded once');
+        assert.equal(times.length, 2, 'one 529, then the answer');
+        const charged = toMicro(response.headers.get('x-provider-credits'));
+        assert.ok(charged > 0n);
+        assert.equal(stack.balance(user.id), before - charged);
+        assert.deepEqual(ledgerRows(stack, user.id, rows).map((r) => [r.status, r.credits]),
+          [['refused', '0'], ['ok', String(charged)]]);
       });
 
       it('counts tokens', async () => {

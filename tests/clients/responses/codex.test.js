@@ -6,8 +6,13 @@
 // id is a GPT-5-family name, so Codex offers apply_patch as a custom
 // (freeform) tool; the mock gateway is steered by "TOOL:" and "ARGS:" lines
 // in the prompt. The plan's windows reach Codex's own rate-limit view, and an
-// exhausted plan is shown as a usage limit. run.sh starts this file inside a loopback-only network
-// namespace, so Codex cannot reach anything beyond this machine.
+// exhausted plan is shown as a usage limit. The model's own upstream
+// conditions reach Codex under the codes it acts on: a context overflow
+// (refused before the stream, or response.failed once it began) is its own
+// context-window message, the gateway's 429 is retried after its Retry-After,
+// an overload is "at capacity". run.sh starts this file inside a
+// loopback-only network namespace, so Codex cannot reach anything beyond
+// this machine.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,8 +21,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startStack, seedCatalog } from '../../integration/lib/server.js';
+import { startStack, seedCatalog, DEFAULT_UPSTREAMS } from '../../integration/lib/server.js';
 import { expectedCharge, kinds } from '../../integration/lib/helpers.js';
+import { OPENAI_FAULTS, seedFaults, ledgerRows } from '../lib/upstream.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CODEX = path.join(here, 'node_modules', '.bin', 'codex');
@@ -33,8 +39,10 @@ describe('Codex (codex exec) on /v1/responses', { timeout: 300000 }, () => {
 
   before(async () => {
     stack = await startStack({
+      models: [...DEFAULT_UPSTREAMS, ...Object.values(OPENAI_FAULTS)],
       seed: (s) => {
         seedCatalog(s);
+        seedFaults(s, OPENAI_FAULTS);
         s.addModel(MODEL, 'mock-main', { name: 'Codex test model', rates: RATES });
         user = { id: s.addUser('codex@example.test', 100) };
         user.key = s.createKey('codex@example.test', { name: 'codex' });
@@ -55,15 +63,18 @@ describe('Codex (codex exec) on /v1/responses', { timeout: 300000 }, () => {
     if (dir && process.env.PROV_KEEP_TMP !== '1') fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A fresh CODEX_HOME and work directory; returns their paths. */
-  function workspace(name, files = {}) {
+  /**
+   * A fresh CODEX_HOME and work directory; returns their paths. model: the
+   * model of config.toml; streamRetries: its stream_max_retries.
+   */
+  function workspace(name, files = {}, { model = MODEL, streamRetries = 0 } = {}) {
     const home = path.join(dir, `${name}-home`);
     const work = path.join(dir, `${name}-work`);
     fs.mkdirSync(home);
     fs.mkdirSync(work);
     for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(work, f), text);
     fs.writeFileSync(path.join(home, 'config.toml'), [
-      `model = "${MODEL}"`,
+      `model = "${model}"`,
       'model_provider = "provider"',
       'web_search = "disabled"',
       'check_for_update_on_startup = false',
@@ -74,7 +85,7 @@ describe('Codex (codex exec) on /v1/responses', { timeout: 300000 }, () => {
       'env_key = "PROVIDER_API_KEY"',
       'wire_api = "responses"',
       'request_max_retries = 0',
-      'stream_max_retries = 0',
+      `stream_max_retries = ${streamRetries}`,
       '',
     ].join('\n'));
     return { home, work };
@@ -223,5 +234,71 @@ describe('Codex (codex exec) on /v1/responses', { timeout: 300000 }, () => {
     assert.notEqual(r.code, 0, r.stdout);
     assert.match(`${r.stdout}\n${r.stderr}`, /usage limit/i);
     assert.equal((await stack.mock.last()).seq, seq, 'the gateway was not called');
+  });
+
+  const OUT_OF_ROOM = "Codex ran out of room in the model's context window. Start a new thread "
+    + 'or clear earlier history before retrying.';
+
+  /** The text of Codex's error and turn.failed events. */
+  function failure(r) {
+    const err = r.events.filter((e) => e.type === 'error').map((e) => e.message);
+    const failed = r.events.find((e) => e.type === 'turn.failed');
+    return { err, failed: failed?.error?.message };
+  }
+
+  it('reports its own context-window message for a context overflow, uncharged', async () => {
+    const ws = workspace('ctx', {}, { model: 'prov-ctx' });
+    const rows = ledgerRows(stack, user.id).length;
+    const balance = stack.balance(user.id);
+    const seq = (await stack.mock.last()).seq;
+    const r = await codexExec(ws, 'TOOL: none\nhi');
+    const ctx = `exit ${r.code}\n${r.stdout}\n${r.stderr}`;
+    assert.equal(r.code, 1, ctx);
+    assert.deepEqual(failure(r), { err: [OUT_OF_ROOM], failed: OUT_OF_ROOM }, ctx);
+    assert.equal((await stack.mock.last()).seq, seq + 1, 'one request, not retried');
+    await stack.billingSettled();
+    assert.equal(stack.balance(user.id), balance);
+    assert.deepEqual(ledgerRows(stack, user.id, rows).map((x) => [x.status, x.credits]),
+      [['refused', '0']]);
+  });
+
+  it('reports the same message when the overflow came after the stream began', async () => {
+    const ws = workspace('ctx-mid', {}, { model: 'prov-ctx-midstream' });
+    const r = await codexExec(ws, 'TOOL: none\nhi');
+    const ctx = `exit ${r.code}\n${r.stdout}\n${r.stderr}`;
+    assert.equal(r.code, 1, ctx);
+    assert.deepEqual(failure(r), { err: [OUT_OF_ROOM], failed: OUT_OF_ROOM }, ctx);
+  });
+
+  it("retries the gateway's 429 after its Retry-After and finishes the turn", async () => {
+    // Codex retries a 429 only when it carries Retry-After, under stream_max_retries.
+    const ws = workspace('throttled', {}, { model: 'prov-429-once', streamRetries: 1 });
+    const rows = ledgerRows(stack, user.id).length;
+    const balance = stack.balance(user.id);
+    const r = await codexExec(ws, 'TOOL: none\nthrottled once');
+    const ctx = `exit ${r.code}\n${r.stdout}\n${r.stderr}`;
+    assert.equal(r.code, 0, ctx);
+    const { err } = failure(r);
+    assert.equal(err.length, 1, ctx);
+    assert.match(err[0], /^Reconnecting\.\.\. 1\/1 \(exceeded retry limit, last status: 429 Too Many Requests\b/);
+    const reply = r.events.find((e) => e.type === 'item.completed' && e.item.type === 'agent_message');
+    assert.match(reply?.item?.text ?? '', /^mock reply to: /, ctx);
+    const added = ledgerRows(stack, user.id, rows);
+    assert.deepEqual(added.map((x) => x.status), ['refused', 'ok'], JSON.stringify(added));
+    assert.equal(added[0].credits, '0');
+    // created_at is in seconds: 2 s apart or more when Codex waited for Retry-After: 2
+    assert.ok(Number(added[1].created_at) - Number(added[0].created_at) >= 2,
+      `the retry waited for Retry-After: 2 (${JSON.stringify(added)})`);
+    assert.equal(stack.balance(user.id), balance - BigInt(added[1].credits),
+      'only the answered request is charged');
+  });
+
+  it('reports an overload as the model being at capacity', async () => {
+    const ws = workspace('overloaded', {}, { model: 'prov-overloaded' });
+    const r = await codexExec(ws, 'TOOL: none\nhi');
+    const ctx = `exit ${r.code}\n${r.stdout}\n${r.stderr}`;
+    assert.equal(r.code, 1, ctx);
+    const capacity = 'Selected model is at capacity. Please try a different model.';
+    assert.deepEqual(failure(r), { err: [capacity], failed: capacity }, ctx);
   });
 });
