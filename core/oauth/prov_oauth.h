@@ -143,7 +143,9 @@ apr_status_t prov_oauth_token(prov_oauth_tokens_t *t, prov_oauth_err_t *err, pro
 const char *prov_oauth_tokens_json(const prov_oauth_tokens_t *t, apr_pool_t *p);
 
 /* RFC 7009: revokes token (access: that token; refresh: its whole grant)
- * when it belongs to client_id. Unknown tokens are not an error. */
+ * when it belongs to client_id. Unknown tokens are not an error
+ * (APR_SUCCESS); a token of another client is refused (APR_EACCES, nothing
+ * revoked: RFC 7009 2.1, the client must be the token's). */
 apr_status_t prov_oauth_revoke(prov_store_t *s, const char *token, const char *client_id,
                                apr_int64_t now, apr_pool_t *p);
 

@@ -235,8 +235,10 @@ apr_status_t prov_oauth_revoke(prov_store_t *s, const char *token, const char *c
     if (rv == APR_NOTFOUND)
         return APR_SUCCESS;
     /* kind, grant id, client_id */
-    if (rv != APR_SUCCESS || !client_id || strcmp(prov_store_get(s, row, 2), client_id))
+    if (rv != APR_SUCCESS)
         return rv;
+    if (!client_id || strcmp(prov_store_get(s, row, 2), client_id))
+        return APR_EACCES;
     if (!strcmp(prov_store_get(s, row, 0), "refresh"))
         rv = prov_store_exec(s, NULL, "oauth_grant_revoke", PROV_ARGS(prov_i64(now, p),
                              prov_store_get(s, row, 1)), p);

@@ -285,7 +285,8 @@ static void test_refresh_and_revoke(void)
     CU_ASSERT_EQUAL_FATAL(prov_oauth_code_issue(&code, s, &a, u->id, T0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&t, &err, s, form(code, NULL, c->client_id, VERIFIER,
                           p), T0, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, "mcp-other", T0 + 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, "mcp-other", T0 + 1, p), APR_EACCES);
+    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, NULL, T0 + 1, p), APR_EACCES);
     CU_ASSERT_TRUE(live(s, t.access_token, T0 + 2, p));
     CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, c->client_id, T0 + 1, p), APR_SUCCESS);
     CU_ASSERT_FALSE(live(s, t.access_token, T0 + 2, p));
