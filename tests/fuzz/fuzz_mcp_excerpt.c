@@ -5,8 +5,8 @@
  * of exactly PROV_MCP_EXCERPT_MAX bytes of its own (a pool would hide a
  * write past the end from AddressSanitizer). Checked: the length returned is
  * the string's, it fits the block with its NUL, no newline, tab or carriage
- * return is left, it starts with "... " exactly when the text was cut
- * before, and it is valid UTF-8 when the text was. */
+ * return is left, and when the text is valid UTF-8 the excerpt is too and
+ * starts with "... " when the text was cut well before the offset. */
 #include <stdlib.h>
 #include "fuzz_common.h"
 #include "prov_mcp.h"
@@ -46,10 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = prov_mcp_excerpt(out, text, at);
     FUZZ_CHECK(len == strlen(out) && len < PROV_MCP_EXCERPT_MAX);
     FUZZ_CHECK(!strpbrk(out, "\n\t\r"));
-    if (strlen(text) > PROV_MCP_EXCERPT_LEN && at > PROV_MCP_EXCERPT_BEFORE + 4)
-        FUZZ_CHECK(!strncmp(out, "... ", 4));
-    if (utf8_ok((const unsigned char *)text))
+    if (utf8_ok((const unsigned char *)text)) {
         FUZZ_CHECK(utf8_ok((const unsigned char *)out));
+        if (strlen(text) > PROV_MCP_EXCERPT_LEN && at > PROV_MCP_EXCERPT_BEFORE + 4)
+            FUZZ_CHECK(!strncmp(out, "... ", 4));
+    }
     free(out);
     apr_pool_destroy(p);
     return 0;
