@@ -106,7 +106,8 @@ describe('sign-in directives at start-up', () => {
 /** Starts a sign-in at the service and fills in the provider's form: the flow, stopped at the callback. */
 async function toCallback(stack, name, { jar = new CookieJar(), login = 'alice', ret = null, cancel = false, how = 'login' } = {}) {
   const q = ret === null ? '' : `?return=${encodeURIComponent(ret)}`;
-  const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/${name}/${how}${q}`, { jar, login, cancel });
+  const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/${name}/${how}${q}`,
+    { jar, login, cancel, post: how === 'link' });
   assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
   return flow;
 }
@@ -423,9 +424,22 @@ describe('sign-in through httpd', () => {
     assert.match(await r.text(), /started from another session/);
     assert.equal((await ids(a.jar)).body.identities.length, 2);
     // no session: no link
-    r = await fetch(`${stack.baseURL}/v1/auth/idp2/link`, { redirect: 'manual' });
+    r = await fetch(`${stack.baseURL}/v1/auth/idp2/link`, { method: 'POST', redirect: 'manual',
+      headers: { origin: stack.baseURL } });
     assert.equal(r.status, 401);
-    assert.match(await r.text(), /Please sign in first/);
+    assert.equal((await r.json()).error.code, 'NOT_SIGNED_IN');
+    // A link is a state change: never a GET (a cross-site navigation carries
+    // the Lax session cookie), never a POST from another site.
+    r = await a.jar.fetch(`${stack.baseURL}/v1/auth/idp2/link`);
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('location'), null);
+    assert.equal((await r.json()).error.code, 'METHOD_NOT_ALLOWED');
+    for (const headers of [{ origin: 'https://evil.example' }, {}]) {
+      r = await a.jar.fetch(`${stack.baseURL}/v1/auth/idp2/link`, { method: 'POST', headers });
+      assert.equal(r.status, 403, JSON.stringify(headers));
+      assert.equal(r.headers.get('location'), null);
+      assert.equal((await r.json()).error.code, 'CROSS_SITE_REQUEST');
+    }
     assert.equal((await ids(new CookieJar())).status, 401);
   });
 
