@@ -42,7 +42,8 @@ static int page(request_rec *r, int status, const char *title, const char *reaso
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
     apr_table_setn(r->err_headers_out, "Content-Security-Policy",
-                   "default-src 'none'; style-src 'unsafe-inline'");
+                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
+    apr_table_setn(r->err_headers_out, "X-Frame-Options", "DENY");
     if (r->header_only)
         return OK;
     ap_rprintf(r, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -146,6 +147,22 @@ static int auth_begin(request_rec *r, prov_idp_t *idp, apr_int64_t link_session)
     return redirect(r, start->url);
 }
 
+/* The session whose cookies a new sign-in replaces ends with it: its
+ * tokens would otherwise stay live, unseen, until they expire. */
+static void replaced_session_end(request_rec *r, prov_store_t *store, apr_int64_t now)
+{
+    const char *refresh = provider_cookie_get(r, PROVIDER_COOKIE_REFRESH);
+    const char *active = provider_cookie_get(r, PROVIDER_COOKIE_ACTIVE);
+    apr_status_t rv = APR_NOTFOUND;
+    if (refresh)
+        rv = prov_session_revoke_token(store, refresh, now, r->pool);
+    if (rv == APR_NOTFOUND && active)
+        rv = prov_session_revoke_token(store, active, now, r->pool);
+    if (rv == APR_SUCCESS)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00577: the session this browser had "
+                      "was ended by its new sign-in");
+}
+
 /* The sign-in's end: the user of the identity, a new session, 302 back. */
 static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
                        const prov_prelogin_t *pl, const prov_claims_t *claims)
@@ -168,6 +185,7 @@ static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
         return signin_failed(r, idp, "the session", rv, PROV_SIGNIN_R_INTERNAL);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00572: user %" APR_INT64_T_FMT
                   " signed in through %s%s", user->id, idp->name, created ? " (new user)" : "");
+    replaced_session_end(r, store, now);
     provider_session_cookies(r, sess, active, refresh, now);
     return redirect(r, pl->return_path);
 }

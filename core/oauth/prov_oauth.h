@@ -22,6 +22,9 @@
 #define PROV_OAUTH_CODE_TTL     60                  /* seconds */
 #define PROV_OAUTH_ACCESS_TTL   3600
 #define PROV_OAUTH_REFRESH_TTL  (30 * 24 * 3600)
+/* A grant's absolute life: refresh tokens rotate, but none outlives its
+ * grant's first 90 days; then the user authorizes the client again. */
+#define PROV_OAUTH_GRANT_TTL    (90 * 24 * 3600)
 #define PROV_OAUTH_RESOURCE_PATH "/v1/mcp/account"
 #define PROV_OAUTH_NAME_MAX     100                 /* client_name */
 #define PROV_OAUTH_REDIRECTS_MAX 10

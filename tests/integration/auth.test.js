@@ -250,6 +250,31 @@ describe('sign-in through httpd', () => {
     assert.equal(r.status, 204);
   });
 
+  it('ends the session a new sign-in replaces in the same browser', async () => {
+    const first = await signIn(stack, 'idp1', { login: 'bob' });
+    remember(first.jar);
+    const kept = copyJar(first.jar);
+    assert.equal((await session(stack, kept)).status, 200);
+    // The same browser signs in again (as bob, then as carol): the session
+    // whose cookies each sign-in replaces is revoked, not left live unseen.
+    let flow = await toCallback(stack, 'idp1', { jar: first.jar, login: 'bob' });
+    await stack.expectingLog(/PROV00577/, async () => {
+      await (await first.jar.fetch(flow.callback)).arrayBuffer();
+    });
+    remember(first.jar);
+    assert.equal((await session(stack, first.jar)).status, 200, 'the new one lives');
+    assert.equal((await session(stack, kept)).status, 401, 'the replaced one is dead');
+    const second = copyJar(first.jar);
+    kit.byName('idp2').users.add({ login: 'erin', email: 'erin@idp2.example' });
+    flow = await toCallback(stack, 'idp2', { jar: first.jar, login: 'erin' });
+    await stack.expectingLog(/PROV00577/, async () => {
+      await (await first.jar.fetch(flow.callback)).arrayBuffer();
+    });
+    remember(first.jar);
+    assert.equal((await session(stack, second)).status, 401);
+    assert.equal((await session(stack, first.jar)).status, 200);
+  });
+
   it('a block revokes every session at once and refuses the next sign-in', async () => {
     const a = await signIn(stack, 'idp3', { login: 'bob' });
     const b = await signIn(stack, 'idp3', { login: 'bob' });
@@ -323,6 +348,9 @@ describe('sign-in through httpd', () => {
     });
     assert.equal(r.status, 400);
     assert.match(r.headers.get('content-type'), /^text\/html/);
+    // A sign-in's result page cannot be framed by another site.
+    assert.equal(r.headers.get('x-frame-options'), 'DENY');
+    assert.match(r.headers.get('content-security-policy'), /frame-ancestors 'none'/);
     assert.match(body, /expired or was already used/, 'the first try took the state');
     const fresh = await toCallback(stack, 'idp2');
     await stack.expectingLog(/PROV00513/, async () => {
