@@ -13,6 +13,7 @@
 #include "mod_provider_api.h"
 #include "mod_provider_oauth.h"
 #include "prov_log.h"
+#include "prov_docs.h"
 #include "prov_store_sqlite.h"
 
 static server_rec *log_server;
@@ -174,6 +175,8 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
             continue;
         }
         provider_lookups_add(vs, lookups, pchild);
+        if (!c->docs_cache && prov_docs_cache_create(&c->docs_cache, pchild) != APR_SUCCESS)
+            c->docs_cache = NULL;
         if (provider_db_available()) {
             prov_billing_writer_t *w = NULL;
             apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);

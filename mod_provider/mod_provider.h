@@ -95,6 +95,7 @@ typedef struct provider_srv_conf {
     prov_gateway_t *gateway;
     prov_catalog_cache_t *catalog;
     prov_redactor_t *redactor;      /* masks the gateway's URL and token in logged text */
+    struct prov_docs_cache_t *docs_cache; /* search_docs' sections, per child (or NULL) */
 } provider_srv_conf;
 
 /* mod_provider_config.c */

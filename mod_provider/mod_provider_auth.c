@@ -42,7 +42,8 @@ static int page(request_rec *r, int status, const char *title, const char *reaso
     apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
     apr_table_setn(r->err_headers_out, "Content-Security-Policy",
-                   "default-src 'none'; style-src 'unsafe-inline'");
+                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
+    apr_table_setn(r->err_headers_out, "X-Frame-Options", "DENY");
     if (r->header_only)
         return OK;
     ap_rprintf(r, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -146,6 +147,22 @@ static int auth_begin(request_rec *r, prov_idp_t *idp, apr_int64_t link_session)
     return redirect(r, start->url);
 }
 
+/* The session whose cookies a new sign-in replaces ends with it: its
+ * tokens would otherwise stay live, unseen, until they expire. */
+static void replaced_session_end(request_rec *r, prov_store_t *store, apr_int64_t now)
+{
+    const char *refresh = provider_cookie_get(r, PROVIDER_COOKIE_REFRESH);
+    const char *active = provider_cookie_get(r, PROVIDER_COOKIE_ACTIVE);
+    apr_status_t rv = APR_NOTFOUND;
+    if (refresh)
+        rv = prov_session_revoke_token(store, refresh, now, r->pool);
+    if (rv == APR_NOTFOUND && active)
+        rv = prov_session_revoke_token(store, active, now, r->pool);
+    if (rv == APR_SUCCESS)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00577: the session this browser had "
+                      "was ended by its new sign-in");
+}
+
 /* The sign-in's end: the user of the identity, a new session, 302 back. */
 static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
                        const prov_prelogin_t *pl, const prov_claims_t *claims)
@@ -168,6 +185,7 @@ static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
         return signin_failed(r, idp, "the session", rv, PROV_SIGNIN_R_INTERNAL);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00572: user %" APR_INT64_T_FMT
                   " signed in through %s%s", user->id, idp->name, created ? " (new user)" : "");
+    replaced_session_end(r, store, now);
     provider_session_cookies(r, sess, active, refresh, now);
     return redirect(r, pl->return_path);
 }
@@ -213,22 +231,39 @@ static int auth_link(request_rec *r, prov_store_t *store, prov_idp_t *idp,
     return redirect(r, pl->return_path);
 }
 
-/* GET /v1/auth/NAME/link: from a session, a link begins. */
+/* POST /v1/auth/NAME/link[?return=PATH]: from a session, a link begins:
+ * a state change like any other, so from this site only (a GET would let
+ * another site start a link with the Lax session cookie). The answer is
+ * {"url": the provider's authorization URL} with the binding cookie, for
+ * the cabinet to go to (a form's redirect could not follow a provider that
+ * sends the browser on to another origin of its own). */
 static int auth_link_begin(request_rec *r, prov_idp_t *idp)
 {
     prov_error_t *err = NULL;
-    prov_store_t *store = provider_db_open(r, &err);
+    prov_store_t *store;
     prov_session_t *sess = NULL;
+    const char *url;
+    json_object *o;
     apr_status_t rv;
-    if (!store)
-        return page(r, HTTP_SERVICE_UNAVAILABLE, "Link failed", PROV_SIGNIN_R_INTERNAL);
+    int status;
+    if (!provider_same_site(r))
+        return json_fail(r, PROV_E_CROSS_SITE, "This request must come from this site.");
+    if (!(store = provider_db_open(r, &err)))
+        return provider_send_error(r, PROVIDER_FAMILY_OPENAI, err);
     rv = provider_session_check(&sess, r, store);
     provider_db_close(r, store);
     if (APR_STATUS_IS_NOTFOUND(rv))
-        return page(r, HTTP_UNAUTHORIZED, "Link failed", PAGE_SIGN_IN_FIRST);
+        return json_fail(r, PROV_E_NOT_SIGNED_IN, PAGE_SIGN_IN_FIRST);
     if (rv != APR_SUCCESS)
-        return page(r, HTTP_SERVICE_UNAVAILABLE, "Link failed", PROV_SIGNIN_R_INTERNAL);
-    return auth_begin(r, idp, sess->id);
+        return json_fail(r, PROV_E_SERVICE_UNAVAILABLE, "The link could not be started.");
+    status = auth_begin(r, idp, sess->id);
+    url = apr_table_get(r->headers_out, "Location");
+    if (status != HTTP_MOVED_TEMPORARILY || !url)
+        return status;  /* its failure page was answered */
+    apr_table_unset(r->headers_out, "Location");
+    o = prov_json_own(json_object_new_object(), r->pool);
+    json_object_object_add(o, "url", json_object_new_string(url));
+    return provider_send_json(r, HTTP_OK, prov_json_dump(o, r->pool));
 }
 
 /* GET /v1/auth/identities: the session owner's identities, provider and
@@ -442,8 +477,9 @@ int provider_auth_handler(request_rec *r)
     if (!slash || (strcmp(slash, "/login") && strcmp(slash, "/callback")
                    && strcmp(slash, "/link")))
         return json_fail(r, PROV_E_NOT_FOUND, "No such endpoint.");
-    if (!method_only(r, M_GET))
-        return json_fail(r, PROV_E_METHOD_NOT_ALLOWED, "Use GET.");
+    if (!method_only(r, strcmp(slash, "/link") ? M_GET : M_POST))
+        return json_fail(r, PROV_E_METHOD_NOT_ALLOWED, strcmp(slash, "/link") ? "Use GET."
+                                                                               : "Use POST.");
     if (!idp)
         return page(r, HTTP_NOT_FOUND, "Sign-in failed", PAGE_NO_PROVIDER);
     if (!c->public_url)

@@ -1,7 +1,11 @@
 /* mod_provider_consent.c: /oauth/authorize, the authorization server's
- * browser part. GET checks the request (a wrong client or redirect URI on
- * a page of ours, never redirected; the other faults back to the client
- * with state and iss), then needs a cabinet session: without one, a page
+ * browser part. GET checks the request: every fault (a wrong client or
+ * redirect URI, PKCE, resource, scope, response type) is answered on a page
+ * of ours, never redirected, since anyone can register a client with any
+ * redirect URI and a redirect before the user has seen the client on our
+ * page would make this origin an open redirector (RFC 9700 4.11.2); only
+ * the user's Deny goes back to the client, with state and iss. Then it
+ * needs a cabinet session: without one, a page
  * of "Sign in with <display>" buttons that come back here; with one, the
  * consent page naming the client and the scope with Allow and Deny. The
  * page's POST must come from this site (Origin, else Referer) and carry
@@ -66,6 +70,28 @@ static int redirect_error(request_rec *r, const prov_oauth_authz_t *a,
                                            provider_conf(r)->public_url, r->pool));
 }
 
+/* A request of a registered client that this server cannot take: the
+ * error code and our words on our page, nothing sent to the client. */
+static int refused_page(request_rec *r, const prov_oauth_client_t *client,
+                        const prov_oauth_err_t *err)
+{
+    const char *name = client->name ? client->name : client->client_id;
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00723: authorization request of client "
+                  "%s refused on our page: %s", client->client_id, err->error);
+    r->status = HTTP_BAD_REQUEST;
+    page_headers(r);
+    if (r->header_only)
+        return OK;
+    page_head(r, "Authorization failed");
+    ap_rprintf(r, "<p id=\"reason\">The application %s (a name it gave itself) sent an "
+               "authorization request this site cannot take: %s</p>\n<p>Error: <code "
+               "id=\"error\">%s</code>. Nothing was shared with it. Go back to the "
+               "application and start again.</p>\n</body></html>\n",
+               ap_escape_html(r->pool, name), ap_escape_html(r->pool, err->description),
+               ap_escape_html(r->pool, err->error));
+    return OK;
+}
+
 /* Without a session: a button per identity provider, each back to this URL. */
 static int signin_page(request_rec *r)
 {
@@ -112,8 +138,9 @@ static int consent_page(request_rec *r, const prov_oauth_client_t *client,
     if (r->header_only)
         return OK;
     page_head(r, "Allow access to your account?");
-    ap_rprintf(r, "<p id=\"client\"><strong>%s</strong> asks to %s.</p>\n",
-               ap_escape_html(r->pool, name), SCOPE_TEXT);
+    ap_rprintf(r, "<p id=\"client\"><strong>%s</strong> <span id=\"unverified\">(a name "
+               "the application gave itself: this site has not verified it)</span> asks to "
+               "%s.</p>\n", ap_escape_html(r->pool, name), SCOPE_TEXT);
     ap_rprintf(r, "<p>Scope: <code id=\"scope\">%s</code>. It will be sent back to "
                "<code id=\"redirect\">%s</code>.</p>\n", ap_escape_html(r->pool, a->scope),
                ap_escape_html(r->pool, a->redirect_uri));
@@ -231,10 +258,9 @@ int provider_consent_handler(request_rec *r)
                          "The service could not answer right now; try again later.");
     rv = prov_oauth_authz_client(&client, &err, store, &a, r->pool);
     if (rv == APR_SUCCESS) {
-        /* The redirect URI is the client's: the rest of the faults go there. */
         rv = prov_oauth_authz_check(&err, &a, prov_oauth_resource(c->public_url, r->pool));
         status = rv == APR_SUCCESS ? with_session(r, store, client, &a, form)
-                                   : redirect_error(r, &a, &err);
+                                   : refused_page(r, client, &err);
     }
     else if (rv == APR_EINVAL || rv == APR_NOTFOUND)
         status = fail_page(r, HTTP_BAD_REQUEST, "Authorization failed", err.description);

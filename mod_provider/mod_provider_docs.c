@@ -112,7 +112,7 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
     const char *text = NULL;
     apr_size_t len = 0;
     apr_status_t rv = prov_docs_read(&text, &len, provider_docs_root(r), file, r->pool);
-    int live;
+    int live, private = 0;
     if (rv != APR_SUCCESS) {
         if (!APR_STATUS_IS_ENOENT(rv))
             ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00651: docs: cannot read %s/%s "
@@ -126,10 +126,15 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
         return send_page(r, HTTP_OK, type, text, "max-age=3600");
     live = prov_docs_needs_models(text);
     v.base_url = base_url(r);
+    /* Without ProviderPublicURL the page shows the request's own origin: a
+     * shared cache must not keep one client's Host for another. */
+    if (!provider_conf(r)->public_url)
+        private = 1;
     if (live)
         live_models(&v, r);
     if (json)
-        return send_page(r, HTTP_OK, type, prov_docs_render(text, &v, r->pool), "max-age=300");
+        return send_page(r, HTTP_OK, type, prov_docs_render(text, &v, r->pool),
+                         private ? "private, max-age=300" : "max-age=300");
     rv = prov_docs_frame(&text, provider_docs_root(r), text, &v, r->pool);
     if (rv != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00652: docs: %s/_layout.html is missing "
@@ -137,7 +142,8 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
                       provider_docs_root(r));
         return HTTP_SERVICE_UNAVAILABLE;
     }
-    return send_page(r, HTTP_OK, type, text, live ? "no-cache" : "max-age=300");
+    return send_page(r, HTTP_OK, type, text, live ? (private ? "private, no-cache" : "no-cache")
+                                             : private ? "private, max-age=300" : "max-age=300");
 }
 
 int provider_docs_handler(request_rec *r)

@@ -93,6 +93,7 @@ int provider_write_json(request_rec *r, int status, const char *json)
         r->status_line = "529 Overloaded";
     ap_set_content_type(r, "application/json");
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    apr_table_setn(r->headers_out, "X-Content-Type-Options", "nosniff");
     ap_set_content_length(r, (apr_off_t)len);
     if (!r->header_only && len)
         APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_pool_create(json, len, r->pool,

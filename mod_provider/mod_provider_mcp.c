@@ -25,11 +25,13 @@ static void tool_store_close(void *baton, prov_store_t *s)
 }
 
 /* The documentation's sections for search_docs (core/docs: the pages under
- * ProviderDocsRoot), read once per request and only when a message asks. */
+ * ProviderDocsRoot), only when a message asks: from the child's cache,
+ * which reads the pages again only when one changed. */
 static const apr_array_header_t *tool_docs(void *baton)
 {
     request_rec *r = baton;
-    prov_docs_vars_t v = { provider_conf(r)->public_url, NULL, NULL };
+    provider_srv_conf *c = provider_conf(r);
+    prov_docs_vars_t v = { c->public_url, NULL, NULL };
     apr_array_header_t *sections = NULL, *docs = NULL;
     apr_status_t rv;
     int i;
@@ -37,7 +39,10 @@ static const apr_array_header_t *tool_docs(void *baton)
     if (docs)
         return docs;
     docs = apr_array_make(r->pool, 32, sizeof(prov_mcp_doc_t *));
-    rv = prov_docs_sections(&sections, provider_docs_root(r), &v, r->pool);
+    rv = c->docs_cache
+         ? prov_docs_cache_sections(&sections, c->docs_cache, provider_docs_root(r), &v, NULL,
+                                    r->pool)
+         : prov_docs_sections(&sections, provider_docs_root(r), &v, r->pool);
     if (rv != APR_SUCCESS)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r, "PROV00702: search_docs: cannot read "
                       "the documentation in %s (ProviderDocsRoot)", provider_docs_root(r));
@@ -113,10 +118,13 @@ int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t
     if (!json_body(r))
         return refuse(r, HTTP_UNSUPPORTED_MEDIA_TYPE, PROV_MCP_INVALID_REQUEST,
                       "The body must be application/json");
-    rv = provider_read_body(r, c->max_body, &body, &len);
+    rv = provider_read_body(r, c->max_body < PROVIDER_MCP_BODY_MAX ? c->max_body
+                                                                   : PROVIDER_MCP_BODY_MAX,
+                            &body, &len);
     if (rv == APR_ENOSPC)
         return refuse(r, HTTP_REQUEST_ENTITY_TOO_LARGE, PROV_MCP_INVALID_REQUEST,
-                      "The message is too large");
+                      apr_psprintf(r->pool, "The message is too large (at most %d bytes)",
+                                   PROVIDER_MCP_BODY_MAX));
     if (rv != APR_SUCCESS)
         return refuse(r, HTTP_BAD_REQUEST, PROV_MCP_PARSE_ERROR,
                       "The message could not be read");

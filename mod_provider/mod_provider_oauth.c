@@ -145,12 +145,19 @@ static int oauth_revoke(request_rec *r)
         return go;
     if (!apr_table_get(form, "token"))
         return oauth_fail(r, HTTP_BAD_REQUEST, "invalid_request", "token is required.");
+    /* A public client identifies itself by its id (RFC 7009 2.1): without
+     * it nothing could be revoked, and a silent 200 would say it was. */
+    if (!apr_table_get(form, "client_id"))
+        return oauth_fail(r, HTTP_BAD_REQUEST, "invalid_request", "client_id is required.");
     if (!(store = provider_db_open(r, &e)))
         return oauth_fail(r, HTTP_SERVICE_UNAVAILABLE, "temporarily_unavailable",
                           "Try again later.");
     rv = prov_oauth_revoke(store, apr_table_get(form, "token"),
                            apr_table_get(form, "client_id"), prov_now(), r->pool);
     provider_db_close(r, store);
+    if (rv == APR_EACCES)
+        return oauth_fail(r, HTTP_BAD_REQUEST, "invalid_request", "This token was not issued "
+                          "to this client_id: nothing was revoked.");
     if (rv != APR_SUCCESS)
         return oauth_fail(r, HTTP_SERVICE_UNAVAILABLE, "temporarily_unavailable",
                           "Try again later.");

@@ -17,6 +17,9 @@ int provider_mcp_method_check(request_rec *r);
 /* Serves one MCP message of r (a POST) with srv's tools for user_id (0:
  * the public endpoint). Returns what the handler returns. */
 int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t user_id);
+/* The largest MCP message read (bytes; ProviderMaxBodySize when smaller): the
+ * tools take a few short arguments, and /v1/mcp is open to anyone. */
+#define PROVIDER_MCP_BODY_MAX 65536
 
 /* POST /v1/mcp */
 int provider_mcp_handler(request_rec *r);

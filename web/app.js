@@ -5,7 +5,7 @@
 // (GET/POST/PUT/DELETE /v1/keys...), usage by day, key or model (GET
 // /v1/usage), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
-// linked sign-in methods (GET /v1/auth/identities, /v1/auth/NAME/link,
+// linked sign-in methods (GET /v1/auth/identities, POST /v1/auth/NAME/link,
 // DELETE /v1/auth/identities/NAME), the authorized MCP clients (GET
 // /v1/mcp/clients, DELETE /v1/mcp/clients/ID).
 // Every request is same-origin with the session's cookies (HttpOnly: this
@@ -146,7 +146,7 @@
   }
 
   /**
-   * A sign-in or link form's submit, as a navigation of the page: the CSP's
+   * A sign-in form's submit (a link's URL, once its POST gave it), as a navigation of the page: the CSP's
    * form-action names each provider's issuer (or authorization endpoint),
    * but a provider may send the browser on to another origin of its own,
    * which a form's redirects could not reach.
@@ -517,8 +517,17 @@
         ids.length > 1 ? el('button', { type: 'button', class: 'secondary unlink', text: 'Unlink',
           'aria-label': `Unlink ${display(i.provider)}`, onclick: () => unlink(i) }) : null)));
       const linked = new Set(ids.map((i) => i.provider));
+      // A link starts with a same-site POST (another site cannot start one);
+      // its answer is the provider's URL, gone to as a navigation (see go).
+      const start = (ev, p) => {
+        ev.preventDefault();
+        return guarded('identities-error', async () => {
+          const r = await api('POST', p.link);
+          location.assign(r.url);
+        });
+      };
       $('link-list').replaceChildren(...providers.filter((p) => !linked.has(p.name)).map((p) => el('form',
-        { id: `link-${p.name}`, method: 'get', action: p.link, onsubmit: go },
+        { id: `link-${p.name}`, method: 'post', action: p.link, onsubmit: (ev) => start(ev, p) },
         el('button', { type: 'submit', class: 'secondary', text: `Link ${p.display}` }))));
     });
   }

@@ -58,6 +58,20 @@ int prov_docs_needs_models(const char *text);
  * markers are replaced from v first (v may be NULL: the defaults). */
 apr_status_t prov_docs_sections(apr_array_header_t **sections, const char *root,
                                 const prov_docs_vars_t *v, apr_pool_t *p);
+
+/* The sections kept by a process (prov_docs_cache.c): read again only when
+ * a page under root was added, removed or changed (name, size, mtime) or
+ * the base URL is another; thread-safe. */
+typedef struct prov_docs_cache_t prov_docs_cache_t;
+apr_status_t prov_docs_cache_create(prov_docs_cache_t **c, apr_pool_t *p);
+/* As prov_docs_sections (only v->base_url may be set), copied into p;
+ * *refilled (may be NULL) says whether the pages were read again. */
+apr_status_t prov_docs_cache_sections(apr_array_header_t **sections, prov_docs_cache_t *c,
+                                      const char *root, const prov_docs_vars_t *v,
+                                      int *refilled, apr_pool_t *p);
+/* What the cache compares: base_url and each page's name, size and mtime. */
+apr_status_t prov_docs_stamp(const char **stamp, const char *root, const char *base_url,
+                             apr_pool_t *p);
 /* The sections of one page's HTML (for prov_docs_sections and tests). */
 void prov_docs_page_sections(apr_array_header_t *out, const char *page, const char *html,
                              apr_pool_t *p);

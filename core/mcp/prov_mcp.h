@@ -119,4 +119,13 @@ extern const prov_mcp_server_t prov_mcp_account;
 json_object *prov_mcp_docs_search(const apr_array_header_t *docs, const char *query, int limit,
                                   const char *public_url, apr_pool_t *p);
 
+/* A hit's excerpt: about PROV_MCP_EXCERPT_LEN bytes of text around offset at
+ * (whole UTF-8 sequences, whitespace folded, "... " before and " ..." after
+ * when cut), written with its NUL into out, which holds
+ * PROV_MCP_EXCERPT_MAX bytes. Returns its length. */
+#define PROV_MCP_EXCERPT_BEFORE 80
+#define PROV_MCP_EXCERPT_LEN 240
+#define PROV_MCP_EXCERPT_MAX (sizeof("... ") - 1 + PROV_MCP_EXCERPT_LEN + sizeof(" ..."))
+apr_size_t prov_mcp_excerpt(char *out, const char *text, apr_size_t at);
+
 #endif

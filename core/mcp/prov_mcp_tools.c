@@ -16,8 +16,6 @@
 #define LIMIT_DEFAULT 5
 #define LIMIT_MAX     20
 #define TERMS_MAX     16
-#define EXCERPT_BEFORE 80
-#define EXCERPT_LEN   240
 
 /* ---- list_models ------------------------------------------------------------ */
 
@@ -108,18 +106,20 @@ static apr_size_t char_start(const char *s, apr_size_t i)
     return i;
 }
 
-/* About EXCERPT_LEN bytes of text around offset at, whitespace folded. */
-static const char *excerpt(const char *text, apr_size_t at, apr_pool_t *p)
+/* The text between from and to is at most PROV_MCP_EXCERPT_LEN bytes, so
+ * with the two marks and the NUL it fits PROV_MCP_EXCERPT_MAX. */
+apr_size_t prov_mcp_excerpt(char *out, const char *text, apr_size_t at)
 {
-    apr_size_t n = strlen(text), from = at > EXCERPT_BEFORE ? at - EXCERPT_BEFORE : 0, to;
-    char *out, *o;
-    apr_size_t i;
+    apr_size_t n = strlen(text), from, to, i;
+    char *o = out;
     int space = 0;
+    if (at > n)
+        at = n;
+    from = at > PROV_MCP_EXCERPT_BEFORE ? at - PROV_MCP_EXCERPT_BEFORE : 0;
     while (from > 0 && from < at && text[from - 1] != ' ' && text[from - 1] != '\n')
         from++;
     from = char_start(text, from);
-    to = from + EXCERPT_LEN < n ? char_start(text, from + EXCERPT_LEN) : n;
-    out = o = apr_palloc(p, (to - from) + 8);
+    to = from + PROV_MCP_EXCERPT_LEN < n ? char_start(text, from + PROV_MCP_EXCERPT_LEN) : n;
     if (from > 0)
         o += strlen(strcpy(o, "... "));
     for (i = from; i < to; i++) {
@@ -136,6 +136,13 @@ static const char *excerpt(const char *text, apr_size_t at, apr_pool_t *p)
     if (to < n)
         o += strlen(strcpy(o, " ..."));
     *o = '\0';
+    return (apr_size_t)(o - out);
+}
+
+static const char *excerpt(const char *text, apr_size_t at, apr_pool_t *p)
+{
+    char *out = apr_palloc(p, PROV_MCP_EXCERPT_MAX);
+    prov_mcp_excerpt(out, text, at);
     return out;
 }
 

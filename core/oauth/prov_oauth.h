@@ -22,6 +22,9 @@
 #define PROV_OAUTH_CODE_TTL     60                  /* seconds */
 #define PROV_OAUTH_ACCESS_TTL   3600
 #define PROV_OAUTH_REFRESH_TTL  (30 * 24 * 3600)
+/* A grant's absolute life: refresh tokens rotate, but none outlives its
+ * grant's first 90 days; then the user authorizes the client again. */
+#define PROV_OAUTH_GRANT_TTL    (90 * 24 * 3600)
 #define PROV_OAUTH_RESOURCE_PATH "/v1/mcp/account"
 #define PROV_OAUTH_NAME_MAX     100                 /* client_name */
 #define PROV_OAUTH_REDIRECTS_MAX 10
@@ -143,7 +146,9 @@ apr_status_t prov_oauth_token(prov_oauth_tokens_t *t, prov_oauth_err_t *err, pro
 const char *prov_oauth_tokens_json(const prov_oauth_tokens_t *t, apr_pool_t *p);
 
 /* RFC 7009: revokes token (access: that token; refresh: its whole grant)
- * when it belongs to client_id. Unknown tokens are not an error. */
+ * when it belongs to client_id. Unknown tokens are not an error
+ * (APR_SUCCESS); a token of another client is refused (APR_EACCES, nothing
+ * revoked: RFC 7009 2.1, the client must be the token's). */
 apr_status_t prov_oauth_revoke(prov_store_t *s, const char *token, const char *client_id,
                                apr_int64_t now, apr_pool_t *p);
 

@@ -37,22 +37,30 @@ static int verifier_ok(const char *v)
     return 1;
 }
 
-/* A new access and refresh token of grant_id, stored as their hashes. */
+static apr_int64_t earlier(apr_int64_t a, apr_int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* A new access and refresh token of grant_id (made at granted), stored as
+ * their hashes; neither lives past the grant's absolute life. */
 static apr_status_t issue(prov_oauth_tokens_t *t, prov_store_t *s, apr_int64_t grant_id,
-                          const char *scope, apr_int64_t now, apr_pool_t *p)
+                          apr_int64_t granted, const char *scope, apr_int64_t now,
+                          apr_pool_t *p)
 {
     const char *access = NULL, *refresh = NULL, *g = prov_i64(grant_id, p);
+    apr_int64_t until = granted + PROV_OAUTH_GRANT_TTL;
     apr_status_t rv;
     if ((rv = prov_random_token(&access, 32, p)) != APR_SUCCESS
         || (rv = prov_random_token(&refresh, 32, p)) != APR_SUCCESS)
         return rv;
     rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_key_hash(access, p), g,
-                         "access", prov_i64(now, p), prov_i64(now + PROV_OAUTH_ACCESS_TTL, p)),
-                         p);
+                         "access", prov_i64(now, p),
+                         prov_i64(earlier(now + PROV_OAUTH_ACCESS_TTL, until), p)), p);
     if (rv == APR_SUCCESS)
         rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_key_hash(refresh, p), g,
                              "refresh", prov_i64(now, p),
-                             prov_i64(now + PROV_OAUTH_REFRESH_TTL, p)), p);
+                             prov_i64(earlier(now + PROV_OAUTH_REFRESH_TTL, until), p)), p);
     if (rv != APR_SUCCESS)
         return rv;
     t->access_token = access;
@@ -100,7 +108,7 @@ static apr_status_t grant_from_code(prov_oauth_tokens_t *t, prov_store_t *s,
     rv = prov_store_select_one(&row, s, "oauth_grant_add", PROV_ARGS(client_id, user_id,
                                code_hash, scope, resource, prov_i64(now, p)), p);
     if (rv == APR_SUCCESS)
-        rv = issue(t, s, prov_store_get_i64(s, row, 0, 0), scope, now, p);
+        rv = issue(t, s, prov_store_get_i64(s, row, 0, 0), now, scope, now, p);
     if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
         return rv;
@@ -184,14 +192,18 @@ static apr_status_t by_refresh(prov_oauth_tokens_t *t, prov_oauth_err_t *err, pr
                                    PROV_ARGS(prov_store_get(s, row, 0)), p);
     if (rv != APR_SUCCESS)
         return rv;
-    /* grant id, client_id, scope, resource */
+    /* grant id, client_id, scope, resource, created_at */
+    if (now >= prov_store_get_i64(s, row, 4, 0) + PROV_OAUTH_GRANT_TTL)
+        return refuse(err, "invalid_grant", "This authorization has reached its longest life "
+                      "(90 days): authorize the application again.");
     if (strcmp(prov_store_get(s, row, 1), client_id))
         return refuse(err, "invalid_grant", "The refresh token was issued to another client.");
     if (resource && strcmp(resource, prov_store_get(s, row, 3)))
         return refuse(err, "invalid_target", "resource differs from the one authorized.");
     if (scope && *scope && !prov_oauth_scope_has(prov_store_get(s, row, 2), scope))
         return refuse(err, "invalid_scope", "The scope may not grow on refresh.");
-    return issue(t, s, prov_store_get_i64(s, row, 0, 0), prov_store_get(s, row, 2), now, p);
+    return issue(t, s, prov_store_get_i64(s, row, 0, 0), prov_store_get_i64(s, row, 4, 0),
+                 prov_store_get(s, row, 2), now, p);
 }
 
 apr_status_t prov_oauth_token(prov_oauth_tokens_t *t, prov_oauth_err_t *err, prov_store_t *s,
@@ -235,8 +247,10 @@ apr_status_t prov_oauth_revoke(prov_store_t *s, const char *token, const char *c
     if (rv == APR_NOTFOUND)
         return APR_SUCCESS;
     /* kind, grant id, client_id */
-    if (rv != APR_SUCCESS || !client_id || strcmp(prov_store_get(s, row, 2), client_id))
+    if (rv != APR_SUCCESS)
         return rv;
+    if (!client_id || strcmp(prov_store_get(s, row, 2), client_id))
+        return APR_EACCES;
     if (!strcmp(prov_store_get(s, row, 0), "refresh"))
         rv = prov_store_exec(s, NULL, "oauth_grant_revoke", PROV_ARGS(prov_i64(now, p),
                              prov_store_get(s, row, 1)), p);

@@ -374,7 +374,7 @@ static const prov_stmt_def_t statements[] = {
       "WHERE g.id = oauth_tokens.grant_id AND g.revoked_at IS NULL AND u.blocked = 0) "
       "RETURNING grant_id" },
     { "oauth_grant_get",
-      "SELECT id, client_id, scope, resource FROM oauth_grants WHERE id = %lld" },
+      "SELECT id, client_id, scope, resource, created_at FROM oauth_grants WHERE id = %lld" },
     /* args: now, hash: the grant made from a code presented again */
     { "oauth_grant_revoke_code",
       "UPDATE oauth_grants SET revoked_at = %lld WHERE code_hash = %s AND revoked_at IS NULL" },

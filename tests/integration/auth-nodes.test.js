@@ -102,7 +102,7 @@ describe('sign-in on two nodes sharing one PostgreSQL database', { timeout: 1800
   async function flow(from, to, name, { jar = new CookieJar(), login = 'alice', how = 'login' } = {}) {
     front.to = from;
     const mark = front.served.length;
-    const at = await signInAtProvider(`${base}/v1/auth/${name}/${how}`, { jar, login });
+    const at = await signInAtProvider(`${base}/v1/auth/${name}/${how}`, { jar, login, post: how === 'link' });
     assert.ok(at.callback, `no callback (${at.status}): ${at.body}`);
     assert.ok(at.callback.startsWith(`${base}/v1/auth/${name}/callback?`), 'the redirect URI is the public name\'s');
     assert.deepEqual(front.served.slice(mark).map((s) => s.node), [from], 'begun on one node');

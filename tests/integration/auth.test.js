@@ -106,7 +106,8 @@ describe('sign-in directives at start-up', () => {
 /** Starts a sign-in at the service and fills in the provider's form: the flow, stopped at the callback. */
 async function toCallback(stack, name, { jar = new CookieJar(), login = 'alice', ret = null, cancel = false, how = 'login' } = {}) {
   const q = ret === null ? '' : `?return=${encodeURIComponent(ret)}`;
-  const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/${name}/${how}${q}`, { jar, login, cancel });
+  const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/${name}/${how}${q}`,
+    { jar, login, cancel, post: how === 'link' });
   assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
   return flow;
 }
@@ -249,6 +250,31 @@ describe('sign-in through httpd', () => {
     assert.equal(r.status, 204);
   });
 
+  it('ends the session a new sign-in replaces in the same browser', async () => {
+    const first = await signIn(stack, 'idp1', { login: 'bob' });
+    remember(first.jar);
+    const kept = copyJar(first.jar);
+    assert.equal((await session(stack, kept)).status, 200);
+    // The same browser signs in again (as bob, then as carol): the session
+    // whose cookies each sign-in replaces is revoked, not left live unseen.
+    let flow = await toCallback(stack, 'idp1', { jar: first.jar, login: 'bob' });
+    await stack.expectingLog(/PROV00577/, async () => {
+      await (await first.jar.fetch(flow.callback)).arrayBuffer();
+    });
+    remember(first.jar);
+    assert.equal((await session(stack, first.jar)).status, 200, 'the new one lives');
+    assert.equal((await session(stack, kept)).status, 401, 'the replaced one is dead');
+    const second = copyJar(first.jar);
+    kit.byName('idp2').users.add({ login: 'erin', email: 'erin@idp2.example' });
+    flow = await toCallback(stack, 'idp2', { jar: first.jar, login: 'erin' });
+    await stack.expectingLog(/PROV00577/, async () => {
+      await (await first.jar.fetch(flow.callback)).arrayBuffer();
+    });
+    remember(first.jar);
+    assert.equal((await session(stack, second)).status, 401);
+    assert.equal((await session(stack, first.jar)).status, 200);
+  });
+
   it('a block revokes every session at once and refuses the next sign-in', async () => {
     const a = await signIn(stack, 'idp3', { login: 'bob' });
     const b = await signIn(stack, 'idp3', { login: 'bob' });
@@ -322,6 +348,9 @@ describe('sign-in through httpd', () => {
     });
     assert.equal(r.status, 400);
     assert.match(r.headers.get('content-type'), /^text\/html/);
+    // A sign-in's result page cannot be framed by another site.
+    assert.equal(r.headers.get('x-frame-options'), 'DENY');
+    assert.match(r.headers.get('content-security-policy'), /frame-ancestors 'none'/);
     assert.match(body, /expired or was already used/, 'the first try took the state');
     const fresh = await toCallback(stack, 'idp2');
     await stack.expectingLog(/PROV00513/, async () => {
@@ -423,9 +452,22 @@ describe('sign-in through httpd', () => {
     assert.match(await r.text(), /started from another session/);
     assert.equal((await ids(a.jar)).body.identities.length, 2);
     // no session: no link
-    r = await fetch(`${stack.baseURL}/v1/auth/idp2/link`, { redirect: 'manual' });
+    r = await fetch(`${stack.baseURL}/v1/auth/idp2/link`, { method: 'POST', redirect: 'manual',
+      headers: { origin: stack.baseURL } });
     assert.equal(r.status, 401);
-    assert.match(await r.text(), /Please sign in first/);
+    assert.equal((await r.json()).error.code, 'NOT_SIGNED_IN');
+    // A link is a state change: never a GET (a cross-site navigation carries
+    // the Lax session cookie), never a POST from another site.
+    r = await a.jar.fetch(`${stack.baseURL}/v1/auth/idp2/link`);
+    assert.equal(r.status, 405);
+    assert.equal(r.headers.get('location'), null);
+    assert.equal((await r.json()).error.code, 'METHOD_NOT_ALLOWED');
+    for (const headers of [{ origin: 'https://evil.example' }, {}]) {
+      r = await a.jar.fetch(`${stack.baseURL}/v1/auth/idp2/link`, { method: 'POST', headers });
+      assert.equal(r.status, 403, JSON.stringify(headers));
+      assert.equal(r.headers.get('location'), null);
+      assert.equal((await r.json()).error.code, 'CROSS_SITE_REQUEST');
+    }
     assert.equal((await ids(new CookieJar())).status, 401);
   });
 

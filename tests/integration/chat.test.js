@@ -52,6 +52,7 @@ describe('POST /v1/chat/completions: charging', { timeout: 120000 }, () => {
 
     const header = res.headers.get('x-provider-credits');
     assert.ok(header !== null, 'x-provider-credits header');
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', 'a JSON answer: nosniff');
     assert.match(header, /^\d+(\.\d+)?$/, `x-provider-credits is a decimal: ${header}`);
     assert.equal(toMicro(header), expected, `x-provider-credits ${header}`);
     assert.equal(typeof res.json.usage.credits, 'number', 'usage.credits is a JSON number');

@@ -61,6 +61,7 @@ describe('POST /v1/chat/completions: refusals', { timeout: 120000 }, () => {
     const e = assertOpenAIError(res, status, code, opts);
     assertNoSecrets(res, stack);
     assert.equal(res.headers.get('x-provider-credits') ?? '0', '0', 'a refusal shows no charge');
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff', 'every JSON answer: nosniff');
     assert.equal((await stack.mock.last()).seq, gwSeq, `the gateway was called for a ${status}`);
     return e;
   }

@@ -15,7 +15,10 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startStack, seedCatalog, freePort } from './lib/server.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startStack, seedCatalog, freePort, SRCDIR } from './lib/server.js';
 
 const ACCEPT = 'application/json, text/event-stream';
 
@@ -203,5 +206,64 @@ describe('POST /v1/mcp, the public MCP endpoint', { timeout: 120000 }, () => {
     // The account's tools are not on the public endpoint.
     assertRpcError(await mcp(stack, { jsonrpc: '2.0', id: 8, method: 'tools/call',
       params: { name: 'account_limits', arguments: {} } }), 200, -32602, 8);
+  });
+});
+
+// Issue 31, item 8: the public endpoint reads at most 64 KiB whatever
+// ProviderMaxBodySize allows (4 MiB by default), and keeps the docs'
+// sections per child, read again when a page changes.
+describe('POST /v1/mcp: a small body limit, the docs cached and checked against the files', { timeout: 120000 }, () => {
+  let stack;
+  let docs;
+
+  before(async () => {
+    docs = fs.mkdtempSync(path.join(os.tmpdir(), 'prov-mcp-docs-'));
+    fs.cpSync(path.join(SRCDIR, 'docs', 'site'), docs, { recursive: true });
+    fs.chmodSync(docs, 0o755); // mkdtemp's 0700 would hide it from httpd's user
+    stack = await startStack({
+      seed: seedCatalog,
+      overrides: { ProviderMaxBodySize: String(4 * 1024 * 1024), ProviderDocsRoot: docs },
+    });
+  });
+
+  after(async () => {
+    if (stack) await stack.stop();
+    if (docs) fs.rmSync(docs, { recursive: true, force: true });
+  });
+
+  const ping = (pad) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad } });
+  const search = async (query) => {
+    const res = await mcp(stack, { jsonrpc: '2.0', id: 7, method: 'tools/call',
+      params: { name: 'search_docs', arguments: { query } } });
+    assert.equal(res.status, 200, res.text);
+    return res.json.result.structuredContent.results;
+  };
+
+  it('answers 413 to a message over 64 KiB (a 1 MiB one too), and takes one just under', async () => {
+    for (const size of [1024 * 1024, 65537]) {
+      const body = ping('x'.repeat(size - ping('').length));
+      assert.equal(body.length, size);
+      const res = await mcp(stack, body);
+      assertRpcError(res, 413, -32600);
+      assert.match(res.json.error.message, /65536 bytes/);
+    }
+    const fits = ping('x'.repeat(65536 - ping('').length));
+    const ok = await mcp(stack, fits);
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.json.result, {});
+  });
+
+  it('finds a section added to a page at the next search, and one removed no more', async () => {
+    assert.deepEqual(await search('quokkaword'), []);
+    const page = path.join(docs, 'credits.html');
+    const before = fs.readFileSync(page, 'utf8');
+    fs.writeFileSync(page, `${before}\n<h2 id="quokka">Quokka section</h2>\n<p>The quokkaword is here.</p>\n`);
+    const hits = await search('quokkaword');
+    assert.equal(hits.length, 1, JSON.stringify(hits));
+    assert.equal(hits[0].path, '/docs/credits#quokka');
+    assert.match(hits[0].excerpt, /quokkaword/);
+    fs.writeFileSync(page, before);
+    // The same size as a changed page would be no proof: this one is shorter.
+    assert.deepEqual(await search('quokkaword'), []);
   });
 });

@@ -23,6 +23,7 @@ import assert from 'node:assert/strict';
 import { startStack, seedCatalog, freePort } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
 import { chatBody } from './lib/helpers.js';
+import { CookieJar } from './lib/idp-client.js';
 import {
   SCOPE, signedIn, register, client, authParams, authorize, consentForm, decide, authorizeCode,
   token, exchange, revoke, account, callAccount, challengeOf,
@@ -163,7 +164,7 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     const { params, verifier } = authParams(stack, c);
     const page = await authorize(stack, jar, params);
     assert.equal(page.status, 200, page.html);
-    assert.match(page.html, /<strong>Test MCP client<\/strong> asks to read your balance/);
+    assert.match(page.html, /<strong>Test MCP client<\/strong> <span id="unverified">\(a name the application gave itself: this site has not verified it\)<\/span> asks to read your balance/);
     assert.match(page.html, /<code id="scope">account:read<\/code>/);
     assert.match(page.html, /<button type="submit" id="allow" name="decision" value="allow">Allow<\/button>/);
     assert.match(page.html, /<button type="submit" id="deny" name="decision" value="deny">Deny<\/button>/);
@@ -268,7 +269,7 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     assert.equal((await authorize(stack, jar, params)).status, 200);
   });
 
-  it('sends other faults back with state and iss: PKCE plain or missing, a foreign resource, an unknown scope', async () => {
+  it('refuses every other fault on its own page too, signed in or not: no redirect before the user saw the client (RFC 9700 4.11.2)', async () => {
     const cases = [
       [{ code_challenge_method: 'plain' }, 'invalid_request'],
       [{ code_challenge_method: null }, 'invalid_request'],
@@ -280,10 +281,24 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
       [{ scope: 'account:read admin' }, 'invalid_scope'],
       [{ response_type: 'token' }, 'unsupported_response_type'],
     ];
-    for (const [extra, error] of cases) {
-      const { params } = authParams(stack, c, extra);
-      const u = redirectError(await authorize(stack, jar, params), c, error, params.state);
-      assert.equal(u.searchParams.get('iss'), stack.baseURL, JSON.stringify(extra));
+    // An attacker's own client with its own https redirect URI, anonymous or
+    // through a victim's session: our page, never a 302 to that URI.
+    const evil = await register(stack, { client_name: 'Evil', redirect_uris: ['https://evil.example/cb'] });
+    assert.equal(evil.status, 201);
+    const attacker = { clientId: evil.json.client_id, redirectUri: 'https://evil.example/cb' };
+    for (const who of [c, attacker]) {
+      for (const [extra, error] of cases) {
+        for (const cookies of [jar, new CookieJar()]) {
+          const { params } = authParams(stack, who, extra);
+          const r = await authorize(stack, cookies, params);
+          const what = `${who.clientId} ${JSON.stringify(extra)} ${cookies === jar ? 'signed in' : 'anonymous'}`;
+          assert.equal(r.status, 400, what);
+          assert.equal(r.location, null, what);
+          assert.match(r.html, new RegExp(`<code id="error">${error}</code>`), what);
+          assert.match(r.html, /<p id="reason">/, what);
+          assert.doesNotMatch(r.html, /evil\.example/, what);
+        }
+      }
     }
   });
 
@@ -406,6 +421,15 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
       stack.setClock(now);
     }
     assert.equal((await account(stack, t.access_token, ping)).status, 200);
+    // Never a silent no-op: without client_id, or with another client's, a 400
+    // and the token still works (RFC 7009 2.1).
+    const anon = await revoke(stack, { token: t.access_token });
+    assertOAuthError(anon, 400, 'invalid_request');
+    assert.match(anon.json.error_description, /client_id/);
+    const other = await register(stack, { redirect_uris: ['http://127.0.0.1:5173/callback'] });
+    assertOAuthError(await revoke(stack, { token: t.access_token, client_id: other.json.client_id }),
+      400, 'invalid_request');
+    assert.equal((await account(stack, t.access_token, ping)).status, 200, 'not revoked');
     const rv = await revoke(stack, { token: t.access_token, client_id: c.clientId });
     assert.equal(rv.status, 200);
     assert.equal((await account(stack, t.access_token, ping)).status, 401);

@@ -170,8 +170,60 @@ static void test_directory(void)
     apr_pool_destroy(p);
 }
 
+/* The cache reads the pages once, again when one changes (its size or
+ * mtime), is added or removed, or the base URL is another; each lookup is a
+ * copy of its own. */
+static void test_cache(void)
+{
+    apr_pool_t *p = NULL;
+    char tmpl[] = "/tmp/prov-docs-XXXXXX";
+    const char *dir = mkdtemp(tmpl), *s1 = NULL, *s2 = NULL;
+    apr_array_header_t *a = NULL, *b = NULL;
+    prov_docs_vars_t v = { "http://127.0.0.1:8080", NULL, NULL };
+    prov_docs_cache_t *c = NULL;
+    int refilled = -1;
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    put(dir, "index.html", "<h1 id=\"overview\">Overview</h1><p>{{base_url}}</p>", p);
+    CU_ASSERT_EQUAL_FATAL(prov_docs_cache_create(&c, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_docs_cache_sections(&a, c, dir, &v, &refilled, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refilled, 1);
+    CU_ASSERT_EQUAL_FATAL(a->nelts, 1);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(a, 0, const prov_docs_section_t *)->text,
+                           "http://127.0.0.1:8080");
+    CU_ASSERT_EQUAL_FATAL(prov_docs_cache_sections(&b, c, dir, &v, &refilled, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refilled, 0);
+    CU_ASSERT_EQUAL_FATAL(b->nelts, 1);
+    CU_ASSERT_PTR_NOT_EQUAL(APR_ARRAY_IDX(a, 0, const prov_docs_section_t *)->text,
+                            APR_ARRAY_IDX(b, 0, const prov_docs_section_t *)->text);
+    /* another page, then a changed size: read again */
+    put(dir, "alpha.html", "<h1 id=\"alpha\">Alpha</h1>", p);
+    CU_ASSERT_EQUAL(prov_docs_cache_sections(&b, c, dir, &v, &refilled, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refilled, 1);
+    CU_ASSERT_EQUAL(b->nelts, 2);
+    CU_ASSERT_EQUAL(prov_docs_stamp(&s1, dir, "x", p), APR_SUCCESS);
+    put(dir, "alpha.html", "<h1 id=\"alpha\">Alpha two</h1>", p);
+    CU_ASSERT_EQUAL(prov_docs_stamp(&s2, dir, "x", p), APR_SUCCESS);
+    CU_ASSERT_STRING_NOT_EQUAL(s1, s2);
+    CU_ASSERT_EQUAL(prov_docs_cache_sections(&b, c, dir, &v, &refilled, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refilled, 1);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(b, 1, const prov_docs_section_t *)->title, "Alpha two");
+    /* the earlier copy is untouched by the refill */
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(a, 0, const prov_docs_section_t *)->title, "Overview");
+    v.base_url = "https://other.example";
+    CU_ASSERT_EQUAL(prov_docs_cache_sections(&b, c, dir, &v, &refilled, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(refilled, 1);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(b, 0, const prov_docs_section_t *)->text,
+                           "https://other.example");
+    CU_ASSERT_EQUAL(apr_file_remove(apr_pstrcat(p, dir, "/alpha.html", NULL), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(apr_file_remove(apr_pstrcat(p, dir, "/index.html", NULL), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(apr_dir_remove(dir, p), APR_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(prov_docs_cache_sections(&b, c, dir, &v, &refilled, p), APR_SUCCESS);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_docs(void)
 {
     PROV_SUITE("docs", PROV_TEST(test_names), PROV_TEST(test_render), PROV_TEST(test_sections),
-               PROV_TEST(test_directory));
+               PROV_TEST(test_directory), PROV_TEST(test_cache));
 }

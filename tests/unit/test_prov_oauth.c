@@ -285,7 +285,8 @@ static void test_refresh_and_revoke(void)
     CU_ASSERT_EQUAL_FATAL(prov_oauth_code_issue(&code, s, &a, u->id, T0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&t, &err, s, form(code, NULL, c->client_id, VERIFIER,
                           p), T0, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, "mcp-other", T0 + 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, "mcp-other", T0 + 1, p), APR_EACCES);
+    CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, NULL, T0 + 1, p), APR_EACCES);
     CU_ASSERT_TRUE(live(s, t.access_token, T0 + 2, p));
     CU_ASSERT_EQUAL(prov_oauth_revoke(s, t.access_token, c->client_id, T0 + 1, p), APR_SUCCESS);
     CU_ASSERT_FALSE(live(s, t.access_token, T0 + 2, p));
@@ -306,6 +307,60 @@ static void test_refresh_and_revoke(void)
     apr_pool_destroy(p);
 }
 
+/* Refresh tokens rotate within the grant's absolute life (90 days), never
+ * past it: the last ones expire with it, and a grant older than that (one
+ * issued before the rule, say) is refused on refresh. */
+static void test_grant_absolute_life(void)
+{
+    apr_pool_t *p;
+    prov_store_t *s;
+    prov_oauth_client_t *c;
+    prov_oauth_authz_t a;
+    prov_oauth_tokens_t t, r;
+    prov_oauth_err_t err;
+    prov_user_t *u = NULL;
+    const char *code = NULL;
+    const apr_int64_t day = 24 * 3600, end = T0 + PROV_OAUTH_GRANT_TTL;
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    s = prov_test_store_any(p);
+    c = registered(s, p);
+    CU_ASSERT_EQUAL_FATAL(prov_user_add(&u, s, "ann@example.com", NULL, p), APR_SUCCESS);
+    request(&a, c, p);
+    a.scope = PROV_OAUTH_SCOPE;
+    CU_ASSERT_EQUAL_FATAL(prov_oauth_code_issue(&code, s, &a, u->id, T0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&t, &err, s, form(code, NULL, c->client_id, VERIFIER,
+                          p), T0, p), APR_SUCCESS);
+    /* rotated every 29 days: 29, 58, 87 */
+    for (i = 1; i <= 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&r, &err, s, form(NULL, t.refresh_token,
+                              c->client_id, NULL, p), T0 + i * 29 * day, p), APR_SUCCESS);
+        t = r;
+    }
+    /* the access token of day 87 dies with the grant, not an hour later */
+    CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&r, &err, s, form(NULL, t.refresh_token,
+                          c->client_id, NULL, p), end - 60, p), APR_SUCCESS);
+    CU_ASSERT_TRUE(live(s, r.access_token, end - 1, p));
+    CU_ASSERT_FALSE(live(s, r.access_token, end, p));
+    /* its refresh token expires at the end too (not 30 days later) */
+    CU_ASSERT_EQUAL(prov_oauth_token(&t, &err, s, form(NULL, r.refresh_token, c->client_id,
+                    NULL, p), end, p), APR_EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.error, "invalid_grant");
+    /* a grant already older than its life: refused, whatever its token says */
+    CU_ASSERT_EQUAL_FATAL(prov_oauth_code_issue(&code, s, &a, u->id, T0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_oauth_token(&t, &err, s, form(code, NULL, c->client_id, VERIFIER,
+                          p), T0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_raw(s, apr_psprintf(p, "UPDATE oauth_grants SET created_at = %"
+                    APR_INT64_T_FMT " WHERE id = %" APR_INT64_T_FMT, T0 - PROV_OAUTH_GRANT_TTL,
+                    t.grant_id), p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_oauth_token(&r, &err, s, form(NULL, t.refresh_token, c->client_id,
+                    NULL, p), T0 + 10, p), APR_EINVAL);
+    CU_ASSERT_STRING_EQUAL(err.error, "invalid_grant");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.description, "90 days"));
+    prov_store_close(s);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_oauth(void)
 {
     PROV_SUITE("oauth",
@@ -314,5 +369,6 @@ void prov_test_suite_oauth(void)
                PROV_TEST(test_register),
                PROV_TEST(test_authz_check),
                PROV_TEST(test_grant_life),
-               PROV_TEST(test_refresh_and_revoke));
+               PROV_TEST(test_refresh_and_revoke),
+               PROV_TEST(test_grant_absolute_life));
 }

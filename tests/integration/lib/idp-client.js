@@ -127,6 +127,8 @@ function isCallback(stopAt, url) {
  *   stopAt    the callback: a URL prefix, a RegExp or a function of the URL
  *             (default: any path ending in /callback)
  *   maxSteps  requests at most (default 20)
+ *   post      url is a link's start: POSTed from its own origin (as the
+ *             cabinet does), its JSON answer's url is where the flow goes on
  * Returns { callback (the URL, or null when the flow stopped elsewhere),
  * code, state, error (its query parameters, or null), formShown (whether the
  * login form was shown), status and body of the last answer when no
@@ -139,6 +141,17 @@ export async function signInAtProvider(url, opts = {}) {
   let formShown = false;
   let posted = false;
   let next = { url, init: { method: 'GET' } };
+  if (opts.post) {
+    steps.push(url);
+    const res = await jar.fetch(url, { method: 'POST', headers: { origin: new URL(url).origin } });
+    const body = await res.text();
+    if (res.status !== 200) {
+      return {
+        callback: null, code: null, state: null, error: null, formShown, status: res.status, body, steps, jar,
+      };
+    }
+    next = { url: new URL(JSON.parse(body).url, url).href, init: { method: 'GET' } };
+  }
   for (let i = 0; i < (opts.maxSteps || 20); i++) {
     steps.push(next.url);
     const res = await jar.fetch(next.url, next.init);

@@ -127,7 +127,7 @@ export async function revoke(stack, fields) {
     method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(fields).toString(),
   });
-  return { status: r.status, json: await r.json().catch(() => null) };
+  return { status: r.status, headers: r.headers, json: await r.json().catch(() => null) };
 }
 
 /** One MCP message to /v1/mcp/account with the bearer token (null: none). */
