@@ -12,63 +12,45 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, freePort } from './lib/server.js';
-import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { startSignIn } from './lib/signin.js';
 
 const VICTIM = 'victim@corp.example';
 
 describe('the email of a new account: verified only', () => {
+  let s = null;
   let stack = null;
-  let kit = null;
-  let base = null;
-  const cookieValues = new Set();
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    kit = await startIdentityProviders({
-      redirectBase: base,
-      count: 2,
-      providers: [
-        { users: [
-          { login: 'mallory', email: VICTIM, emailVerified: false },
-          { login: 'victim', email: VICTIM, emailVerified: true },
-          { login: 'nosay', emailVerified: null },
-        ] },
-        { emailsVerified: true, users: [
-          { login: 'nosay', emailVerified: null },
-          { login: 'liar', emailVerified: false },
-        ] },
-      ],
-      plain: 2,
-      plainOptions: [{ emailsVerified: false }, {}],
+    s = await startSignIn({
+      kit: {
+        count: 2,
+        providers: [
+          { users: [
+            { login: 'mallory', email: VICTIM, emailVerified: false },
+            { login: 'victim', email: VICTIM, emailVerified: true },
+            { login: 'nosay', emailVerified: null },
+          ] },
+          { emailsVerified: true, users: [
+            { login: 'nosay', emailVerified: null },
+            { login: 'liar', emailVerified: false },
+          ] },
+        ],
+        plain: 2,
+        plainOptions: [{ emailsVerified: false }, {}],
+      },
     });
-    stack = await startStack({
-      port, directives: `ProviderPublicURL ${base}\nProviderCookieSecure Off\n${kit.directives()}`,
-    });
+    ({ stack } = s);
   });
 
   after(async () => {
-    try {
-      if (stack) {
-        stack.secrets.push(...kit.secrets(), ...kit.subjects(), ...cookieValues);
-        await stack.stop();
-      }
-    } finally {
-      if (kit) await kit.stop();
-    }
+    if (s) await s.stop();
   });
 
   /** Signs login in through provider name: { userId, email } as /v1/auth/session says. */
   async function signIn(name, login) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${base}/v1/auth/${name}/login`, { jar, login });
-    assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
-    const res = await jar.fetch(flow.callback);
-    assert.equal(res.status, 302, await res.text());
-    for (const c of jar.cookies) if (c.value) cookieValues.add(c.value);
-    const who = await jar.fetch(`${base}/v1/auth/session`);
+    const { res, body, jar } = await s.signIn(name, { login });
+    assert.equal(res.status, 302, body);
+    const who = await jar.fetch(`${s.base}/v1/auth/session`);
     assert.equal(who.status, 200);
     return who.json();
   }

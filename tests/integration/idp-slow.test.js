@@ -13,8 +13,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startStack, freePort, seedCatalog } from './lib/server.js';
-import { startIdentityProviders } from './lib/idp.js';
+import { seedCatalog } from './lib/server.js';
+import { startSignIn } from './lib/signin.js';
 import { CookieJar, signInAtProvider } from './lib/idp-client.js';
 import { chatBody, eventually } from './lib/helpers.js';
 
@@ -26,52 +26,27 @@ const UNREACHABLE = /<p id="reason">The identity provider could not be reached\.
 const RETRY = 5;                    // PROV_IDP_META_RETRY
 
 describe('a slow identity provider does not stall the server', () => {
+  let s = null;
   let stack = null;
-  let kit = null;
   let base = null;
   let now = 0;
   let key = null;
-  const cookieValues = new Set();
 
   before(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    kit = await startIdentityProviders({
-      redirectBase: base, count: 3, plain: 0, providers: [{}, {}, { timeout: CALLBACK_TIMEOUT_S }],
-    });
     now = Math.floor(Date.now() / 1000);
     // threads: enough for the sixty starts to be concurrent in one child
     // (with fewer, httpd's own queue, not the module, decides who waits)
-    stack = await startStack({
-      port, clock: now, seed: seedCatalog, threads: STARTS + 20,
-      directives: `ProviderPublicURL ${base}\nProviderCookieSecure Off\n${kit.directives()}`,
+    s = await startSignIn({
+      kit: { count: 3, plain: 0, providers: [{}, {}, { timeout: CALLBACK_TIMEOUT_S }] },
+      stack: { clock: now, seed: seedCatalog, threads: STARTS + 20 },
     });
-    const uid = stack.addUser('payer@example.com', 100);
-    key = stack.createKey(uid).secret;
+    ({ stack, base } = s);
+    key = stack.createKey(stack.addUser('payer@example.com', 100)).secret;
   });
 
   after(async () => {
-    if (kit) for (const op of kit.ops) op.release();
-    try {
-      if (stack) {
-        stack.secrets.push(...kit.secrets(), ...kit.subjects(), ...cookieValues);
-        await stack.stop();
-      }
-    } finally {
-      if (kit) await kit.stop();
-    }
+    if (s) await s.stop();
   });
-
-  /** A whole sign-in through name: { res, body, jar }. */
-  async function signIn(name) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${base}/v1/auth/${name}/login`, { jar });
-    assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
-    const res = await jar.fetch(flow.callback);
-    const body = await res.text();
-    for (const c of jar.cookies) if (c.value) cookieValues.add(c.value);
-    return { res, body, jar };
-  }
 
   /** fn's result and how long it took (ms). */
   async function timed(fn) {
@@ -81,9 +56,9 @@ describe('a slow identity provider does not stall the server', () => {
   }
 
   it('answers a cabinet request and a chat completion at once while 60 login starts wait on a hanging provider', async () => {
-    const cabinet = await signIn('idp1');
+    const cabinet = await s.signIn('idp1');
     assert.equal(cabinet.res.status, 302, cabinet.body);
-    const op = kit.byName('idp2');
+    const op = s.kit.byName('idp2');
     op.hang.add('discovery');
     const mark = op.log.mark();
     const from = stack.logSize();
@@ -121,12 +96,12 @@ describe('a slow identity provider does not stall the server', () => {
 
     // it answers again: the next sign-in (after the pause that follows a failure) works
     stack.setClock(now + RETRY + 1);
-    const ok = await signIn('idp2');
+    const ok = await s.signIn('idp2');
     assert.equal(ok.res.status, 302, ok.body);
   });
 
   it('ends a callback whose token endpoint hangs at the provider\'s timeout=, with the page', async () => {
-    const op = kit.byName('idp3');
+    const op = s.kit.byName('idp3');
     const jar = new CookieJar();
     const flow = await signInAtProvider(`${base}/v1/auth/idp3/login`, { jar });
     assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
@@ -140,7 +115,7 @@ describe('a slow identity provider does not stall the server', () => {
       body = await cb.r.text();
     });
     op.release();
-    for (const c of jar.cookies) if (c.value) cookieValues.add(c.value);
+    s.remember(jar);
     assert.equal(op.log.since(mark, 'token').length, 1, 'the token endpoint was asked');
     assert.equal(cb.r.status, 200);
     assert.match(body, UNREACHABLE);
