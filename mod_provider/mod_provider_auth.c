@@ -132,13 +132,18 @@ static int auth_begin(request_rec *r, prov_idp_t *idp, apr_int64_t link_session)
     provider_srv_conf *c = provider_conf(r);
     const char *ret = prov_signin_return_ok(arg(r, "return")), *reason = NULL;
     prov_signin_start_t *start = NULL;
+    prov_idp_endpoints_t *ep = NULL;
     prov_error_t *err = NULL;
     apr_int64_t now = prov_now();
-    prov_store_t *store = provider_db_open(r, &err);
-    apr_status_t rv;
-    if (!store)
+    prov_store_t *store;
+    /* the provider first, with no database connection held: one that hangs
+     * must not take the connections cabinet, OAuth and billing need */
+    apr_status_t rv = prov_signin_endpoints(&ep, &reason, idp, now, r->pool);
+    if (rv != APR_SUCCESS)
+        return signin_failed(r, idp, "begin", rv, reason);
+    if (!(store = provider_db_open(r, &err)))
         return page(r, HTTP_SERVICE_UNAVAILABLE, "Sign-in failed", PROV_SIGNIN_R_INTERNAL);
-    rv = prov_signin_begin(&start, &reason, store, idp, c->public_url,
+    rv = prov_signin_begin(&start, &reason, store, idp, ep, c->public_url,
                            ret ? ret : PROV_SIGNIN_DEFAULT_RETURN, link_session, now, r->pool);
     provider_db_close(r, store);
     if (rv != APR_SUCCESS)

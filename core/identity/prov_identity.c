@@ -70,7 +70,8 @@ static apr_status_t email_for(const char **email, prov_store_t *s, const prov_cl
     apr_size_t i;
     char hex[25];
 
-    if (allow_claim && c->email && c->email_verified != 0 && strlen(c->email) <= EMAIL_MAX
+    /* only a verified address becomes the account's (unique, a lookup key) */
+    if (allow_claim && c->email && c->email_verified == 1 && strlen(c->email) <= EMAIL_MAX
         && prov_user_email_ok(c->email)) {
         char *folded = apr_pstrdup(p, c->email), *f;
         for (f = folded; *f; f++)

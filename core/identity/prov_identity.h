@@ -9,12 +9,15 @@
  * subject.
  *
  * A user needs an email (users.email is NOT NULL UNIQUE since 001). A user
- * created by a sign-in gets the provider's email when the provider gave a
- * valid one that it does not call unverified (email_verified false) and no
- * other user has it; else a placeholder that cannot receive mail and
- * cannot clash: "signin-<24 hex>@" PROV_IDENTITY_NOMAIL_DOMAIN. An email is
- * never used to find or join an existing user (no account takeover through
- * a provider that vouches for an address). */
+ * created by a sign-in gets the provider's email only when it is verified
+ * (claims->email_verified 1: the provider said email_verified true, or
+ * said nothing and its definition has emails_verified=on), valid, and no
+ * other user's; else a placeholder that cannot receive mail and cannot
+ * clash: "signin-<24 hex>@" PROV_IDENTITY_NOMAIL_DOMAIN. users.email is
+ * unique and providerctl finds users by it: an address nobody checked
+ * would let the first to claim it squat it. An email is never used to find
+ * or join an existing user (no account takeover through a provider that
+ * vouches for an address). */
 #ifndef PROV_IDENTITY_H
 #define PROV_IDENTITY_H
 

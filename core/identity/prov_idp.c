@@ -4,6 +4,7 @@
  * Every refusal is a sentence that names the directive, the provider and
  * the key, so that httpd stops at start-up with the reason; no sentence ever
  * holds the secret. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <apr_file_io.h>
@@ -113,6 +114,18 @@ static apr_status_t read_secret(parse_t *ps, const char *path, const char *root)
     return APR_SUCCESS;
 }
 
+/* timeout=SECONDS, 1 to PROV_IDP_TIMEOUT_MAX. */
+static apr_status_t take_timeout(parse_t *ps, const char *v)
+{
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (!apr_isdigit(*v) || *end || n < 1 || n > PROV_IDP_TIMEOUT_MAX)
+        return fail(ps, "timeout=%s: give whole seconds from 1 to %d", v,
+                    PROV_IDP_TIMEOUT_MAX);
+    ps->idp->timeout = (int)n;
+    return APR_SUCCESS;
+}
+
 /* Stores one key=value in the provider (the secret file's path in *secret). */
 static apr_status_t take(parse_t *ps, const char *key, const char *v, const char **secret)
 {
@@ -154,6 +167,13 @@ static apr_status_t take(parse_t *ps, const char *key, const char *v, const char
     }
     else if (!strcmp(key, "subject_field"))
         idp->subject_field = v;
+    else if (!strcmp(key, "emails_verified")) {
+        if (strcasecmp(v, "on") && strcasecmp(v, "off"))
+            return fail(ps, "emails_verified=%s: use on or off", v);
+        idp->emails_verified = !strcasecmp(v, "on");
+    }
+    else if (!strcmp(key, "timeout"))
+        return take_timeout(ps, v);
     else
         return fail(ps, "unknown key '%s'", key);
     return APR_SUCCESS;
@@ -210,6 +230,7 @@ apr_status_t prov_idp_parse(prov_idp_t **out, const char **err, const char *name
     ps.err = NULL;
     ps.idp = apr_pcalloc(p, sizeof(*ps.idp));
     ps.idp->name = apr_pstrdup(p, name ? name : "");
+    ps.idp->timeout = PROV_IDP_TIMEOUT_DEFAULT;
     if (!name_ok(ps.idp->name)) {
         *err = apr_psprintf(p, "ProviderIdentityProvider: the name '%s' must be 1 to %d "
                             "letters, digits or '-'", ps.idp->name, PROV_IDP_NAME_MAX);
@@ -351,6 +372,12 @@ prov_idp_t *prov_idp_find(const apr_array_header_t *list, const char *name)
             return idp;
     }
     return NULL;
+}
+
+apr_time_t prov_idp_deadline(const prov_idp_t *idp)
+{
+    return apr_time_now() + apr_time_from_sec(idp->timeout > 0 ? idp->timeout
+                                                               : PROV_IDP_TIMEOUT_DEFAULT);
 }
 
 const char *prov_idp_redirect_uri(const prov_idp_t *idp, const char *public_url,

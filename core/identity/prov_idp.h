@@ -15,6 +15,10 @@
 #define PROV_IDP_MAX       4     /* providers per server (the specification's four) */
 #define PROV_IDP_NAME_MAX  32
 #define PROV_IDP_DEFAULT_OIDC_SCOPE "openid email profile"
+/* timeout=: the seconds a sign-in step (a login start, a callback) may
+ * spend on the provider's answers, all its calls together. */
+#define PROV_IDP_TIMEOUT_DEFAULT 15
+#define PROV_IDP_TIMEOUT_MAX     120
 
 typedef enum {
     PROV_IDP_AUTH_BASIC = 0,     /* client_secret_basic (the default) */
@@ -33,6 +37,9 @@ typedef struct prov_idp_t {
     const char *client_secret_file;
     const char *scope;           /* OIDC: contains "openid"; plain: may be NULL (not sent) */
     prov_idp_auth_e auth;
+    int timeout;                 /* timeout=: seconds per sign-in step (see above) */
+    int emails_verified;         /* emails_verified=on: an email the provider gives
+                                  * without saying email_verified is verified */
     /* plain OAuth 2.0 only (OIDC's come from discovery) */
     const char *authorization_endpoint;
     const char *token_endpoint;
@@ -64,6 +71,11 @@ apr_status_t prov_idp_add(apr_array_header_t *list, prov_idp_t *idp, const char 
                           apr_pool_t *p);
 /* The provider of that name in list, or NULL. */
 prov_idp_t *prov_idp_find(const apr_array_header_t *list, const char *name);
+
+/* The end of a sign-in step's time with the provider: idp->timeout
+ * seconds (PROV_IDP_TIMEOUT_DEFAULT when unset) from now, on
+ * apr_time_now()'s clock (prov_idp_http's deadline). */
+apr_time_t prov_idp_deadline(const prov_idp_t *idp);
 
 /* The redirect URI registered at the provider:
  * {public_url}/v1/auth/{name}/callback (public_url's trailing '/' dropped). */

@@ -63,8 +63,26 @@ static apr_status_t status_of(CURLcode cc, const sink_t *s)
     return cc == CURLE_WRITE_ERROR && s->too_big ? APR_ENOSPC : APR_EGENERAL;
 }
 
+/* The call's connect and total timeouts in ms: the process-wide ones, cut
+ * to what is left before deadline (0: none); 0 when nothing is left. */
+static long call_timeout(long *connect_ms, apr_time_t deadline)
+{
+    long total = total_timeout_ms;
+    *connect_ms = connect_timeout_ms;
+    if (deadline) {
+        apr_time_t left = deadline - apr_time_now();
+        if (left < apr_time_from_msec(100))
+            return 0;
+        if (apr_time_as_msec(left) < total)
+            total = (long)apr_time_as_msec(left);
+    }
+    if (*connect_ms > total)
+        *connect_ms = total;
+    return total;
+}
+
 static void set_options(CURL *h, const char *url, const char *form, struct curl_slist *hl,
-                        sink_t *sink)
+                        long connect_ms, long total_ms, sink_t *sink)
 {
     curl_easy_setopt(h, CURLOPT_URL, url);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -74,8 +92,8 @@ static void set_options(CURL *h, const char *url, const char *form, struct curl_
 #endif
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_provider");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
@@ -87,17 +105,22 @@ static void set_options(CURL *h, const char *url, const char *form, struct curl_
 }
 
 apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
-                           const char *form, const char *authorization, apr_pool_t *p)
+                           const char *form, const char *authorization, apr_time_t deadline,
+                           apr_pool_t *p)
 {
-    CURL *h = curl_easy_init();
+    CURL *h;
     struct curl_slist *hl = NULL;
     sink_t sink;
     CURLcode cc;
-    long code = 0;
+    long code = 0, connect_ms, total_ms = call_timeout(&connect_ms, deadline);
     apr_status_t rv;
 
     *why = NULL;
-    if (!h) {
+    if (total_ms == 0) {
+        *why = "the sign-in's time (timeout=) was up before this call";
+        return APR_TIMEUP;
+    }
+    if (!(h = curl_easy_init())) {
         *why = "no libcurl handle";
         return APR_ENOMEM;
     }
@@ -108,7 +131,7 @@ apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const 
         hl = curl_slist_append(hl, "Content-Type: application/x-www-form-urlencoded");
     if (authorization)
         hl = curl_slist_append(hl, apr_pstrcat(p, "Authorization: ", authorization, NULL));
-    set_options(h, url, form, hl, &sink);
+    set_options(h, url, form, hl, connect_ms, total_ms, &sink);
     cc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup(h);
@@ -125,8 +148,9 @@ apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const 
     else {
         *why = rv == APR_ENOSPC ? apr_psprintf(p, "the answer is larger than %d bytes",
                                               PROV_IDP_HTTP_MAX)
-                               : apr_psprintf(p, "curl error %d (%s)", (int)cc,
-                                              curl_easy_strerror(cc));
+               : apr_psprintf(p, "curl error %d (%s)%s", (int)cc, curl_easy_strerror(cc),
+                              rv == APR_TIMEUP && total_ms < total_timeout_ms
+                              ? " at the end of the sign-in's time (timeout=)" : "");
     }
     free(sink.buf);
     return rv;

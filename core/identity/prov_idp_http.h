@@ -2,7 +2,8 @@
  * few calls a sign-in makes to an identity provider: the discovery
  * document, the JWKS, the token endpoint and the userinfo endpoint. One
  * easy handle per call (sign-ins are rare: no connection is kept), http
- * and https only, no redirect followed, connect and total timeouts, an
+ * and https only, no redirect followed, connect and total timeouts (cut
+ * to the sign-in step's deadline), an
  * answer of at most PROV_IDP_HTTP_MAX bytes. Nothing it logs or returns
  * holds a request's secrets (the form, the Authorization header). */
 #ifndef PROV_IDP_HTTP_H
@@ -29,12 +30,16 @@ typedef struct prov_idp_http_resp_t {
 
 /* GET url, or POST form (application/x-www-form-urlencoded) when form is
  * not NULL; authorization is the whole Authorization header value or NULL.
- * Asks for JSON. APR_SUCCESS with whatever status was answered; APR_TIMEUP,
+ * deadline (apr_time_now()'s clock; 0: none) cuts the call's timeouts to
+ * what is left of a sign-in step's time: with less than 100 ms left the
+ * call is not made (APR_TIMEUP). Asks for JSON. APR_SUCCESS with whatever
+ * status was answered; APR_TIMEUP,
  * APR_ECONNREFUSED (no connection), APR_ENOSPC (answer too large) or
  * APR_EGENERAL (another transport failure: *why, for a log line, names
  * libcurl's error only, never the URL's query or the form). */
 apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
-                           const char *form, const char *authorization, apr_pool_t *p);
+                           const char *form, const char *authorization, apr_time_t deadline,
+                           apr_pool_t *p);
 
 /* Process-wide timeouts in milliseconds (defaults 5000 and 10000); tests
  * shorten them. */

@@ -3,8 +3,11 @@
  * kept as validated JSON text in malloc'd memory, replaced whole under the
  * provider's mutex and copied out into the caller's pool, so no thread
  * ever holds a pointer into a copy another thread may replace. The fetch
- * itself runs under the mutex: concurrent sign-ins through one provider
- * wait for one fetch instead of each making their own. */
+ * itself runs without the mutex, by one thread at a time per document
+ * (single flight): a sign-in that comes while it is in flight neither
+ * waits for it nor makes its own, but takes the copy at hand, stale or
+ * not, or fails at once when there is none, so a provider that hangs ties
+ * up one thread per document, not every sign-in's. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@ typedef struct entry_t {
     apr_int64_t at;              /* when fetched; 0: stale */
     apr_int64_t failed;          /* when a fetch last failed; 0: never */
     apr_status_t failure;        /* what it failed with */
+    int busy;                    /* a fetch is in flight (the mutex is not held by it) */
 } entry_t;
 
 struct prov_idp_cache_t {
@@ -98,44 +102,69 @@ static int jwks_ok(const char **why, const prov_idp_t *idp, json_object *doc, ap
     return 1;
 }
 
-/* Fetches url into e (mutex held) when e has no fresh copy (or force);
- * *fetched when it did so successfully. */
-static apr_status_t entry_fill(entry_t *e, int *fetched, prov_idp_t *idp, const char *what,
-                               const char *url, check_fn *check, int force, apr_int64_t now,
-                               apr_pool_t *p)
+/* Fetches url and checks it (no lock held): *copy is the validated JSON
+ * text, malloc'd; *why (for the log) when it is unusable. */
+static apr_status_t fetch_doc(char **copy, const char **why, prov_idp_t *idp, const char *url,
+                              check_fn *check, apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_http_resp_t *r = NULL;
-    json_object *doc;
+    json_object *doc = NULL;
+    apr_status_t rv = prov_idp_http(&r, why, url, NULL, NULL, deadline, p);
+
+    if (rv == APR_SUCCESS && r->status != 200) {
+        *why = apr_psprintf(p, "HTTP status %d", r->status);
+        rv = APR_EGENERAL;
+    }
+    if (rv == APR_SUCCESS && !(doc = prov_json_parse(r->body, r->len, why, p)))
+        rv = APR_EGENERAL;
+    else if (rv == APR_SUCCESS && !json_object_is_type(doc, json_type_object)) {
+        *why = "it is not a JSON object";
+        rv = APR_EGENERAL;
+    }
+    else if (rv == APR_SUCCESS && !check(why, idp, doc, p))
+        rv = APR_EGENERAL;
+    if (rv == APR_SUCCESS && !(*copy = strdup(prov_json_dump(doc, p))))
+        rv = APR_ENOMEM;
+    return rv;
+}
+
+/* Fills e (mutex held on entry and on return) when it has no fresh copy
+ * (or force): one caller fetches, with the mutex released meanwhile;
+ * another that comes while that fetch is in flight does not wait for it:
+ * it gets the copy at hand, stale or not, or APR_EBUSY when there is none
+ * (the sign-in fails at once rather than tie a thread to a slow
+ * provider). *fetched when this call fetched a new copy. */
+static apr_status_t entry_fill(prov_idp_cache_t *c, entry_t *e, int *fetched, prov_idp_t *idp,
+                               const char *what, const char *url, check_fn *check, int force,
+                               apr_int64_t now, apr_time_t deadline, apr_pool_t *p)
+{
     const char *why = NULL;
+    char *copy = NULL;
     apr_status_t rv;
-    char *copy;
 
     *fetched = 0;
     if (e->text && !force && e->at && now - e->at < PROV_IDP_META_TTL)
         return APR_SUCCESS;
     if (e->failed && now - e->failed < PROV_IDP_META_RETRY && now >= e->failed)
         return e->text ? APR_SUCCESS : e->failure;
-    rv = prov_idp_http(&r, &why, url, NULL, NULL, p);
-    if (rv == APR_SUCCESS && r->status != 200) {
-        why = apr_psprintf(p, "HTTP status %d", r->status);
-        rv = APR_EGENERAL;
+    if (e->busy) {
+        if (!e->text)
+            prov_log(PROV_LOG_INFO, 0, "PROV00502: identity provider %s: its %s is being "
+                     "fetched for another request and no copy is at hand: not waiting",
+                     idp->name, what);
+        return e->text ? APR_SUCCESS : APR_EBUSY;
     }
-    if (rv == APR_SUCCESS && !(doc = prov_json_parse(r->body, r->len, &why, p)))
-        rv = APR_EGENERAL;
-    else if (rv == APR_SUCCESS && !json_object_is_type(doc, json_type_object)) {
-        why = "it is not a JSON object";
-        rv = APR_EGENERAL;
-    }
-    else if (rv == APR_SUCCESS && !check(&why, idp, doc, p))
-        rv = APR_EGENERAL;
-    if (rv == APR_SUCCESS && !(copy = strdup(prov_json_dump(doc, p))))
-        rv = APR_ENOMEM;
+    e->busy = 1;
+    pthread_mutex_unlock(&c->mu);
+    rv = fetch_doc(&copy, &why, idp, url, check, deadline, p);
+    pthread_mutex_lock(&c->mu);
+    e->busy = 0;
     if (rv != APR_SUCCESS) {
         e->failed = now;
         e->failure = rv;
-        prov_log(PROV_LOG_WARN, rv == APR_EGENERAL ? 0 : rv, "PROV00501: identity provider %s: cannot use its %s%s: %s",
-                 idp->name, what, e->text ? " (the copy at hand stays in use)" : "",
-                 why ? why : "no answer");
+        prov_log(PROV_LOG_WARN, rv == APR_EGENERAL ? 0 : rv, "PROV00501: identity provider "
+                 "%s: cannot use its %s%s: %s", idp->name, what,
+                 e->text ? " (the copy at hand stays in use)" : "", why ? why : "no answer");
         return e->text ? APR_SUCCESS : rv;
     }
     free(e->text);
@@ -149,7 +178,7 @@ static apr_status_t entry_fill(entry_t *e, int *fetched, prov_idp_t *idp, const 
 
 /* The discovery document (mutex held), parsed in p. */
 static apr_status_t discovery(json_object **doc, prov_idp_t *idp, apr_int64_t now,
-                              apr_pool_t *p)
+                              apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_cache_t *c = idp->cache;
     const char *why = NULL;
@@ -158,8 +187,8 @@ static apr_status_t discovery(json_object **doc, prov_idp_t *idp, apr_int64_t no
     const char *url = apr_psprintf(p, "%.*s/.well-known/openid-configuration",
                                    (int)(n && idp->issuer[n - 1] == '/' ? n - 1 : n),
                                    idp->issuer);
-    apr_status_t rv = entry_fill(&c->discovery, &fetched, idp, "discovery document", url,
-                                 discovery_ok, 0, now, p);
+    apr_status_t rv = entry_fill(c, &c->discovery, &fetched, idp, "discovery document", url,
+                                 discovery_ok, 0, now, deadline, p);
     if (rv != APR_SUCCESS)
         return rv;
     *doc = prov_json_parse(c->discovery.text, strlen(c->discovery.text), &why, p);
@@ -173,7 +202,7 @@ static const char *member_copy(json_object *doc, const char *name, apr_pool_t *p
 }
 
 apr_status_t prov_idp_endpoints(prov_idp_endpoints_t **out, prov_idp_t *idp, apr_int64_t now,
-                                apr_pool_t *p)
+                                apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_endpoints_t *ep = apr_pcalloc(p, sizeof(*ep));
     json_object *doc = NULL;
@@ -187,7 +216,7 @@ apr_status_t prov_idp_endpoints(prov_idp_endpoints_t **out, prov_idp_t *idp, apr
         return APR_SUCCESS;
     }
     pthread_mutex_lock(&idp->cache->mu);
-    rv = discovery(&doc, idp, now, p);
+    rv = discovery(&doc, idp, now, deadline, p);
     pthread_mutex_unlock(&idp->cache->mu);
     if (rv != APR_SUCCESS)
         return rv;
@@ -200,7 +229,7 @@ apr_status_t prov_idp_endpoints(prov_idp_endpoints_t **out, prov_idp_t *idp, apr
 }
 
 apr_status_t prov_idp_jwks(const char **jwks, int *refreshed, prov_idp_t *idp, int force,
-                           apr_int64_t now, apr_pool_t *p)
+                           apr_int64_t now, apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_cache_t *c = idp->cache;
     json_object *doc = NULL;
@@ -214,10 +243,10 @@ apr_status_t prov_idp_jwks(const char **jwks, int *refreshed, prov_idp_t *idp, i
         force = 0;
     else if (force)
         c->forced = now;
-    rv = discovery(&doc, idp, now, p);
+    rv = discovery(&doc, idp, now, deadline, p);
     if (rv == APR_SUCCESS)
-        rv = entry_fill(&c->jwks, &fetched, idp, "JWKS", prov_json_get_str(doc, "jwks_uri"),
-                        jwks_ok, force, now, p);
+        rv = entry_fill(c, &c->jwks, &fetched, idp, "JWKS", prov_json_get_str(doc, "jwks_uri"),
+                        jwks_ok, force, now, deadline, p);
     if (rv == APR_SUCCESS)
         *jwks = apr_pstrdup(p, c->jwks.text);
     pthread_mutex_unlock(&c->mu);

@@ -2,7 +2,9 @@
  * provider rather than from its configuration: the discovery document
  * ({issuer}/.well-known/openid-configuration, whose issuer must equal the
  * configured one exactly) and the JWKS it names. Both are cached in memory
- * per process and per provider (a mutex each), fetched on first use,
+ * per process and per provider (a mutex each, not held across a fetch),
+ * fetched on first use by one thread at a time (a caller that comes while
+ * a fetch is in flight gets the copy at hand, or APR_EBUSY at once),
  * fetched again when an hour old or after a call to the provider failed,
  * and the JWKS also when a token names a key it does not hold (at most once
  * per PROV_IDP_JWKS_FORCE_MIN seconds). A copy that cannot be refreshed is
@@ -29,18 +31,19 @@ typedef struct prov_idp_endpoints_t {
 apr_status_t prov_idp_meta_create(prov_idp_cache_t **cache, apr_pool_t *p);
 
 /* The provider's endpoints (copies in p). OIDC: from the cached discovery
- * document, fetched first when needed; APR_SUCCESS, or the fetch's failure
- * (APR_TIMEUP, APR_ECONNREFUSED, APR_EGENERAL for an unusable answer) when
- * no document is at hand. */
+ * document, fetched first when needed (deadline: prov_idp_http's);
+ * APR_SUCCESS, or, when no document is at hand, the fetch's failure
+ * (APR_TIMEUP, APR_ECONNREFUSED, APR_EGENERAL for an unusable answer) or
+ * APR_EBUSY (another thread's fetch is in flight). */
 apr_status_t prov_idp_endpoints(prov_idp_endpoints_t **ep, prov_idp_t *idp, apr_int64_t now,
-                                apr_pool_t *p);
+                                apr_time_t deadline, apr_pool_t *p);
 
 /* The provider's JWKS as JSON text (a copy in p). force: the caller met a
  * key id the copy lacks: fetch again unless that was done less than
  * PROV_IDP_JWKS_FORCE_MIN seconds ago. *refreshed (may be NULL) tells
  * whether this call fetched a new copy. Failures as prov_idp_endpoints. */
 apr_status_t prov_idp_jwks(const char **jwks, int *refreshed, prov_idp_t *idp, int force,
-                           apr_int64_t now, apr_pool_t *p);
+                           apr_int64_t now, apr_time_t deadline, apr_pool_t *p);
 
 /* A call to one of the provider's endpoints failed in transport: the
  * discovery document is fetched again on next use (it may have moved). */

@@ -2,13 +2,14 @@
  * draws the state, the nonce, the PKCE verifier and the binding, seals the
  * verifier and the nonce under a key only the state and the binding give,
  * stores the record by the state's SHA-256 and builds the authorization
- * URL; take deletes the record by that hash in one statement and opens it.
+ * URL from the endpoints that prov_signin_endpoints found beforehand (the
+ * network half, which the glue calls with no database connection held);
+ * take deletes the record by that hash in one statement and opens it.
  * The record's provider, return path and link session are authenticated
  * with the seal, so a changed row does not open. No secret reaches a log. */
 #include <string.h>
 #include "prov_signin.h"
 #include "prov_signin_int.h"
-#include "prov_idp_meta.h"
 #include "prov_keys.h"
 #include "prov_log.h"
 
@@ -63,12 +64,20 @@ static apr_status_t draw(const char **state, const char **nonce, const char **ve
     return prov_random_token(binding, SECRET_BYTES, p);
 }
 
+apr_status_t prov_signin_endpoints(prov_idp_endpoints_t **ep, const char **reason,
+                                  prov_idp_t *idp, apr_int64_t now, apr_pool_t *p)
+{
+    apr_status_t rv = prov_idp_endpoints(ep, idp, now, prov_idp_deadline(idp), p);
+    *reason = rv == APR_SUCCESS ? NULL : PROV_SIGNIN_R_UNREACHABLE;
+    return rv;
+}
+
 apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
-                               prov_store_t *s, prov_idp_t *idp, const char *public_url,
+                               prov_store_t *s, prov_idp_t *idp,
+                               const prov_idp_endpoints_t *ep, const char *public_url,
                                const char *return_path, apr_int64_t link_session,
                                apr_int64_t now, apr_pool_t *p)
 {
-    prov_idp_endpoints_t *ep = NULL;
     const char *state, *nonce, *verifier, *binding, *sealed = NULL;
     prov_signin_start_t *st;
     int n = 0;
@@ -77,12 +86,8 @@ apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
     *reason = PROV_SIGNIN_R_INTERNAL;
     if (!return_path)
         return_path = PROV_SIGNIN_DEFAULT_RETURN;
-    if (!prov_signin_return_ok(return_path) || link_session < 0)
+    if (!prov_signin_return_ok(return_path) || link_session < 0 || !ep || !ep->authorization)
         return APR_EINVAL;
-    if ((rv = prov_idp_endpoints(&ep, idp, now, p)) != APR_SUCCESS) {
-        *reason = PROV_SIGNIN_R_UNREACHABLE;
-        return rv;
-    }
     if ((rv = draw(&state, &nonce, &verifier, &binding, p)) != APR_SUCCESS
         || (rv = prov_signin_seal(&sealed, state, binding,
                                   seal_aad(idp->name, return_path, link_session, p),

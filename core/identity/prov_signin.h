@@ -15,6 +15,7 @@
 #include "prov_common.h"
 #include "prov_store.h"
 #include "prov_idp.h"
+#include "prov_idp_meta.h"       /* prov_idp_endpoints_t */
 
 #define PROV_SIGNIN_TTL         600          /* a pre-login record lives 10 minutes */
 #define PROV_SIGNIN_RETURN_MAX  1024
@@ -65,13 +66,25 @@ typedef struct prov_claims_t {
  * bytes), else NULL. No open redirect: nothing else is ever stored. */
 const char *prov_signin_return_ok(const char *return_path);
 
+/* A sign-in's first step, the network half of begin: the provider's
+ * endpoints (OIDC: its discovery document, cached; prov_idp_meta.h), within
+ * idp->timeout seconds. Call it before taking a database connection: a
+ * provider that hangs then holds no connection. Failures (reason
+ * PROV_SIGNIN_R_UNREACHABLE): APR_TIMEUP, APR_ECONNREFUSED, APR_EGENERAL
+ * (an unusable answer), APR_EBUSY (another request's fetch is in flight and
+ * no copy is at hand: this one fails at once). */
+apr_status_t prov_signin_endpoints(prov_idp_endpoints_t **ep, const char **reason,
+                                   prov_idp_t *idp, apr_int64_t now, apr_pool_t *p);
+
 /* Starts a sign-in (link_session 0) or a link from the session whose id is
- * link_session. return_path NULL means PROV_SIGNIN_DEFAULT_RETURN; one that
+ * link_session, with ep from prov_signin_endpoints; no network call.
+ * return_path NULL means PROV_SIGNIN_DEFAULT_RETURN; one that
  * prov_signin_return_ok refuses is APR_EINVAL. Expired pre-login records
- * are purged on the way. Failures: APR_EINVAL, the discovery's (reason
- * PROV_SIGNIN_R_UNREACHABLE), the database's (PROV_SIGNIN_R_INTERNAL). */
+ * are purged on the way. Failures: APR_EINVAL, the database's
+ * (PROV_SIGNIN_R_INTERNAL). */
 apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
-                               prov_store_t *s, prov_idp_t *idp, const char *public_url,
+                               prov_store_t *s, prov_idp_t *idp,
+                               const prov_idp_endpoints_t *ep, const char *public_url,
                                const char *return_path, apr_int64_t link_session,
                                apr_int64_t now, apr_pool_t *p);
 
@@ -88,9 +101,15 @@ apr_status_t prov_signin_take(prov_prelogin_t **pl, const char **reason, prov_st
 /* Exchanges code at idp's token endpoint for the record pl (taken for
  * idp) and verifies who signed in: for OpenID Connect the id_token in full
  * (prov_jwt.h; nonce pl->nonce), for plain OAuth 2.0 the userinfo answer.
+ * Every call to the provider (discovery, token, JWKS, userinfo) ends
+ * within idp->timeout seconds of the start, all together: past it the
+ * callback fails with APR_TIMEUP. The email counts as verified
+ * (email_verified 1) when the provider says so, or says nothing and
+ * idp->emails_verified is set.
  * Failures: APR_EINVAL (no usable code; reason PROV_SIGNIN_R_REFUSED), the
- * transport's (PROV_SIGNIN_R_UNREACHABLE), APR_EACCES (the provider said
- * no: PROV_SIGNIN_R_REFUSED), others (PROV_SIGNIN_R_UNVERIFIED). */
+ * transport's (APR_TIMEUP, APR_ECONNREFUSED, APR_EBUSY:
+ * PROV_SIGNIN_R_UNREACHABLE), APR_EACCES (the provider said no:
+ * PROV_SIGNIN_R_REFUSED), others (PROV_SIGNIN_R_UNVERIFIED). */
 apr_status_t prov_signin_exchange(prov_claims_t **claims, const char **reason, prov_idp_t *idp,
                                   const prov_prelogin_t *pl, const char *public_url,
                                   const char *code, apr_int64_t now, apr_pool_t *p);

@@ -52,7 +52,8 @@ static const char *basic_auth(const prov_idp_t *idp, apr_pool_t *p)
 /* POSTs the token request; *tokens is the answer's JSON object. */
 static apr_status_t token_request(json_object **tokens, const char **reason, prov_idp_t *idp,
                                   const prov_idp_endpoints_t *ep, const prov_prelogin_t *pl,
-                                  const char *public_url, const char *code, apr_pool_t *p)
+                                  const char *public_url, const char *code,
+                                  apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_http_resp_t *r = NULL;
     const char *why = NULL, *err = NULL;
@@ -69,7 +70,7 @@ static apr_status_t token_request(json_object **tokens, const char **reason, pro
                            NULL);
     else
         auth = basic_auth(idp, p);
-    rv = prov_idp_http(&r, &why, ep->token, form, auth, p);
+    rv = prov_idp_http(&r, &why, ep->token, form, auth, deadline, p);
     if (rv != APR_SUCCESS) {
         prov_idp_meta_stale(idp);
         *reason = PROV_SIGNIN_R_UNREACHABLE;
@@ -122,12 +123,12 @@ static void profile_from(prov_claims_t *c, json_object *o, apr_pool_t *p)
 
 /* GET userinfo with the access token; *info is its JSON object. */
 static apr_status_t userinfo(json_object **info, prov_idp_t *idp, const char *url,
-                             const char *access_token, apr_pool_t *p)
+                             const char *access_token, apr_time_t deadline, apr_pool_t *p)
 {
     prov_idp_http_resp_t *r = NULL;
     const char *why = NULL, *err = NULL;
     apr_status_t rv = prov_idp_http(&r, &why, url, NULL,
-                                    apr_pstrcat(p, "Bearer ", access_token, NULL), p);
+                                    apr_pstrcat(p, "Bearer ", access_token, NULL), deadline, p);
     if (rv != APR_SUCCESS) {
         prov_idp_meta_stale(idp);
         prov_log(PROV_LOG_WARN, rv, "PROV00523: identity provider %s: the userinfo endpoint "
@@ -147,16 +148,16 @@ static apr_status_t userinfo(json_object **info, prov_idp_t *idp, const char *ur
 /* The id_token's signature (one JWKS refresh for an unknown key) and claims. */
 static apr_status_t id_token_check(json_object **claims, prov_idp_t *idp,
                                    const prov_prelogin_t *pl, const char *id_token,
-                                   apr_int64_t now, apr_pool_t *p)
+                                   apr_int64_t now, apr_time_t deadline, apr_pool_t *p)
 {
     const char *jwks = NULL, *why = "no id_token in the token endpoint's answer";
     int refreshed = 0;
     apr_status_t rv = APR_EINVAL;
 
-    if (id_token && (rv = prov_idp_jwks(&jwks, NULL, idp, 0, now, p)) == APR_SUCCESS) {
+    if (id_token && (rv = prov_idp_jwks(&jwks, NULL, idp, 0, now, deadline, p)) == APR_SUCCESS) {
         rv = prov_jwt_verify(claims, &why, id_token, jwks, p);
-        if (rv == APR_ENOENT
-            && prov_idp_jwks(&jwks, &refreshed, idp, 1, now, p) == APR_SUCCESS && refreshed)
+        if (rv == APR_ENOENT && prov_idp_jwks(&jwks, &refreshed, idp, 1, now, deadline, p)
+            == APR_SUCCESS && refreshed)
             rv = prov_jwt_verify(claims, &why, id_token, jwks, p);
     }
     else if (id_token) {
@@ -172,21 +173,24 @@ static apr_status_t id_token_check(json_object **claims, prov_idp_t *idp,
 
 static apr_status_t oidc_identity(prov_claims_t *c, const char **reason, prov_idp_t *idp,
                                   const prov_idp_endpoints_t *ep, const prov_prelogin_t *pl,
-                                  json_object *tokens, apr_int64_t now, apr_pool_t *p)
+                                  json_object *tokens, apr_int64_t now, apr_time_t deadline,
+                                  apr_pool_t *p)
 {
     json_object *claims = NULL, *info = NULL;
     const char *access = prov_json_get_str(tokens, "access_token");
     apr_status_t rv = id_token_check(&claims, idp, pl, prov_json_get_str(tokens, "id_token"),
-                                     now, p);
+                                     now, deadline, p);
     if (rv != APR_SUCCESS) {
-        *reason = PROV_SIGNIN_R_UNVERIFIED;
+        /* the JWKS out of reach (or its fetch in flight) is not a bad token */
+        *reason = APR_STATUS_IS_TIMEUP(rv) || APR_STATUS_IS_ECONNREFUSED(rv) || rv == APR_EBUSY
+                  ? PROV_SIGNIN_R_UNREACHABLE : PROV_SIGNIN_R_UNVERIFIED;
         return rv;
     }
     c->subject = apr_pstrdup(p, prov_json_get_str(claims, "sub"));
     profile_from(c, claims, p);
     /* OpenID Connect Core 5.3.2: userinfo counts only for the same sub */
     if ((!c->email || !c->name) && ep->userinfo && access
-        && userinfo(&info, idp, ep->userinfo, access, p) == APR_SUCCESS) {
+        && userinfo(&info, idp, ep->userinfo, access, deadline, p) == APR_SUCCESS) {
         const char *sub = prov_json_get_str(info, "sub");
         if (sub && !strcmp(sub, c->subject))
             profile_from(c, info, p);
@@ -215,7 +219,7 @@ static const char *subject_of(json_object *info, const char *field, apr_pool_t *
 
 static apr_status_t plain_identity(prov_claims_t *c, const char **reason, prov_idp_t *idp,
                                    const prov_idp_endpoints_t *ep, json_object *tokens,
-                                   apr_pool_t *p)
+                                   apr_time_t deadline, apr_pool_t *p)
 {
     json_object *info = NULL;
     const char *access = prov_json_get_str(tokens, "access_token");
@@ -227,7 +231,7 @@ static apr_status_t plain_identity(prov_claims_t *c, const char **reason, prov_i
                  "answer has no access_token", idp->name);
         return APR_EGENERAL;
     }
-    if ((rv = userinfo(&info, idp, ep->userinfo, access, p)) != APR_SUCCESS) {
+    if ((rv = userinfo(&info, idp, ep->userinfo, access, deadline, p)) != APR_SUCCESS) {
         *reason = rv == APR_EACCES ? PROV_SIGNIN_R_REFUSED : PROV_SIGNIN_R_UNREACHABLE;
         return rv;
     }
@@ -245,6 +249,8 @@ apr_status_t prov_signin_exchange(prov_claims_t **claims, const char **reason, p
                                   const prov_prelogin_t *pl, const char *public_url,
                                   const char *code, apr_int64_t now, apr_pool_t *p)
 {
+    /* the callback's calls to the provider, all together, end by then */
+    apr_time_t deadline = prov_idp_deadline(idp);
     prov_idp_endpoints_t *ep = NULL;
     json_object *tokens = NULL;
     prov_claims_t *c;
@@ -253,18 +259,22 @@ apr_status_t prov_signin_exchange(prov_claims_t **claims, const char **reason, p
     *reason = PROV_SIGNIN_R_REFUSED;
     if (!code || !*code || strlen(code) > 2048 || strcmp(pl->provider, idp->name))
         return APR_EINVAL;
-    if ((rv = prov_idp_endpoints(&ep, idp, now, p)) != APR_SUCCESS) {
+    if ((rv = prov_idp_endpoints(&ep, idp, now, deadline, p)) != APR_SUCCESS) {
         *reason = PROV_SIGNIN_R_UNREACHABLE;
         return rv;
     }
-    if ((rv = token_request(&tokens, reason, idp, ep, pl, public_url, code, p)) != APR_SUCCESS)
+    if ((rv = token_request(&tokens, reason, idp, ep, pl, public_url, code, deadline, p))
+        != APR_SUCCESS)
         return rv;
     c = apr_pcalloc(p, sizeof(*c));
     c->email_verified = -1;
-    rv = idp->oidc ? oidc_identity(c, reason, idp, ep, pl, tokens, now, p)
-                   : plain_identity(c, reason, idp, ep, tokens, p);
+    rv = idp->oidc ? oidc_identity(c, reason, idp, ep, pl, tokens, now, deadline, p)
+                   : plain_identity(c, reason, idp, ep, tokens, deadline, p);
     if (rv != APR_SUCCESS)
         return rv;
+    /* emails_verified=on: the operator vouches for what the provider leaves unsaid */
+    if (c->email && c->email_verified < 0 && idp->emails_verified)
+        c->email_verified = 1;
     prov_log(PROV_LOG_DEBUG, 0, "PROV00528: identity provider %s: identity verified",
              idp->name);
     *claims = c;

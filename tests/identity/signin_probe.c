@@ -118,6 +118,7 @@ int main(int argc, const char *const *argv)
     prov_idp_t *idp = NULL;
     prov_signin_start_t *st = NULL;
     prov_prelogin_t *pl = NULL;
+    prov_idp_endpoints_t *ep = NULL;
     const char *err = NULL, *reason = NULL;
     char line[16384];
     apr_status_t rv;
@@ -137,7 +138,9 @@ int main(int argc, const char *const *argv)
         printf("FAIL parse 0 %s\n", err);
         return 0;
     }
-    rv = prov_signin_begin(&st, &reason, s, idp, argv[2], NULL, 0, prov_now(), p);
+    rv = prov_signin_endpoints(&ep, &reason, idp, prov_now(), p);
+    if (rv == APR_SUCCESS)
+        rv = prov_signin_begin(&st, &reason, s, idp, ep, argv[2], NULL, 0, prov_now(), p);
     if (rv)
         return fail("begin", rv, reason);
     printf("URL %s\n", st->url);

@@ -6,14 +6,18 @@
 // against the JWKS; each bad-token switch really produces its defect (and
 // only it); the test clock, tampered claims and a rotated key sign valid
 // tokens; PKCE is required and checked; the request log records what was
-// asked and when; the plain OAuth 2.0 provider issues codes, tokens and a
-// user id in its subject field. The sign-in tests rely on all of it.
+// asked and when; hang holds an endpoint's answers until release(); the
+// directive says emails_verified= and timeout= when asked; the plain OAuth
+// 2.0 provider issues codes, tokens and a user id in its subject field. The
+// sign-in tests rely on all of it.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import * as jose from 'jose';
-import { startIdentityProviders, ID_TOKEN_DEFECTS, DEFAULT_PASSWORD, PlainOAuthProvider } from './lib/idp.js';
+import {
+  startIdentityProviders, ID_TOKEN_DEFECTS, DEFAULT_PASSWORD, PlainOAuthProvider, OpenIdProvider,
+} from './lib/idp.js';
 import {
   CookieJar, signInAtProvider, pkcePair, authorizeUrl, exchangeCode, verifyIdToken, fetchUserinfo,
 } from './lib/idp-client.js';
@@ -349,6 +353,28 @@ describe('the identity-provider kit', { timeout: 120000 }, () => {
     } finally {
       await p.stop();
     }
+  });
+
+  it('hangs the endpoints a test names until release(); says emails_verified and timeout in its directive', async () => {
+    const op = kit.ops[0];
+    const mark = op.log.mark();
+    op.hang.add('discovery');
+    let answered = false;
+    const held = fetch(op.endpoints.discovery).then((r) => { answered = true; return r; });
+    await new Promise((resolve) => { setTimeout(resolve, 300); });
+    assert.equal(answered, false, 'not answered while hung');
+    assert.equal(op.log.since(mark, 'discovery').length, 1, 'but received and logged');
+    assert.equal((await fetch(op.endpoints.jwks)).status, 200, 'the other endpoints answer');
+    op.release();
+    const r = await held;
+    assert.equal(r.status, 503);
+    assert.equal((await fetch(op.endpoints.discovery)).status, 200, 'released: answers again');
+    const a = new OpenIdProvider({ name: 'idp-ev', redirectUri: `${SERVICE}/v1/auth/idp-ev/callback`, dir: kit.dir,
+      emailsVerified: true, timeout: 3, users: [{ login: 'nosay', emailVerified: null }] });
+    assert.match(a.directive(), / emails_verified=on timeout=3$/);
+    assert.doesNotMatch(kit.ops[1].directive(), /emails_verified|timeout=/);
+    assert.match(kit.plain[0].directive(), / emails_verified=on$/);
+    assert.equal(a.users.get('nosay').emailVerified, null);
   });
 
   it('lists the secrets and subjects a test must never see from the service', async () => {

@@ -2,7 +2,7 @@
  * (core/identity/prov_identity.c), on SQLite and, with PROV_UNIT_PGSQL, on
  * PostgreSQL: the first sign-in creates the user and the identity, the
  * next finds them; the new user's email (the provider's, folded, or a
- * placeholder when none is given, it is said to be unverified, malformed
+ * placeholder when none is given, it is not said to be verified, malformed
  * or another user's, whose account stays untouched); the name made fit;
  * a blocked user refused; linking (added, a no-op the second time, 409's
  * APR_EEXIST for another user's identity); unlinking (not the last one);
@@ -87,7 +87,7 @@ static void test_email_rules(void)
 {
     apr_pool_t *p;
     prov_store_t *s;
-    prov_user_t *admin = NULL, *u;
+    prov_user_t *admin = NULL, *u, *by_email = NULL;
     apr_array_header_t *list = NULL;
     int created;
     apr_pool_create(&p, prov_test_pool());
@@ -110,10 +110,16 @@ static void test_email_rules(void)
     CU_ASSERT_TRUE(prov_identity_email_is_placeholder(u->email));
     CU_ASSERT_EQUAL(prov_user_identities(&list, s, admin->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(list->nelts, 0);
-    /* not said either way: taken (plain OAuth 2.0 providers say nothing) */
+    /* not said either way: not the account's (first come would squat it);
+     * prov_signin_exchange says 1 for a provider with emails_verified=on */
     u = signin(s, "code-host", claims("42", "dev@example.net", -1, NULL), &created, T0, p);
+    CU_ASSERT_TRUE(prov_identity_email_is_placeholder(u->email));
+    CU_ASSERT_EQUAL(prov_user_find(&by_email, s, "dev@example.net", p), APR_NOTFOUND);
+    u = signin(s, "code-host", claims("43", "dev@example.net", 1, NULL), &created, T0, p);
     CU_ASSERT_STRING_EQUAL(u->email, "dev@example.net");
     CU_ASSERT_FALSE(prov_identity_email_is_placeholder(u->email));
+    CU_ASSERT_EQUAL(prov_user_find(&by_email, s, "dev@example.net", p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(by_email->id, u->id);
     CU_ASSERT_FALSE(prov_identity_email_is_placeholder("a@example.invalid"));
     CU_ASSERT_FALSE(prov_identity_email_is_placeholder(PROV_IDENTITY_NOMAIL_DOMAIN));
     CU_ASSERT_FALSE(prov_identity_email_is_placeholder(NULL));

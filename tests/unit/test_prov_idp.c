@@ -5,9 +5,10 @@
  * directive, the provider and the key (unknown key, twice, no value, no
  * client_id, no secret file, unreadable or empty secret, issuer together
  * with or without the plain endpoints, a plain provider short of one, a bad
- * name, auth or scope, URLs that are neither https:// nor http:// to a
- * loopback host), the list of at most four with unique names, the raw
- * argument line with quotes inside words, and the redirect URI. */
+ * name, auth, scope, emails_verified or timeout, URLs that are neither
+ * https:// nor http:// to a loopback host), the list of at most four with
+ * unique names, the raw argument line with quotes inside words, and the
+ * redirect URI. */
 #include <string.h>
 #include <unistd.h>
 #include "unit_tests.h"
@@ -121,6 +122,24 @@ static void test_plain(void)
     CU_ASSERT_STRING_EQUAL(idp->client_secret, "plain");
     CU_ASSERT_STRING_EQUAL(idp->client_secret_file, sec.path);
     CU_ASSERT_STRING_EQUAL(idp->scope, "read:user");
+    /* the defaults: emails not taken as verified, the sign-in step's time */
+    CU_ASSERT_EQUAL(idp->emails_verified, 0);
+    CU_ASSERT_EQUAL(idp->timeout, PROV_IDP_TIMEOUT_DEFAULT);
+    CU_ASSERT_EQUAL(parse(&idp, &err, "code-host", sec.dir, p,
+                          "authorization_endpoint=https://code.example/a",
+                          "token_endpoint=https://code.example/t",
+                          "userinfo_endpoint=https://code.example/u", "subject_field=id",
+                          "client_id=cid", "client_secret_file=secret", "emails_verified=on",
+                          "timeout=4", NULL), APR_SUCCESS);
+    CU_ASSERT_EQUAL(idp->emails_verified, 1);
+    CU_ASSERT_EQUAL(idp->timeout, 4);
+    CU_ASSERT_EQUAL(parse(&idp, &err, "code-host", sec.dir, p,
+                          "authorization_endpoint=https://code.example/a",
+                          "token_endpoint=https://code.example/t",
+                          "userinfo_endpoint=https://code.example/u", "subject_field=id",
+                          "client_id=cid", "client_secret_file=secret", "emails_verified=Off",
+                          NULL), APR_SUCCESS);
+    CU_ASSERT_EQUAL(idp->emails_verified, 0);
     /* no scope: none is sent */
     CU_ASSERT_EQUAL(parse(&idp, &err, "code-host", sec.dir, p,
                           "authorization_endpoint=https://code.example/a",
@@ -201,6 +220,22 @@ static void test_refusals(void)
     rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example/?x=1", "client_id=a", sf,
                NULL);
     refused("has a query", NULL, rv, err);
+    /* emails_verified, timeout */
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "emails_verified=yes", NULL);
+    refused("emails_verified=yes", "on or off", rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "timeout=0", NULL);
+    refused("timeout=0", "from 1 to 120", rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "timeout=121", NULL);
+    refused("timeout=121", NULL, rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "timeout=5s", NULL);
+    refused("timeout=5s", NULL, rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "timeout=-3", NULL);
+    refused("timeout=-3", NULL, rv, err);
     secret_drop(&sec);
     apr_pool_destroy(p);
 }

@@ -7,8 +7,11 @@
  * call (stale), the JWKS and its forced refresh (at most one per
  * PROV_IDP_JWKS_FORCE_MIN seconds), a plain OAuth 2.0 provider's endpoints
  * taken from its configuration, and the HTTP client's failures: timeout,
- * refused connection, an answer too large. */
+ * refused connection, an answer too large; single flight (a fetch in
+ * flight is neither waited for nor repeated: APR_EBUSY without a copy, the
+ * stale copy with one) and a sign-in step's deadline. */
 #include <string.h>
+#include <unistd.h>
 #include "unit_tests.h"
 #include "idp_test_server.h"
 #include "prov_idp_meta.h"
@@ -58,31 +61,32 @@ static void test_discovery_cached(void)
     fx_t f;
     prov_idp_endpoints_t *ep = NULL;
     fx_begin(&f);
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, 0, f.p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
     CU_ASSERT_STRING_EQUAL(ep->authorization, apr_pstrcat(f.p, f.base, "/auth", NULL));
     CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token", NULL));
     CU_ASSERT_STRING_EQUAL(ep->userinfo, apr_pstrcat(f.p, f.base, "/me", NULL));
     CU_ASSERT_STRING_EQUAL(ep->jwks_uri, apr_pstrcat(f.p, f.base, "/jwks", NULL));
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + 100, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + 100, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(disco_hits(&f), 1);
     /* an hour later it is fetched again; when that fails the copy stays */
     idp_ts_route(&f.ts, "/.well-known/openid-configuration", 500, 0, "{}");
     ep = NULL;
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL, 0, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_EQUAL(disco_hits(&f), 2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
     CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token", NULL));
     /* a call to the provider failed: the next use fetches again (after the pause) */
     prov_idp_meta_stale(&f.idp);
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 1, f.p),
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 1, 0, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(disco_hits(&f), 2);
     idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0,
                  "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth2\","
                  "\"token_endpoint\":\"%s/token2\",\"jwks_uri\":\"%s/jwks\"}",
                  f.base, f.base, f.base, f.base);
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 10, f.p),
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL + 10, 0, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(disco_hits(&f), 3);
     CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token2", NULL));
@@ -113,17 +117,17 @@ static void test_discovery_refused(void)
         int before = disco_hits(&f);
         idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0, bad[i], f.base,
                      f.base, f.base, f.base);
-        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, f.p), APR_EGENERAL);
+        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, 0, f.p), APR_EGENERAL);
         CU_ASSERT_EQUAL(disco_hits(&f), before + 1);
         /* within the pause no new request is made */
-        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now + PROV_IDP_META_RETRY - 1, f.p),
+        CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now + PROV_IDP_META_RETRY - 1, 0, f.p),
                         APR_EGENERAL);
         CU_ASSERT_EQUAL(disco_hits(&f), before + 1);
         now += PROV_IDP_META_RETRY;
     }
     /* an answer other than 200 */
     idp_ts_route(&f.ts, "/.well-known/openid-configuration", 404, 0, "{}");
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, f.p), APR_EGENERAL);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, now, 0, f.p), APR_EGENERAL);
     fx_end(&f);
 }
 
@@ -133,28 +137,28 @@ static void test_jwks_refresh(void)
     const char *jwks = NULL;
     int refreshed = -1;
     fx_begin(&f);
-    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 1);
     CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[]}");
-    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 0, T0 + 1, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 0);
     CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 1);
     /* an unknown key id: fetched again, but not twice within the minimum */
     idp_ts_route(&f.ts, "/jwks", 200, 0, "{\"keys\":[{\"kty\":\"oct\"}]}");
-    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 2, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 1);
     CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[{\"kty\":\"oct\"}]}");
     CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1,
-                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN - 1, f.p), APR_SUCCESS);
+                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN - 1, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 0);
     CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 2);
     CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1,
-                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN, f.p), APR_SUCCESS);
+                                  T0 + 2 + PROV_IDP_JWKS_FORCE_MIN, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 1);
     CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/jwks"), 3);
     /* a JWKS that is not one is not taken; the old copy stays */
     idp_ts_route(&f.ts, "/jwks", 200, 0, "{\"kys\":[]}");
-    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 100, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, &refreshed, &f.idp, 1, T0 + 100, 0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(refreshed, 0);
     CU_ASSERT_STRING_EQUAL(jwks, "{\"keys\":[{\"kty\":\"oct\"}]}");
     CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/.well-known/openid-configuration"), 1);
@@ -173,12 +177,12 @@ static void test_plain_endpoints(void)
     idp.authorization_endpoint = "https://code.example/authorize";
     idp.token_endpoint = "https://code.example/token";
     idp.userinfo_endpoint = "https://api.code.example/user";
-    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &idp, T0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &idp, T0, 0, p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(ep->authorization, "https://code.example/authorize");
     CU_ASSERT_STRING_EQUAL(ep->token, "https://code.example/token");
     CU_ASSERT_STRING_EQUAL(ep->userinfo, "https://api.code.example/user");
     CU_ASSERT_PTR_NULL(ep->jwks_uri);
-    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, NULL, &idp, 0, T0, p), APR_ENOTIMPL);
+    CU_ASSERT_EQUAL(prov_idp_jwks(&jwks, NULL, &idp, 0, T0, 0, p), APR_ENOTIMPL);
     apr_pool_destroy(p);
 }
 
@@ -193,7 +197,7 @@ static void test_http_failures(void)
     prov_idp_http_timeouts(1000, 300);
     idp_ts_route(&f.ts, "/slow", 200, 800, "{}");
     CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/slow", NULL), NULL, NULL,
-                                  f.p), APR_TIMEUP);
+                                  0, f.p), APR_TIMEUP);
     CU_ASSERT_PTR_NOT_NULL(why);
     prov_idp_http_timeouts(5000, 10000);
     /* too large */
@@ -202,12 +206,12 @@ static void test_http_failures(void)
     big[PROV_IDP_HTTP_MAX + 1] = '\0';
     idp_ts_route(&f.ts, "/big", 200, 0, "\"%s\"", big);
     CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/big", NULL), NULL, NULL,
-                                  f.p), APR_ENOSPC);
+                                  0, f.p), APR_ENOSPC);
     /* a POST with its form and Authorization; the answer's status as it is */
     idp_ts_route(&f.ts, "/form", 400, 0, "{\"error\":\"invalid_grant\"}");
     r = NULL;
     CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/form", NULL), "a=1&b=2",
-                                  "Basic eDp5", f.p), APR_SUCCESS);
+                                  "Basic eDp5", 0, f.p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_EQUAL(r->status, 400);
     CU_ASSERT_STRING_EQUAL(r->body, "{\"error\":\"invalid_grant\"}");
@@ -222,7 +226,101 @@ static void test_http_failures(void)
     /* nothing listens there any more */
     CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_psprintf(prov_test_pool(), "http://127.0.0.1:%d/",
                                                          f.ts.port), NULL, NULL,
-                                  prov_test_pool()), APR_ECONNREFUSED);
+                                  0, prov_test_pool()), APR_ECONNREFUSED);
+}
+
+/* A fetch in flight, in a thread of its own. */
+typedef struct flight_t {
+    fx_t *f;
+    apr_int64_t now;
+    apr_status_t rv;
+    volatile int done;
+    pthread_t th;
+} flight_t;
+
+static void *flight_run(void *arg)
+{
+    flight_t *fl = arg;
+    prov_idp_endpoints_t *ep = NULL;
+    apr_pool_t *p;
+    apr_pool_create_unmanaged(&p);
+    fl->rv = prov_idp_endpoints(&ep, &fl->f->idp, fl->now, 0, p);
+    fl->done = 1;
+    apr_pool_destroy(p);
+    return NULL;
+}
+
+/* Starts a fetch in a thread and returns once the server has it. */
+static void flight_start(flight_t *fl, fx_t *f, apr_int64_t now)
+{
+    int before = disco_hits(f), i;
+    fl->f = f;
+    fl->now = now;
+    fl->done = 0;
+    CU_ASSERT_FATAL(pthread_create(&fl->th, NULL, flight_run, fl) == 0);
+    for (i = 0; i < 5000 && disco_hits(f) == before; i++)
+        usleep(1000);
+    CU_ASSERT_EQUAL_FATAL(disco_hits(f), before + 1);
+}
+
+/* Single flight: while one fetch is in flight, others neither wait for it
+ * nor make their own: no copy at hand is APR_EBUSY at once, a stale copy
+ * is served. */
+static void test_single_flight(void)
+{
+    fx_t f;
+    flight_t fl;
+    prov_idp_endpoints_t *ep = NULL;
+    fx_begin(&f);
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 1500,
+                 "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth\","
+                 "\"token_endpoint\":\"%s/token\",\"jwks_uri\":\"%s/jwks\"}",
+                 f.base, f.base, f.base, f.base);
+    flight_start(&fl, &f, T0);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, 0, f.p), APR_EBUSY);
+    CU_ASSERT_EQUAL(fl.done, 0);
+    CU_ASSERT_EQUAL(disco_hits(&f), 1);
+    pthread_join(fl.th, NULL);
+    CU_ASSERT_EQUAL(fl.rv, APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, 0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(disco_hits(&f), 1);
+    /* an hour later: the stale copy serves while the new one is fetched */
+    flight_start(&fl, &f, T0 + PROV_IDP_META_TTL);
+    ep = NULL;
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_TTL, 0, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(fl.done, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ep);
+    CU_ASSERT_STRING_EQUAL(ep->token, apr_pstrcat(f.p, f.base, "/token", NULL));
+    CU_ASSERT_EQUAL(disco_hits(&f), 2);
+    pthread_join(fl.th, NULL);
+    CU_ASSERT_EQUAL(fl.rv, APR_SUCCESS);
+    fx_end(&f);
+}
+
+/* A deadline cuts a call short, and a call past it is not made. */
+static void test_deadline(void)
+{
+    fx_t f;
+    prov_idp_http_resp_t *r = NULL;
+    prov_idp_endpoints_t *ep = NULL;
+    const char *why = NULL;
+    apr_time_t t;
+    fx_begin(&f);
+    idp_ts_route(&f.ts, "/slow", 200, 3000, "{}");
+    t = apr_time_now();
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/slow", NULL), NULL, NULL,
+                                  t + apr_time_from_msec(300), f.p), APR_TIMEUP);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(why);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "timeout="));
+    CU_ASSERT_TRUE(apr_time_now() - t < apr_time_from_msec(2900));
+    CU_ASSERT_EQUAL(prov_idp_http(&r, &why, apr_pstrcat(f.p, f.base, "/slow", NULL), NULL, NULL,
+                                  apr_time_now() - 1, f.p), APR_TIMEUP);
+    CU_ASSERT_EQUAL(idp_ts_hits(&f.ts, "/slow"), 1);
+    /* the discovery document within a sign-in's deadline */
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, apr_time_now() - 1, f.p), APR_TIMEUP);
+    CU_ASSERT_EQUAL(disco_hits(&f), 0);
+    fx_end(&f);
 }
 
 void prov_test_suite_idp_meta(void)
@@ -232,5 +330,7 @@ void prov_test_suite_idp_meta(void)
                PROV_TEST(test_discovery_refused),
                PROV_TEST(test_jwks_refresh),
                PROV_TEST(test_plain_endpoints),
-               PROV_TEST(test_http_failures));
+               PROV_TEST(test_http_failures),
+               PROV_TEST(test_single_flight),
+               PROV_TEST(test_deadline));
 }

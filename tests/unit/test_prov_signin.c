@@ -118,6 +118,20 @@ static void test_return_ok(void)
     CU_ASSERT_PTR_NULL(prov_signin_return_ok(NULL));
 }
 
+/* Both halves of a start, as the glue calls them: the endpoints (the
+ * network), then the record. */
+static apr_status_t begin(prov_signin_start_t **st, const char **reason, prov_store_t *s,
+                          prov_idp_t *idp, const char *public_url, const char *return_path,
+                          apr_int64_t link_session, apr_int64_t now, apr_pool_t *p)
+{
+    prov_idp_endpoints_t *ep = NULL;
+    apr_status_t rv = prov_signin_endpoints(&ep, reason, idp, now, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    return prov_signin_begin(st, reason, s, idp, ep, public_url, return_path, link_session,
+                             now, p);
+}
+
 static void test_begin_plain(void)
 {
     apr_pool_t *p;
@@ -131,7 +145,7 @@ static void test_begin_plain(void)
     s = prov_test_store_any(p);
     idp = plain_idp(p);
     idp->scope = "read:user user:email";
-    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC "/", "/cabinet/keys", 0,
+    CU_ASSERT_EQUAL_FATAL(begin(&st, &reason, s, idp, PUBLIC "/", "/cabinet/keys", 0,
                                             T0, p), APR_SUCCESS);
     CU_ASSERT_PTR_NULL(reason);
     CU_ASSERT_EQUAL(strncmp(st->url, "https://code.example/authorize?prompt=consent&", 46), 0);
@@ -171,7 +185,7 @@ static void test_begin_plain(void)
     CU_ASSERT_STRING_EQUAL(reason, PROV_SIGNIN_R_EXPIRED);
     /* no scope configured: none sent; the default return path */
     idp->scope = NULL;
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, NULL, 7, T0, p),
+    CU_ASSERT_EQUAL(begin(&st, &reason, s, idp, PUBLIC, NULL, 7, T0, p),
                     APR_SUCCESS);
     q = query_of(st->url, p);
     CU_ASSERT_PTR_NULL(apr_table_get(q, "scope"));
@@ -180,7 +194,7 @@ static void test_begin_plain(void)
     CU_ASSERT_STRING_EQUAL(pl->return_path, PROV_SIGNIN_DEFAULT_RETURN);
     CU_ASSERT_EQUAL(pl->link_session, 7);
     /* a return path off this site is refused */
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, "//evil.example", 0, T0, p),
+    CU_ASSERT_EQUAL(begin(&st, &reason, s, idp, PUBLIC, "//evil.example", 0, T0, p),
                     APR_EINVAL);
     prov_store_close(s);
     apr_pool_destroy(p);
@@ -191,7 +205,7 @@ static const char *start(prov_signin_start_t **st, prov_store_t *s, prov_idp_t *
                          apr_int64_t now, apr_pool_t *p)
 {
     const char *reason = NULL;
-    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(st, &reason, s, idp, PUBLIC, "/x", 3, now, p),
+    CU_ASSERT_EQUAL_FATAL(begin(st, &reason, s, idp, PUBLIC, "/x", 3, now, p),
                           APR_SUCCESS);
     return apr_table_get(query_of((*st)->url, p), "state");
 }
@@ -288,7 +302,7 @@ static void test_begin_oidc(void)
     idp.scope = PROV_IDP_DEFAULT_OIDC_SCOPE;
     CU_ASSERT_EQUAL_FATAL(prov_idp_meta_create(&idp.cache, p), APR_SUCCESS);
     /* the provider cannot be reached yet */
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0, T0, p),
+    CU_ASSERT_EQUAL(begin(&st, &reason, s, &idp, PUBLIC, NULL, 0, T0, p),
                     APR_EGENERAL);
     CU_ASSERT_STRING_EQUAL(reason, PROV_SIGNIN_R_UNREACHABLE);
     CU_ASSERT_EQUAL(records(s, p), 0);
@@ -296,7 +310,7 @@ static void test_begin_oidc(void)
                  "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth\","
                  "\"token_endpoint\":\"%s/token\",\"jwks_uri\":\"%s/jwks\"}",
                  base, base, base, base);
-    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0,
+    CU_ASSERT_EQUAL_FATAL(begin(&st, &reason, s, &idp, PUBLIC, NULL, 0,
                                             T0 + PROV_IDP_META_RETRY, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(strncmp(st->url, apr_pstrcat(p, base, "/auth?", NULL), strlen(base) + 6), 0);
     q = query_of(st->url, p);

@@ -6,8 +6,9 @@
  * identity from the id_token and, for what it lacks, from userinfo of the
  * same sub only; refusals with the page's reasons (the provider's error,
  * a provider that cannot be reached, a bad id_token, an unknown key id
- * after one JWKS refresh); the plain OAuth 2.0 path (subject_field a
- * number or a string, userinfo refused, no access token); and no log line
+ * after one JWKS refresh); the callback's deadline (timeout=); the plain
+ * OAuth 2.0 path (subject_field a number or a string, userinfo refused, no
+ * access token, emails_verified=on for an email not said verified); and no log line
  * holding a code, verifier, secret, token or subject. */
 #include <string.h>
 #include "unit_tests.h"
@@ -284,6 +285,27 @@ static void test_unreachable(void)
     fx_end(&f, NULL);
 }
 
+/* The callback's calls together end by its deadline (timeout=): a token
+ * endpoint slower than what is left is cut short, with the page's reason
+ * for a provider out of reach, well before the per-call timeout. */
+static void test_deadline(void)
+{
+    fx_t f;
+    prov_claims_t *c;
+    const char *reason;
+    apr_time_t t;
+    fx_begin(&f, 1);
+    f.idp.timeout = 1;
+    idp_ts_route(&f.ts, "/token", 200, 4000, "{}");
+    t = apr_time_now();
+    CU_ASSERT_EQUAL(exchange(&f, &c, &reason), APR_TIMEUP);
+    CU_ASSERT_STRING_EQUAL(reason, PROV_SIGNIN_R_UNREACHABLE);
+    CU_ASSERT_TRUE(apr_time_now() - t < apr_time_from_sec(3));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.logs, "PROV00520"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(f.logs, "timeout="));
+    fx_end(&f, NULL);
+}
+
 static void test_plain(void)
 {
     fx_t f;
@@ -314,6 +336,20 @@ static void test_plain(void)
     CU_ASSERT_STRING_EQUAL(c->email, "o@example.net");
     CU_ASSERT_EQUAL(c->email_verified, -1);
     CU_ASSERT_STRING_EQUAL(c->name, "Octo Cat");
+    /* emails_verified=on: the operator vouches for what the provider leaves
+     * unsaid, never against what it says */
+    f.idp.emails_verified = 1;
+    CU_ASSERT_EQUAL_FATAL(exchange(&f, &c, &reason), APR_SUCCESS);
+    CU_ASSERT_EQUAL(c->email_verified, 1);
+    idp_ts_route(&f.ts, "/user", 200, 0, "{\"uid\":\"" SUBJECT "\",\"email\":\"o@example.net\","
+                 "\"email_verified\":false}");
+    CU_ASSERT_EQUAL_FATAL(exchange(&f, &c, &reason), APR_SUCCESS);
+    CU_ASSERT_EQUAL(c->email_verified, 0);
+    idp_ts_route(&f.ts, "/user", 200, 0, "{\"uid\":\"" SUBJECT "\"}");
+    CU_ASSERT_EQUAL_FATAL(exchange(&f, &c, &reason), APR_SUCCESS);
+    CU_ASSERT_PTR_NULL(c->email);
+    CU_ASSERT_EQUAL(c->email_verified, -1);
+    f.idp.emails_verified = 0;
     /* no usable subject: missing, empty, a fraction, an object */
     idp_ts_route(&f.ts, "/user", 200, 0, "{\"id\":1}");
     CU_ASSERT_EQUAL(exchange(&f, &c, &reason), APR_EGENERAL);
@@ -338,6 +374,7 @@ void prov_test_suite_signin_token(void)
 {
     PROV_SUITE("signin_token",
                PROV_TEST(test_oidc_basic),
+               PROV_TEST(test_deadline),
                PROV_TEST(test_oidc_post_and_userinfo),
                PROV_TEST(test_oidc_refused),
                PROV_TEST(test_unknown_kid),

@@ -9,8 +9,10 @@
 // gives, the code flow with PKCE S256 required, a login form of its own
 // (lib/idp-client.js fills it in with fetch; a browser fills it in by hand),
 // a log of every request it served, and switches that make it hand out bad
-// id_tokens (lib/idp-tokens.js) or sign with a test clock, and pause() and
-// resume() to take an OpenID Provider out of reach and back on its port.
+// id_tokens (lib/idp-tokens.js) or sign with a test clock, pause() and
+// resume() to take an OpenID Provider out of reach and back on its port, and
+// hang (a set of endpoint names) to make it accept requests there and never
+// answer them until release().
 //
 //   const kit = await startIdentityProviders({ redirectBase: 'http://127.0.0.1:PORT' });
 //   kit.ops[1].issuer, kit.ops[1].defect = 'nonce', kit.ops[1].log.since(mark)
@@ -255,11 +257,17 @@ function classify(table, p) {
  *   auth         'client_secret_basic' (default) or 'client_secret_post'
  *   claimsInIdToken  true (default): email and name in the id_token as well as
  *                from userinfo; false: only sub in it (oidc-provider's default)
- *   users        [{ login, password, email, name, sub }] (default: alice, bob)
+ *   users        [{ login, password, email, name, sub, emailVerified }] (default:
+ *                alice, bob); emailVerified true (default), false, or null (the
+ *                claim says neither)
+ *   emailsVerified  true: the directive says emails_verified=on (default false)
+ *   timeout      the directive's timeout= (seconds), or null (default) for none
  * Switches a test may set at any time: defect (one of ID_TOKEN_DEFECTS or
  * null), tamper ((claims, header) => void, then signed with the real key),
  * clock (epoch seconds the id_token's iat, exp and auth_time start from, or
- * null for the real time); rotateKey() makes a new signing key.
+ * null for the real time), hang (a Set of endpoint names: requests there are
+ * logged and never answered until release()); rotateKey() makes a new
+ * signing key.
  */
 export class OpenIdProvider {
   constructor(opts) {
@@ -272,6 +280,10 @@ export class OpenIdProvider {
     this.alg = opts.alg || 'RS256';
     this.auth = opts.auth || 'client_secret_basic';
     this.claimsInIdToken = opts.claimsInIdToken !== false;
+    this.emailsVerified = !!opts.emailsVerified;
+    this.timeout = opts.timeout ?? null;
+    this.hang = new Set();
+    this.hung = [];            // the answers held back by hang, to release()
     this.log = new RequestLog();
     this.users = new Users(this.name, () => `sub-${this.name}-${rand(12)}`);
     for (const u of opts.users || [{ login: 'alice' }, { login: 'bob' }]) this.users.add(u);
@@ -366,10 +378,22 @@ export class OpenIdProvider {
   async logRequest(ctx, next) {
     const e = this.log.record(ctx.req, classify(OP_ENDPOINTS, ctx.path));
     try {
+      if (this.hang.has(e.endpoint)) {
+        await new Promise((resolve) => this.hung.push(resolve));
+        ctx.status = 503;
+        ctx.body = { error: 'temporarily_unavailable' };
+        return;
+      }
       await next();
     } finally {
       e.status = ctx.status;
     }
+  }
+
+  /** Answers (503) every request hang held back, and hangs no more. */
+  release() {
+    this.hang.clear();
+    for (const resolve of this.hung.splice(0)) resolve();
   }
 
   /**
@@ -502,6 +526,8 @@ export class OpenIdProvider {
     const parts = ['ProviderIdentityProvider', this.name, `issuer=${this.issuer}`, `client_id=${this.clientId}`,
       `client_secret_file=${directiveValue(this.secretFile)}`, `display=${directiveValue(this.display)}`];
     if (this.auth !== 'client_secret_basic') parts.push(`auth=${this.auth}`);
+    if (this.emailsVerified) parts.push('emails_verified=on');
+    if (this.timeout !== null) parts.push(`timeout=${this.timeout}`);
     return parts.join(' ');
   }
 
@@ -516,7 +542,10 @@ export class OpenIdProvider {
     this.servers = (await listenLoopback((req, res) => this.handler(req, res), this.port)).servers;
   }
 
-  async stop() { await closeServers(this.servers); }
+  async stop() {
+    this.release();
+    await closeServers(this.servers);
+  }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -535,9 +564,12 @@ const PLAIN_ENDPOINTS = [
  * (client_secret_basic or client_secret_post; PKCE S256 checked when the
  * authorization request had a code_challenge, required with requirePkce),
  * GET /user with the access token as a Bearer token, which answers
- * { [subjectField]: id, login, name, email }. Options: name, display,
- * redirectUri, dir, users, subjectField ('id'), numericIds (true: the id is a
- * JSON number), requirePkce (false).
+ * { [subjectField]: id, login, name, email } (no email_verified: such a
+ * provider says nothing of it). Options: name, display, redirectUri, dir,
+ * users, subjectField ('id'), numericIds (true: the id is a JSON number),
+ * requirePkce (false), emailsVerified (true: the directive says
+ * emails_verified=on, the operator vouching that the provider shows only
+ * verified addresses; false: it does not).
  */
 export class PlainOAuthProvider {
   constructor(opts) {
@@ -550,6 +582,7 @@ export class PlainOAuthProvider {
     this.subjectField = opts.subjectField || 'id';
     this.numericIds = opts.numericIds !== false;
     this.requirePkce = !!opts.requirePkce;
+    this.emailsVerified = opts.emailsVerified !== false;
     this.log = new RequestLog();
     this.users = new Users(this.name, () => (this.numericIds
       ? 100000000 + crypto.randomInt(800000000) : `user-${rand(10)}`));
@@ -706,7 +739,7 @@ export class PlainOAuthProvider {
     return ['ProviderIdentityProvider', this.name, `authorization_endpoint=${e.authorization}`,
       `token_endpoint=${e.token}`, `userinfo_endpoint=${e.userinfo}`, `subject_field=${this.subjectField}`,
       `client_id=${this.clientId}`, `client_secret_file=${directiveValue(this.secretFile)}`,
-      `display=${directiveValue(this.display)}`].join(' ');
+      `display=${directiveValue(this.display)}`, ...(this.emailsVerified ? ['emails_verified=on'] : [])].join(' ');
   }
 
   async stop() { await closeServers(this.servers); }

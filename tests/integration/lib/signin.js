@@ -1,0 +1,66 @@
+// tests/integration/lib/signin.js: a service (lib/server.js) and the kit's
+// identity providers (lib/idp.js) started for each other, over plain http on
+// loopback (ProviderCookieSecure Off), with a whole sign-in as a user does it
+// (lib/idp-client.js) and a stop that checks the error log holds none of the
+// kit's secrets, subjects or the cookies handed out.
+//
+//   const s = await startSignIn({ kit: { count: 2 }, stack: { clock: now } });
+//   const { res, body, jar } = await s.signIn('idp1', { login: 'bob' });
+//   await s.stop();
+
+import assert from 'node:assert/strict';
+import { startStack, freePort } from './server.js';
+import { startIdentityProviders } from './idp.js';
+import { CookieJar, signInAtProvider } from './idp-client.js';
+
+/**
+ * Starts the kit (options kit: startIdentityProviders's, redirectBase set
+ * here) and a stack (options stack: startStack's; its directives come after
+ * ProviderPublicURL, ProviderCookieSecure Off and the kit's providers).
+ * Returns { base, kit, stack, signIn(name, { login, jar }), stop() }.
+ */
+export async function startSignIn({ kit: kitOpts = {}, stack: stackOpts = {} } = {}) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const kit = await startIdentityProviders({ ...kitOpts, redirectBase: base });
+  let stack;
+  try {
+    stack = await startStack({
+      ...stackOpts,
+      port,
+      directives: [`ProviderPublicURL ${base}`, 'ProviderCookieSecure Off', kit.directives(),
+        stackOpts.directives || ''].join('\n'),
+    });
+  } catch (e) {
+    await kit.stop();
+    throw e;
+  }
+  const cookieValues = new Set();
+  return {
+    base,
+    kit,
+    stack,
+    /** A whole sign-in through provider name: { res (the callback's answer), body, jar }. */
+    async signIn(name, { login = 'alice', jar = new CookieJar() } = {}) {
+      const flow = await signInAtProvider(`${base}/v1/auth/${name}/login`, { jar, login });
+      assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
+      const res = await jar.fetch(flow.callback);
+      const body = await res.text();
+      this.remember(jar);
+      return { res, body, jar };
+    },
+    /** The jar's cookie values: none may reach the error log. */
+    remember(jar) {
+      for (const c of jar.cookies) if (c.value) cookieValues.add(c.value);
+    },
+    async stop() {
+      for (const op of kit.ops) op.release();
+      try {
+        stack.secrets.push(...kit.secrets(), ...kit.subjects(), ...cookieValues);
+        await stack.stop();
+      } finally {
+        await kit.stop();
+      }
+    },
+  };
+}
