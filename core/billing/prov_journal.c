@@ -8,7 +8,8 @@
  * of disk) and mapped shared; a record is copied into the mapping under
  * the journal's mutex, its newline last, so no system call is made per
  * record. A record is a settlement ("S", outstanding until committed) or a
- * stream's progress ("P", never outstanding: it keeps no segment). The
+ * request's progress ("P": it keeps no segment, except a drawn request's
+ * floor, kept until its settlement is journaled). The
  * page cache holds what was copied when the process is killed
  * the next moment, as it held what write(2) wrote. The unused rest of a
  * segment is NUL bytes, where a reader stops; a last line without its
@@ -401,7 +402,7 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         j->cur.map[j->cur.size + len - 1] = '\n';
         __atomic_store_n(&j->cur.size, j->cur.size + len, __ATOMIC_RELAXED);
-        if (!rec->progress) {
+        if (!rec->progress || rec->keep) {
             pthread_mutex_lock(&j->mu);
             cur->outstanding++;
             pthread_mutex_unlock(&j->mu);

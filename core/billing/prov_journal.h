@@ -11,9 +11,9 @@
  * closed with nothing outstanding is deleted entirely. The journals of dead
  * processes are read back by the survivors (prov_journal_recover), which
  * replay them into the database the lock file names and then delete them.
- * A stream in flight appends its progress too (a record that is never
+ * A stream in flight appends its progress too (a record that is not
  * outstanding), so that a process killed under it is charged what it had
- * delivered. What a record means to the books is the billing engine's business
+ * delivered, and a request drawn from a lease its floor. What a record means to the books is the billing engine's business
  * (prov_billing_journal.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
@@ -54,6 +54,9 @@ typedef struct prov_journal_rec_t {
     int from_plan;
     int drawn;                      /* drawn from a lease: its row may not exist yet */
     int progress;                   /* a progress record, not a settlement */
+    int keep;                       /* ... that keeps its segment until done (the
+                                     * floor of a request drawn from a lease, done
+                                     * once its settlement is journaled) */
 } prov_journal_rec_t;
 
 /* Opens a journal for this process in dir (made, mode 0700, when missing):
@@ -68,9 +71,10 @@ apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *
 const char *prov_journal_owner(const prov_journal_t *j);
 /* Appends rec; thread-safe (one write at a time). On success *ticket says which segment holds it:
  * pass it to prov_journal_done once the record's settlement is committed.
- * A progress record is never outstanding (*ticket 0): it does not keep its
+ * A progress record is not outstanding (*ticket 0): it does not keep its
  * segment, since each carries its request's whole state and only the
- * latest counts. A failed append leaves nothing behind (returns the error,
+ * latest counts; unless rec->keep (a drawn request's floor, which nothing
+ * else may stand for until its settlement is journaled). A failed append leaves nothing behind (returns the error,
  * APR_ENOSPC when the segment is full and no next one could be made;
  * *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);

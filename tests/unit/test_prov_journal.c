@@ -482,8 +482,8 @@ static void test_journal_killed_ahead(void)
     apr_pool_destroy(p);
 }
 
-/* Progress records: never outstanding (a journal of progress only leaves
- * no file); read back after the settlements, the latest of each request
+/* Progress records: not outstanding (a journal of progress only leaves
+ * no file) unless kept; read back after the settlements, the latest of each request
  * that no settlement ended, and only those. */
 static void test_journal_progress(void)
 {
@@ -533,6 +533,18 @@ static void test_journal_progress(void)
         prov_journal_rec_t r = rec("e", 5);
         r.progress = 1;
         CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+    }
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    /* A kept one (a drawn request's floor): outstanding until done. */
+    {
+        prov_journal_rec_t r = rec("f", 7);
+        r.progress = 1;
+        r.keep = 1;
+        ticket = 0;
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
+        CU_ASSERT_TRUE(ticket > 0);
+        CU_ASSERT_EQUAL(prov_journal_outstanding(j), 1);
+        prov_journal_done(j, ticket);
     }
     CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
     prov_journal_close(j);
