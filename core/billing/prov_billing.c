@@ -246,7 +246,7 @@ static int journal_note(int *used, const prov_store_source_t *src,
                  "process dies before its row is written, the row is lost", r->request_id);
     }
     /* The settlement stands for the request from here: its floor may go. */
-    prov_journal_done(j, r->floor_ticket);
+    prov_journal_done_kept(j, r->floor_ticket);
     r->floor_ticket = 0;
     return ticket;
 }

@@ -74,27 +74,33 @@ const char *prov_journal_owner(const prov_journal_t *j);
  * A progress record is not outstanding (*ticket 0): it does not keep its
  * segment, since each carries its request's whole state and only the
  * latest counts; unless rec->keep (a drawn request's floor, which nothing
- * else may stand for until its settlement is journaled). A failed append leaves nothing behind (returns the error,
+ * else may stand for until its settlement is journaled: pass the ticket
+ * to prov_journal_done_kept then). A failed append leaves nothing behind (returns the error,
  * APR_ENOSPC when the segment is full and no next one could be made;
  * *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
 /* A record of segment ticket is committed (ticket 0: nothing); _n: n of
- * them. Never waits for a write in progress, and makes no system call: a
- * full segment whose records are all done is deleted by the next
- * prov_journal_reap. */
+ * them; _kept: a kept progress record is no longer needed. Never waits for
+ * a write in progress, and makes no system call: a full segment whose
+ * records are all done is deleted by the next prov_journal_reap. */
 void prov_journal_done(prov_journal_t *j, int ticket);
 void prov_journal_done_n(prov_journal_t *j, int ticket, int n);
+void prov_journal_done_kept(prov_journal_t *j, int ticket);
 /* The file system's work, done by the billing writer outside the engine's
  * mutex: deletes the files of the segments whose records are all done
  * (returns how many), seals the segment the last rotation left, and makes
  * the next segment ahead once the current one is half full, so that a
  * rotation only swaps it in. */
 int prov_journal_reap(prov_journal_t *j);
-/* Records appended and not done yet. */
+/* Settlements appended and not done yet; _kept: kept progress records. */
 int prov_journal_outstanding(prov_journal_t *j);
+int prov_journal_kept(prov_journal_t *j);
 /* Closes and frees j (nobody may use it any more): its files are deleted
- * when no record is outstanding, else left (unlocked) for a survivor to
- * replay. */
+ * when no settlement is outstanding, else left (unlocked) for a survivor
+ * to replay. Kept progress records do not count: their process is alive
+ * (a writer that stops writes the holds of the requests still in flight
+ * as rows, which carry their floors), and a replay would settle requests
+ * that are still running. */
 void prov_journal_close(prov_journal_t *j);
 
 /* Replays one dead journal's records (n of them; last: the journal's final

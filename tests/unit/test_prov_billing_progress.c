@@ -80,6 +80,18 @@ static void floor_rec(prov_journal_t *j, const prov_reservation_t *r, prov_micro
     CU_ASSERT_TRUE(ticket > 0);
 }
 
+/* The floors f's writer's journal keeps. */
+static int journal_kept(bf_fixture_t *f)
+{
+    prov_queue_t *q;
+    prov_journal_t *j;
+    prov_queue_lock();
+    q = prov_queue_of(f->src->channel);
+    j = q ? q->leases.journal : NULL;
+    prov_queue_unlock();
+    return j ? prov_journal_kept(j) : -1;
+}
+
 static apr_int64_t row_of(bf_fixture_t *f, const char *id, const char *status)
 {
     return bf_value(f, apr_psprintf(f->p, "SELECT credits FROM ledger WHERE request_id = '%s' "
@@ -153,8 +165,8 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 100, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 2);
     bf_check_books(&f, 1000 * C);
-    /* progress is not outstanding, but for the floors of drawn requests */
-    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 5);
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 2);   /* progress is not outstanding */
+    CU_ASSERT_EQUAL(prov_journal_kept(j), 3);          /* but the drawn ones' floors */
     prov_journal_close(j);                       /* it dies */
     copy = apr_pstrcat(f.p, f.dir, "-copy", NULL);
     copy_files(f.dir, copy, f.p);
@@ -255,10 +267,12 @@ static void test_progress_from_writer(void)
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
     prov_billing_progress(r[1], &t, 99, T0 + 3);
     CU_ASSERT_FALSE(bf_dir_has(f.dir, "\t99\t"));
+    CU_ASSERT_EQUAL(journal_kept(&f), leased - !!r[1]->leased);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(journal_kept(&f), 0);        /* each floor done with its settlement */
     prov_billing_writer_stop(w);
-    CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);     /* the floors were done with their settlements */
+    CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 300);
     bf_check_books(&f, 10000 * C);
