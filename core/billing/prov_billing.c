@@ -252,7 +252,7 @@ static int journal_note(int *used, const prov_store_source_t *src,
 }
 
 /* Appends r's progress to its queue's journal, if it has one; keep: a
- * record that keeps its segment until prov_journal_done(*keep). */
+ * record that keeps its segment until prov_journal_done_kept(*keep). */
 static void journal_progress(const prov_reservation_t *r, const prov_tokens_t *t,
                              prov_micro_t charge, apr_int64_t now, int *keep)
 {
