@@ -249,8 +249,9 @@ void provider_infer_close(provider_infer_t *in);
 /* A stream's progress for this process's journal (d: what was delivered
  * so far, as if the stream broke now): the charge it would be settled at,
  * charged by the replay should the process die before the settlement.
- * Nothing when nothing was delivered (the replay then charges the floor). */
-void provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d);
+ * Nothing when nothing was delivered (the replay then charges the floor).
+ * Returns whether a record was made. */
+int provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d);
 /* Stages the charge of the gateway's usage t at the model's rates (an absurd
  * t: at most the hold, with a warning; no input at all: the input estimate)
  * with status and sets x-provider-credits while headers are unsent; returns
@@ -317,6 +318,8 @@ typedef struct provider_stream_t {
     int too_long;                 /* ended at the deadline (by us, like a gateway cut) */
     provider_infer_t *in;         /* the request (its progress, journaled by the tick) */
     apr_time_t progress_at;       /* the tick's next progress record */
+    int progressed;               /* the first was made (at the first write
+                                   * that delivered output); the tick's follow */
     char *refusal;                /* a non-200 answer's body, kept up to 64 KiB */
     apr_size_t refusal_len;
     const char *retry_after;      /* the refusal's Retry-After header, or NULL */

@@ -316,17 +316,19 @@ prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
     return charge;
 }
 
-void provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d)
+int provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d)
 {
     prov_bill_e how;
     prov_tokens_t t;
     prov_micro_t charge;
     if (!in->res || in->res->settled)
-        return;
+        return 0;
     charge = prov_estimate_bill(&how, &t, NULL, d, &in->eff, in->input_estimate,
                                 in->max_output, in->hold);
-    if (how != PROV_BILL_RELEASE)
-        prov_billing_progress(in->res, &t, charge, prov_now());
+    if (how == PROV_BILL_RELEASE)
+        return 0;
+    prov_billing_progress(in->res, &t, charge, prov_now());
+    return 1;
 }
 
 void provider_infer_commit(provider_infer_t *in)

@@ -13,8 +13,9 @@
  * kept for an error answer, a stream's maximum duration
  * (ProviderStreamMaxDuration, from the request's start, looked at with the
  * once-a-second tick: no clock read on the data path), the stream's
- * progress appended to the journal from that tick every 5 s (what a child
- * killed under it is charged), and what happens
+ * progress appended to the journal at its first write that delivered
+ * output and then from that tick every 5 s (what a child killed under it
+ * is charged), and what happens
  * when nothing reached the client yet: a plain error in the transport's
  * shape, the hold released.
  * A stream the client has is settled by the transport (how->end) by what was
@@ -31,9 +32,21 @@ APLOG_USE_MODULE(provider);
 #define REFUSAL_MAX (64 * 1024)
 /* Events waiting for the gateway's pause go out at once beyond this size. */
 #define HOLD_MAX (16 * 1024)
-/* A stream's progress goes to the journal at most this often (from the
- * tick; the first at its first tick). */
+/* A stream's progress goes to the journal at its first write that
+ * delivered output, then from the tick at most this often. */
 #define PROGRESS_EVERY apr_time_from_sec(5)
+
+/* What the client would be charged were the stream cut now, for the
+ * journal (docs/internals/broken-streams.md, "A killed child"); returns
+ * whether a record was made (not while nothing was delivered). */
+static int progress(provider_stream_t *x)
+{
+    prov_delivery_t d;
+    x->how->delivery(x->translator, &d);
+    d.complete = 0;
+    d.client_left = 0;
+    return provider_infer_progress(x->in, &d);
+}
 
 /* The 200 and the stream's headers, with the first events. */
 static void start_answer(provider_stream_t *x)
@@ -73,6 +86,14 @@ static apr_status_t flush_events(provider_stream_t *x)
     x->last_write = apr_time_now();
     if (x->how->written)
         x->how->written(x->translator);
+    /* The first write that delivered output is journaled at once, unless
+     * the answer is complete (its settlement, journaled next, says more);
+     * then the tick every PROGRESS_EVERY. */
+    if (!x->progressed && x->how->delivery && !x->how->complete(x->translator)
+        && progress(x)) {
+        x->progressed = 1;
+        x->progress_at = x->last_write + PROGRESS_EVERY;
+    }
     return APR_SUCCESS;
 }
 
@@ -180,21 +201,11 @@ static apr_status_t on_idle(void *baton)
     return x->out->len ? flush_events(x) : APR_SUCCESS;
 }
 
-/* What the client would be charged were the stream cut now, for the
- * journal (docs/internals/broken-streams.md, "A killed child"). */
-static void progress(provider_stream_t *x)
-{
-    prov_delivery_t d;
-    x->how->delivery(x->translator, &d);
-    d.complete = 0;
-    d.client_left = 0;
-    provider_infer_progress(x->in, &d);
-}
-
 /* About once a second (while the gateway is silent, and between its
  * bytes): notices a client that has gone and a stream that reached its
  * maximum duration (the transfer then stops, and with it the upstream
- * work); journals the stream's progress every PROGRESS_EVERY; a keep-alive
+ * work); journals the stream's progress every PROGRESS_EVERY after its
+ * first record (flush_events); a keep-alive
  * event after the interval of silence. */
 static apr_status_t on_tick(void *baton)
 {
@@ -203,7 +214,7 @@ static apr_status_t on_tick(void *baton)
     if (provider_stream_gone(x))
         return APR_ECONNABORTED;
     now = apr_time_now();
-    if (now >= x->progress_at && x->how->delivery && x->started) {
+    if (x->progressed && now >= x->progress_at) {
         x->progress_at = now + PROGRESS_EVERY;
         progress(x);
     }

@@ -2,7 +2,8 @@
  * (prov_billing.h), the top layer: the estimate; store sources (a fixed
  * one's connection taken by one thread at a time); a reservation (drawn
  * from this process's lease when one has room, after a read of the key
- * when nothing else of it is in flight, else queued for a batch); a
+ * when nothing else of it is in flight, else queued for a batch; a drawn
+ * one's floor journaled); the progress of a request in flight; a
  * settlement or release (journaled first when it is
  * answered before its row is committed, then left to the writer thread,
  * to a running leader or run in a batch of its own); and the account and
@@ -20,6 +21,8 @@
 #define EST_TOKENS_PER_REQUEST 16
 /* A journal that cannot be written is logged at most this often. */
 #define JOURNAL_LOG_EVERY apr_time_from_sec(60)
+
+static void journal_floor(prov_reservation_t *r, apr_int64_t now);
 
 apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
 {
@@ -159,6 +162,7 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
     }
     prov_queue_unlock();
     if (drawn) {
+        journal_floor(*r, now);
         *err = NULL;
         return APR_SUCCESS;
     }
@@ -175,8 +179,10 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
     if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
-    if (op.out)
+    if (op.out) {
         op.out->queue = q;
+        journal_floor(op.out, now);  /* drawn as its batch ended */
+    }
     *err = op.err;
     return APR_SUCCESS;
 }
@@ -209,7 +215,7 @@ static void journal_rec(prov_journal_rec_t *rec, const prov_reservation_t *r,
  * reservation, and the journal is not closed while q->jusers counts this
  * thread (*used: the caller uncounts it once it holds the mutex again). */
 static int journal_note(int *used, const prov_store_source_t *src,
-                        const prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
+                        prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
                         const char *status, apr_int64_t now)
 {
     static volatile apr_time_t failed_at;
@@ -239,11 +245,16 @@ static int journal_note(int *used, const prov_store_source_t *src,
         prov_log(PROV_LOG_ERR, rv, "PROV00382: request %s could not be journaled; if this "
                  "process dies before its row is written, the row is lost", r->request_id);
     }
+    /* The settlement stands for the request from here: its floor may go. */
+    prov_journal_done_kept(j, r->floor_ticket);
+    r->floor_ticket = 0;
     return ticket;
 }
 
-void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
-                           prov_micro_t charge, apr_int64_t now)
+/* Appends r's progress to its queue's journal, if it has one; keep: a
+ * record that keeps its segment until prov_journal_done_kept(*keep). */
+static void journal_progress(const prov_reservation_t *r, const prov_tokens_t *t,
+                             prov_micro_t charge, apr_int64_t now, int *keep)
 {
     prov_journal_rec_t rec;
     prov_journal_t *j;
@@ -255,11 +266,30 @@ void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
     if ((j = __atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST)) != NULL) {
         journal_rec(&rec, r, t, charge < 0 ? 0 : charge, PROV_JOURNAL_PROGRESS_STATUS, now);
         rec.progress = 1;
+        rec.keep = keep != NULL;
         /* A full journal loses a progress record: the replay then charges
-         * the hold's floor. */
-        (void)prov_journal_append(j, &rec, &ticket);
+         * the hold's floor (a drawn request's: nothing). */
+        (void)prov_journal_append(j, &rec, keep ? keep : &ticket);
     }
     __atomic_sub_fetch(&q->jusers, 1, __ATOMIC_SEQ_CST);
+}
+
+void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
+                           prov_micro_t charge, apr_int64_t now)
+{
+    journal_progress(r, t, charge, now, NULL);
+}
+
+/* A request drawn from a lease has no row until it is settled (or a
+ * second old), so no floor_credits for the replay of its process's journal
+ * to charge: its floor goes to the journal as its first progress (no
+ * tokens, at most its hold: what a hold's row without a record is
+ * charged), kept until its settlement is journaled (journal_note). */
+static void journal_floor(prov_reservation_t *r, apr_int64_t now)
+{
+    if (r && r->entry && r->floor > 0)
+        journal_progress(r, NULL, r->floor < r->hold ? r->floor : r->hold, now,
+                         &r->floor_ticket);
 }
 
 static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,

@@ -90,6 +90,8 @@ typedef struct prov_reservation_t {
     void *slot;
     void *entry;
     void *queue;
+    int floor_ticket;               /* a drawn request's floor in the journal, kept
+                                     * until its settlement is journaled */
 } prov_reservation_t;
 
 /* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */
@@ -120,7 +122,9 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
  * journal of the process that takes it (ledger.owner) and its floor
  * (ledger.floor_credits): when the process dies under the request and its
  * journal holds no record of it, the replay charges the floor
- * (docs/internals/broken-streams.md "A killed child"). */
+ * (docs/internals/broken-streams.md "A killed child"). A request drawn from
+ * a lease has no row yet: its floor (at most its hold) goes to the journal
+ * as a progress record instead, which its settlement supersedes. */
 typedef struct prov_hold_ask_t {
     prov_micro_t hold;
     prov_micro_t hold_min;
@@ -137,7 +141,9 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
  * system call, no database), never outstanding: nothing is written to the
  * database unless the process dies, when the replay settles a request with
  * progress and no settlement 'estimated' at its latest progress. Nothing
- * without a journal, or once r is settled. */
+ * without a journal, or once r is settled. (A reservation drawn from a
+ * lease has no row to carry its floor: prov_billing_reserve_ask journals
+ * its floor as its first progress, kept until its settlement is.) */
 void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
                            prov_micro_t charge, apr_int64_t now);
 /* Replaces the hold by charge for tokens t and completes the ledger row with

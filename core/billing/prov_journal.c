@@ -8,7 +8,8 @@
  * of disk) and mapped shared; a record is copied into the mapping under
  * the journal's mutex, its newline last, so no system call is made per
  * record. A record is a settlement ("S", outstanding until committed) or a
- * stream's progress ("P", never outstanding: it keeps no segment). The
+ * request's progress ("P": it keeps no segment, except a drawn request's
+ * floor, kept until its settlement is journaled). The
  * page cache holds what was copied when the process is killed
  * the next moment, as it held what write(2) wrote. The unused rest of a
  * segment is NUL bytes, where a reader stops; a last line without its
@@ -54,7 +55,8 @@ typedef struct mfile_t {
 typedef struct seg_t {
     struct seg_t *next;
     int no;
-    int outstanding;
+    int outstanding;                /* settlements not done */
+    int kept;                       /* kept progress records not done */
     char *path;
 } seg_t;
 
@@ -372,7 +374,7 @@ static void rotate(prov_journal_t *j)
     s->next = j->segs;
     j->segs = s;
     for (pp = &s->next; *pp; pp = &(*pp)->next) {
-        if ((*pp)->outstanding == 0) {
+        if ((*pp)->outstanding == 0 && (*pp)->kept == 0) {
             seg_bury(j, pp);
             break;
         }
@@ -401,9 +403,12 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         j->cur.map[j->cur.size + len - 1] = '\n';
         __atomic_store_n(&j->cur.size, j->cur.size + len, __ATOMIC_RELAXED);
-        if (!rec->progress) {
+        if (!rec->progress || rec->keep) {
             pthread_mutex_lock(&j->mu);
-            cur->outstanding++;
+            if (rec->progress)
+                cur->kept++;
+            else
+                cur->outstanding++;
             pthread_mutex_unlock(&j->mu);
             *ticket = cur->no;
         }
@@ -415,7 +420,8 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
     return rv;
 }
 
-void prov_journal_done_n(prov_journal_t *j, int ticket, int n)
+/* n records of segment ticket done: settlements, or kept progress. */
+static void done(prov_journal_t *j, int ticket, int n, int kept)
 {
     seg_t **pp;
     if (!j || ticket <= 0 || n <= 0)
@@ -425,13 +431,26 @@ void prov_journal_done_n(prov_journal_t *j, int ticket, int n)
         seg_t *s = *pp;
         if (s->no != ticket)
             continue;
-        s->outstanding -= n;
+        if (kept)
+            s->kept -= n;
+        else
+            s->outstanding -= n;
         /* A full segment with nothing outstanding is not needed any more. */
-        if (s->outstanding <= 0 && s != j->segs)
+        if (s->outstanding <= 0 && s->kept <= 0 && s != j->segs)
             seg_bury(j, pp);
         break;
     }
     pthread_mutex_unlock(&j->mu);
+}
+
+void prov_journal_done_n(prov_journal_t *j, int ticket, int n)
+{
+    done(j, ticket, n, 0);
+}
+
+void prov_journal_done_kept(prov_journal_t *j, int ticket)
+{
+    done(j, ticket, 1, 1);
 }
 
 /* Seals the segment a rotation left, and makes the next one once the
@@ -483,22 +502,26 @@ void prov_journal_done(prov_journal_t *j, int ticket)
     prov_journal_done_n(j, ticket, 1);
 }
 
-static int outstanding(const prov_journal_t *j)
+/* The settlements (or kept progress records) not done. */
+static int count(prov_journal_t *j, int kept)
 {
     const seg_t *s;
     int n = 0;
+    pthread_mutex_lock(&j->mu);
     for (s = j->segs; s; s = s->next)
-        n += s->outstanding;
+        n += kept ? s->kept : s->outstanding;
+    pthread_mutex_unlock(&j->mu);
     return n;
 }
 
 int prov_journal_outstanding(prov_journal_t *j)
 {
-    int n;
-    pthread_mutex_lock(&j->mu);
-    n = outstanding(j);
-    pthread_mutex_unlock(&j->mu);
-    return n;
+    return count(j, 0);
+}
+
+int prov_journal_kept(prov_journal_t *j)
+{
+    return count(j, 1);
 }
 
 void prov_journal_close(prov_journal_t *j)

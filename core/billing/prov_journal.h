@@ -11,9 +11,9 @@
  * closed with nothing outstanding is deleted entirely. The journals of dead
  * processes are read back by the survivors (prov_journal_recover), which
  * replay them into the database the lock file names and then delete them.
- * A stream in flight appends its progress too (a record that is never
+ * A stream in flight appends its progress too (a record that is not
  * outstanding), so that a process killed under it is charged what it had
- * delivered. What a record means to the books is the billing engine's business
+ * delivered, and a request drawn from a lease its floor. What a record means to the books is the billing engine's business
  * (prov_billing_journal.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
@@ -54,6 +54,9 @@ typedef struct prov_journal_rec_t {
     int from_plan;
     int drawn;                      /* drawn from a lease: its row may not exist yet */
     int progress;                   /* a progress record, not a settlement */
+    int keep;                       /* ... that keeps its segment until done (the
+                                     * floor of a request drawn from a lease, done
+                                     * once its settlement is journaled) */
 } prov_journal_rec_t;
 
 /* Opens a journal for this process in dir (made, mode 0700, when missing):
@@ -68,29 +71,36 @@ apr_status_t prov_journal_open(prov_journal_t **j, const char *dir, const char *
 const char *prov_journal_owner(const prov_journal_t *j);
 /* Appends rec; thread-safe (one write at a time). On success *ticket says which segment holds it:
  * pass it to prov_journal_done once the record's settlement is committed.
- * A progress record is never outstanding (*ticket 0): it does not keep its
+ * A progress record is not outstanding (*ticket 0): it does not keep its
  * segment, since each carries its request's whole state and only the
- * latest counts. A failed append leaves nothing behind (returns the error,
+ * latest counts; unless rec->keep (a drawn request's floor, which nothing
+ * else may stand for until its settlement is journaled: pass the ticket
+ * to prov_journal_done_kept then). A failed append leaves nothing behind (returns the error,
  * APR_ENOSPC when the segment is full and no next one could be made;
  * *ticket 0). */
 apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *rec, int *ticket);
 /* A record of segment ticket is committed (ticket 0: nothing); _n: n of
- * them. Never waits for a write in progress, and makes no system call: a
- * full segment whose records are all done is deleted by the next
- * prov_journal_reap. */
+ * them; _kept: a kept progress record is no longer needed. Never waits for
+ * a write in progress, and makes no system call: a full segment whose
+ * records are all done is deleted by the next prov_journal_reap. */
 void prov_journal_done(prov_journal_t *j, int ticket);
 void prov_journal_done_n(prov_journal_t *j, int ticket, int n);
+void prov_journal_done_kept(prov_journal_t *j, int ticket);
 /* The file system's work, done by the billing writer outside the engine's
  * mutex: deletes the files of the segments whose records are all done
  * (returns how many), seals the segment the last rotation left, and makes
  * the next segment ahead once the current one is half full, so that a
  * rotation only swaps it in. */
 int prov_journal_reap(prov_journal_t *j);
-/* Records appended and not done yet. */
+/* Settlements appended and not done yet; _kept: kept progress records. */
 int prov_journal_outstanding(prov_journal_t *j);
+int prov_journal_kept(prov_journal_t *j);
 /* Closes and frees j (nobody may use it any more): its files are deleted
- * when no record is outstanding, else left (unlocked) for a survivor to
- * replay. */
+ * when no settlement is outstanding, else left (unlocked) for a survivor
+ * to replay. Kept progress records do not count: their process is alive
+ * (a writer that stops writes the holds of the requests still in flight
+ * as rows, which carry their floors), and a replay would settle requests
+ * that are still running. */
 void prov_journal_close(prov_journal_t *j);
 
 /* Replays one dead journal's records (n of them; last: the journal's final

@@ -8,12 +8,18 @@
 // `estimated` and exactly the figure the client was told in its last event; a
 // 200 without usage, streamed or not, is charged the same estimate (and says
 // so in x-provider-credits and usage.credits); a client that abandons a
-// stream is charged the estimate of what it was sent. Never more than the
-// hold; nothing left reserved. The mock gateway cuts streams and drops usage
-// on cue (tests/mockgw/README.md: cut, cut-<n>, nousage, trickle-<ms>).
+// stream is charged the estimate of what it was sent, and not for output
+// the module had buffered but could not write to it (issue 29, row 12: a
+// client that stops reading and leaves, measured against what the kernel's
+// socket queues took). Never more than the hold; nothing left reserved. The
+// mock gateway cuts streams and drops usage on cue (tests/mockgw/README.md:
+// cut, cut-<n>, nousage, trickle-<ms>, greedy with pieces-1).
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import net from 'node:net';
+import { once } from 'node:events';
 import { startStack, DEFAULT_UPSTREAMS } from './lib/server.js';
 import { assertOpenAIError, toMicro } from './lib/helpers.js';
 import {
@@ -31,6 +37,7 @@ const FAULTS = {
   'bs-cut-first': 'mock-fault-cut-1',
   'bs-cut-none': 'mock-fault-cut-0',
   'bs-drip': 'mock-fault-trickle-250',
+  'bs-flood': 'mock-fault-greedy,pieces-1,trickle-300',
 };
 const CLAUDE = {
   'bsc-main': 'mock-claude',
@@ -40,7 +47,13 @@ const CLAUDE = {
   'bsc-cut-start': 'mock-claude-fault-cut-2',
   'bsc-cut-none': 'mock-claude-fault-cut-0',
   'bsc-drip': 'mock-claude-fault-trickle-400',
+  'bsc-flood': 'mock-claude-fault-greedy,pieces-1,trickle-300',
 };
+// The flood models write their whole answer (FLOOD bytes, the cap they are
+// sent) as one text event; the server's socket buffer is small (SendBufferSize)
+// so that a client that stops reading blocks the write of that event.
+const FLOOD = 600000;
+const SNDBUF = 4096;
 const GATEWAY_LOG = /PROV00030|PROV00120|PROV00140/;
 
 /** The documented input estimate: floor(prompt bytes / 3) + 8 per message + 16. */
@@ -79,6 +92,62 @@ function sse(text) {
   return out;
 }
 
+/** Recv-Q and Send-Q of the TCP socket from local port `from` to `to` (ss). */
+function queues(from, to) {
+  const out = spawnSync('ss', ['-tnH', 'state', 'established'], { encoding: 'utf8' }).stdout || '';
+  for (const line of out.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 4 && f[2].endsWith(`:${from}`) && f[3].endsWith(`:${to}`)) {
+      return { recv: Number(f[0]), send: Number(f[1]) };
+    }
+  }
+  return null;
+}
+
+/**
+ * A client that stops reading: sends the request over a socket of its own,
+ * reads until `marker` arrived (the stream's first events), then reads no
+ * more. Once the server's write of the rest is blocked (the kernel's
+ * buffers full, the socket queues still), it leaves (close with unread
+ * data: a reset). Returns the request id and `written`, every byte the
+ * kernel took from the server: what the client read plus what the client's
+ * receive queue and the server's send queue held.
+ */
+async function stalledClient(port, path, headers, body, marker) {
+  const sock = net.connect(port, '127.0.0.1');
+  await once(sock, 'connect');
+  const payload = Buffer.from(JSON.stringify(body));
+  sock.write(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n`
+    + Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+    + `Content-Length: ${payload.length}\r\n\r\n`);
+  sock.write(payload);
+  let got = '';
+  sock.on('data', (chunk) => {
+    got += chunk.toString('latin1');
+    if (got.includes(marker)) sock.pause();
+  });
+  const server = () => queues(port, sock.localPort);
+  const client = () => queues(sock.localPort, port);
+  let last = null;
+  let seen;
+  for (const end = Date.now() + 20000; ; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    const q = got.includes(marker) && server() && client()
+      ? { recv: client().recv, send: server().send, read: sock.bytesRead } : null;
+    if (q && q.send > 0 && last && q.recv === last.recv && q.send === last.send
+        && q.read === last.read) {
+      seen = q;
+      break;
+    }
+    last = q;
+    if (Date.now() >= end) throw new Error(`the server's write never blocked: ${JSON.stringify(q)}`);
+  }
+  sock.resetAndDestroy();
+  const rid = /x-request-id: *([^\r\n]+)/i.exec(got);
+  assert.ok(rid, `the stream started: ${got.slice(0, 300)}`);
+  return { rid: rid[1], written: seen.read + seen.recv + seen.send, ...seen };
+}
+
 describe('broken streams and answers without usage', { timeout: 300000 }, () => {
   let stack;
   let user;
@@ -88,11 +157,15 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
       models: [...DEFAULT_UPSTREAMS, ...MESSAGES_UPSTREAMS, ...Object.values(FAULTS),
         ...Object.values(CLAUDE)],
       overrides: { ProviderGatewayTimeout: '30' },
+      directives: `SendBufferSize ${SNDBUF}`,
       seed: (s) => {
         for (const [id, up] of Object.entries(FAULTS)) s.addModel(id, up, { rates: RATES });
         for (const [id, up] of Object.entries(CLAUDE)) {
           s.addModel(id, up, { rates: RATES, family: 'anthropic' });
           s.ctl('model', 'set', id, '--messages', 'on');
+        }
+        for (const id of ['bs-flood', 'bsc-flood']) {
+          s.ctl('model', 'set', id, '--max-output', String(FLOOD));
         }
         user = { id: s.addUser('broken@example.test', 100) };
         user.key = s.createKey('broken@example.test');
@@ -332,6 +405,40 @@ describe('broken streams and answers without usage', { timeout: 300000 }, () => 
       outputTokens(8 * k)));
     assert.ok(possible.slice(1).includes(BigInt(row.credits)), `${row.credits} of ${possible}`);
   });
+
+  /* ---- output the client never took ------------------------------------- */
+
+  // Output counts once it was written to the client (issue 29, row 12): the
+  // event whose write failed when the client left is not counted, though it
+  // was in the module's buffer. The gateway sends FLOOD bytes of text in one
+  // event; the client reads the stream's first events and then nothing, so
+  // that the write of that event blocks, then leaves. Counted were the bytes
+  // written before the failed write: at most what the kernel took from the
+  // server (read by the client, or still in either socket's queue).
+  for (const [what, path, model, body, marker, headers] of [
+    ['messages', '/v1/messages', 'bsc-flood',
+      (m) => claude(m, 'flood me', { max_tokens: FLOOD, stream: true }), 'event: ping',
+      { 'anthropic-version': '2023-06-01' }],
+    ['responses', '/v1/responses', 'bs-flood',
+      (m) => ({ model: m, input: 'flood me', stream: true, max_output_tokens: FLOOD }),
+      'response.in_progress', {}],
+  ]) {
+    it(`${what}: output buffered but not written to a client that left is not charged`, async () => {
+      const b0 = stack.balance(user.id);
+      const c = await stalledClient(stack.port, path,
+        { authorization: `Bearer ${user.key.secret}`, ...headers }, body(model), marker);
+      // the kernel's buffers could not take the answer: the write blocked
+      assert.ok(c.written < FLOOD / 2, `the kernel took ${c.written} bytes of ${FLOOD}`);
+      const row = await settled(c.rid, b0);
+      assert.equal(row.status, 'estimated', 'the client left a started stream');
+      const out = Number(row.output_tokens);
+      assert.ok(out <= outputTokens(c.written) + 1,
+        `${out} output tokens charged, at most the ${c.written} bytes written `
+        + `(read ${c.read}, queued ${c.recv} + ${c.send})`);
+      assert.ok(out * 3 < FLOOD / 2, `well below the ${FLOOD} bytes the gateway sent`);
+      assert.ok(out <= 1, `nothing of the text event the write failed on (${out})`);
+    });
+  }
 
   it('charges reported usage as before, and leaves nothing reserved', async () => {
     const b0 = stack.balance(user.id);

@@ -5,7 +5,9 @@
 // the hold its floor (the input estimate; docs/internals/broken-streams.md
 // "A killed child"); a stream it died under is charged what its last
 // progress record said was delivered, at least what the client had received
-// by then, at most its hold. And
+// by then, at most its hold; a stream drawn from a lease (no row yet) that
+// it died under in its first second is charged its floor from the journal,
+// and what its first write that delivered output was. And
 // the requests it answered from a lease while their rows could not be
 // written (the database held by another transaction) are in the ledger all
 // the same, charged once, with the balance equal to the top-ups minus the
@@ -40,6 +42,28 @@ async function until(what, fn, ms = 30000, { soft = false } = {}) {
     if (v || (soft && Date.now() >= end)) return v;
     if (Date.now() >= end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
+  }
+}
+
+/**
+ * Reads the SSE events of a response body's reader, each event's data
+ * parsed, until onEvent returns true (resolves true) or the body ends
+ * (false).
+ */
+async function readEvents(reader, onEvent) {
+  const dec = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return false;
+    buf += dec.decode(value, { stream: true });
+    let at;
+    while ((at = buf.indexOf('\n\n')) >= 0) {
+      const data = buf.slice(0, at).split('\n').filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6)).join('\n');
+      buf = buf.slice(at + 2);
+      if (onEvent(data ? JSON.parse(data) : {})) return true;
+    }
   }
 }
 
@@ -87,6 +111,7 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
         seedUser(s, u, 'durable.test', 'stale', { balance: 2 });
         seedUser(s, u, 'durable.test', 'stream', { balance: 10 });
         seedUser(s, u, 'durable.test', 'journal', { balance: 100000 });
+        seedUser(s, u, 'durable.test', 'first', { balance: 100000 });
       },
     });
   });
@@ -151,29 +176,14 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
         body: JSON.stringify(body),
       });
       assert.equal(res.status, 200);
-      const reader = res.body.getReader();
-      const dec = new TextDecoder();
-      let buf = '';
-      const reading = (async () => {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) return;
-          buf += dec.decode(value, { stream: true });
-          let at;
-          while ((at = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, at);
-            buf = buf.slice(at + 2);
-            const data = block.split('\n').filter((l) => l.startsWith('data: '))
-              .map((l) => l.slice(6)).join('\n');
-            const ev = data ? JSON.parse(data) : {};
-            if (ev.type === 'response.output_text.delta') {
-              if (!first) first = Date.now();
-              bytes += Buffer.byteLength(ev.delta);
-              got.push([Date.now() - first, bytes]);
-            }
-          }
+      const reading = readEvents(res.body.getReader(), (ev) => {
+        if (ev.type === 'response.output_text.delta') {
+          if (!first) first = Date.now();
+          bytes += Buffer.byteLength(ev.delta);
+          got.push([Date.now() - first, bytes]);
         }
-      })().catch((e) => e);
+        return false;
+      }).catch((e) => e);
       // Twelve seconds of an eighteen-second stream: progress records at its
       // first tick, then every 5 s.
       await until('12 s of output', () => first && Date.now() - first >= 12000, 30000);
@@ -201,6 +211,92 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
       assert.equal(bucketSum(stack, 'key:h', user.key.id), BigInt(r.credits), 'and the key\'s buckets');
       assert.equal(leases(user), 0, 'no lease is left');
     });
+  });
+
+  /**
+   * A Responses stream of STREAM_MODEL for user: resolves once the first
+   * event that `stop` accepts has arrived, with the request id, the ms
+   * since it was sent, the output bytes received, and `done` (the rest read
+   * until the connection ends).
+   */
+  async function streamUntil(user, stop) {
+    const sent = Date.now();
+    const res = await fetch(`${stack.baseURL}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.key.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: STREAM_MODEL, input: 'Tell me a long story.', stream: true,
+        max_output_tokens: 400 }),
+    });
+    assert.equal(res.status, 200);
+    const reader = res.body.getReader();
+    const s = { rid: res.headers.get('x-request-id'), bytes: 0, ms: 0 };
+    await readEvents(reader, (ev) => {
+      if (ev.type === 'response.output_text.delta') s.bytes += Buffer.byteLength(ev.delta);
+      return stop(ev);
+    });
+    s.ms = Date.now() - sent;
+    s.done = (async () => { while (!(await reader.read()).done); })().catch((e) => e);
+    return s;
+  }
+
+  it('charges a stream drawn from a lease that it died under in its first second', async () => {
+    const user = u.first;
+    const row = (rid) => stack.sql(`SELECT status, CAST(credits AS TEXT) AS credits,
+      CAST(reserved AS TEXT) AS reserved, input_tokens, output_tokens FROM ledger
+      WHERE request_id = '${rid}'`)[0];
+    const rows = () => stack.sql(`SELECT request_id, status FROM ledger WHERE user_id = ${user.id}`);
+    const killed = [];
+    // Twice: killed once the stream has started with no output yet, and
+    // once its first output reached the client, each well within its first
+    // second, beside streams of the same key and model that keep a lease
+    // open, so that it is drawn from the lease (no row in its first second).
+    for (const first of [(ev) => ev.type === 'response.created',
+      (ev) => ev.type === 'response.output_text.delta']) {
+      await stack.expectingCrash(KILL_LOG, async () => {
+        const beside = [];
+        for (let i = 0; i < 3; i++) {
+          beside.push(await streamUntil(user, (ev) => ev.type === 'response.created'));
+        }
+        await until('a lease', () => leases(user) > 0, 10000);
+        const s = await streamUntil(user, first);
+        assert.ok(!row(s.rid), 'drawn from the lease: no row yet');
+        killChildren();
+        assert.ok(s.ms < 1000, `killed within its first second (${s.ms} ms)`);
+        await Promise.all([s, ...beside].map((b) => b.done));
+        await stack.waitServing();
+        killed.push(s, ...beside);
+        await until('the replay', () => killed.every((k) => row(k.rid)
+          && row(k.rid).status !== 'reserved') && leases(user) === 0, 15000);
+      });
+    }
+    const [none, some] = [row(killed[0].rid), row(killed[4].rid)];
+    assert.equal(killed[0].bytes, 0, 'the first had no output');
+    assert.ok(killed[4].bytes > 0, 'the second had output');
+    // The first: its floor (the input estimate's charge, no tokens), as a
+    // hold's row with no record is charged.
+    assert.equal(none.status, 'estimated');
+    assert.ok(Number(some.input_tokens) > 0);
+    assert.equal(BigInt(none.credits), BigInt(some.input_tokens) * MICRO_PER_TOKEN,
+      'charged its floor');
+    assert.equal(Number(none.input_tokens) + Number(none.output_tokens), 0);
+    // The second: its input estimate and the output of its first write.
+    assert.equal(some.status, 'estimated');
+    assert.ok(Number(some.output_tokens) >= 1, 'its first output was journaled');
+    assert.ok(Number(some.output_tokens) <= Math.ceil(killed[4].bytes / 3) + 1,
+      `no more output than delivered (${some.output_tokens} tokens, ${killed[4].bytes} bytes)`);
+    assert.equal(BigInt(some.credits), (BigInt(some.input_tokens) + BigInt(some.output_tokens))
+      * MICRO_PER_TOKEN);
+    for (const k of killed) {
+      const r = row(k.rid);
+      assert.ok(BigInt(r.credits) > 0n && BigInt(r.credits) <= BigInt(r.reserved),
+        `${k.rid} charged ${r.credits}, at most its hold`);
+    }
+    assert.equal(rows().length, killed.length, 'every request has its row');
+    const sums = ledgerSums(stack, `user_id = ${user.id}`);
+    assert.equal(sums.reserved, 0, 'nothing left reserved');
+    assert.equal(stack.balance(user.id), user.balance - sums.credits, 'the balance carries them');
+    assert.equal(bucketSum(stack, 'key:h', user.key.id), sums.credits, 'and the key\'s buckets');
+    assert.equal(leases(user), 0, 'no lease is left');
   });
 
   it('keeps every request it answered from a lease in the ledger, charged once', async () => {
@@ -262,8 +358,8 @@ describe('a child killed with SIGKILL', { timeout: 240000 }, () => {
     assert.ok(extra.length <= CLIENTS,
       `rows without a received answer (${extra.length}) are at most the requests in flight`);
     assert.ok(whileHeld >= 20, 'requests were answered while their rows could not be written');
-    // Requests in flight at the kill whose holds were rows are charged their
-    // floor (their input estimate); drawn ones without a row, nothing.
+    // Requests in flight at the kill are charged their floor (their input
+    // estimate): a hold's from its row, a drawn one's from its journal.
     const floors = stack.sql(`SELECT CAST(credits AS TEXT) AS credits FROM ledger
       WHERE user_id = ${user.id} AND status = 'estimated'`);
     assert.ok(floors.length <= CLIENTS, 'floors only for requests in flight');

@@ -169,6 +169,10 @@ int mgw_fault_parse_model(mgw_fault_t *f, const char *model);
  * the body's max_tokens (and, for chat, max_completion_tokens), else
  * f->greedy. */
 long mgw_greedy_cap(const mgw_fault_t *f, json_object *body, bool chat);
+/* The size of a streamed text piece: MGW_PIECE_BYTES, or when greedy (the
+ * cap written to, -1: not greedy) MGW_GREEDY_PIECE_BYTES, or the reply in
+ * "pieces-<n>" pieces (pieces-1: one event of the whole reply). */
+size_t mgw_piece_bytes(const mgw_fault_t *f, long greedy);
 /* Returns u (consumed) written in the shape of f; NULL for usage-null. The
  * renamed shape swaps the family's names (chat: prompt_tokens/
  * completion_tokens -> input_tokens/output_tokens; messages the other way). */

@@ -328,7 +328,7 @@ int mgw_anthropic_messages(mgw_ctx_t *x)
                                         "mockgw greedy: the output cap passes 16 MiB",
                                         NULL);
     p.n = mgw_next_id();
-    p.piece = greedy >= 0 ? MGW_GREEDY_PIECE_BYTES : MGW_PIECE_BYTES;
+    p.piece = mgw_piece_bytes(&x->fault, greedy);
     plan_reply(&p, x->body, messages);
     plan_usage(&p, x, messages, greedy);
     if (greedy >= 0)

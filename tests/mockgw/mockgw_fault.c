@@ -5,10 +5,11 @@
  * Owns the names of the faults ("delay-<ms>", "500", "cut", "greedy-<N>",
  * "usage-strings", ... as given in the x-mock-fault header or after "fault-"
  * in a model name, several parts allowed in one name), the process-wide
- * request counts of "first-<k>", the output cap the
- * greedy fault writes to, and the malformed usage shapes (counts as strings,
- * as floats, a null or empty usage, the counts under other names) that both
- * API families apply to every usage object they write.
+ * request counts of "first-<k>", the output cap the greedy fault writes to
+ * and the size of its streamed pieces, and the malformed usage shapes
+ * (counts as strings, as floats, a null or empty usage, the counts under
+ * other names) that both API families apply to every usage object they
+ * write.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -254,6 +255,15 @@ long mgw_greedy_cap(const mgw_fault_t *f, json_object *body, bool chat)
             cap = (long)json_object_get_int64(v);
     }
     return cap >= 0 ? cap : f->greedy;
+}
+
+size_t mgw_piece_bytes(const mgw_fault_t *f, long greedy)
+{
+    if (greedy < 0)
+        return MGW_PIECE_BYTES;
+    if (f->pieces > 0)
+        return greedy > f->pieces ? (size_t)((greedy + f->pieces - 1) / f->pieces) : 1;
+    return MGW_GREEDY_PIECE_BYTES;
 }
 
 /* Returns a copy of v with every integer written as the shape says. */

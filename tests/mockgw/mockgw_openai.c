@@ -410,7 +410,7 @@ int mgw_openai_chat(mgw_ctx_t *x)
                                      "invalid_request", bad, NULL);
     p.n = mgw_next_id();
     p.created = (int64_t)time(NULL);
-    p.piece = greedy >= 0 ? MGW_GREEDY_PIECE_BYTES : MGW_PIECE_BYTES;
+    p.piece = mgw_piece_bytes(&x->fault, greedy);
     plan_usage(&p, x, plan_reply(&p, x->body, messages), greedy);
     if (greedy >= 0)
         mgw_pad_to(&p.out, (size_t)greedy);

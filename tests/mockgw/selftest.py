@@ -621,6 +621,14 @@ def test_greedy(g):
     text = "".join(d["delta"]["text"] for e, d in ev if e == "content_block_delta")
     md = [d for e, d in ev if e == "message_delta"][0]
     check(len(text) == 1200 and md["usage"]["output_tokens"] == 1200, "greedy messages stream")
+    # greedy with pieces-<n>: the reply in n pieces of equal size, not padded
+    st, ev = post(g, MS, msg_body("c-fault-greedy-fault-pieces-3", max_tokens=1000, stream=True))
+    sizes = [len(d["delta"]["text"]) for e, d in ev if e == "content_block_delta"]
+    check(sizes == [334, 334, 332], "greedy pieces-3 messages stream")
+    st, ev = post(g, CH, chat_body("hi", stream=True, max_tokens=5000), "greedy,pieces-1")
+    check(len(chat_text(ev)) == 5000 and len([c for _, c in ev if isinstance(c, dict)
+          and c.get("choices") and c["choices"][0]["delta"].get("content")]) == 1,
+          "greedy pieces-1 chat stream")
     st, j = post(g, MS, msg_body("c", max_tokens=200000000), "greedy")
     check(st == 400, "greedy cap too large")
     # two faults in one model name, and a model name with a header

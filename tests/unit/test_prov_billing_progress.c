@@ -8,7 +8,8 @@
  * progress (a reserved row, an expired one completed late, a drawn one
  * without a row inserted), a settlement after a progress wins, the holds
  * of that process that no record named are charged their floor (at most
- * the hold), holds of other processes and expired holds without a record
+ * the hold), a drawn request with only its floor in the journal is charged
+ * that floor, holds of other processes and expired holds without a record
  * are left alone; the same journal replayed twice charges once. A writer
  * with a journal appends progress records that keep no segment alive. The
  * fixture is billing_fixture.c. */
@@ -55,6 +56,40 @@ static void note(prov_journal_t *j, const prov_reservation_t *r, int progress,
                  prov_micro_t charge, const char *status)
 {
     bf_journal(j, r, charge, status, progress, T0 + 5);
+}
+
+/* A drawn request's floor, as prov_billing_reserve_ask journals it: a
+ * progress record without tokens, kept until its settlement is journaled. */
+static void floor_rec(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t floor)
+{
+    prov_journal_rec_t rec;
+    int ticket = 0;
+    memset(&rec, 0, sizeof(rec));
+    rec.request_id = r->request_id;
+    rec.transport = "messages";
+    rec.status = PROV_JOURNAL_PROGRESS_STATUS;
+    rec.user_id = r->user_id;
+    rec.key_id = r->key_id;
+    rec.model_id = r->model_id;
+    rec.created_at = rec.settled_at = r->created_at;
+    rec.hold = r->hold;
+    rec.charge = floor;
+    rec.drawn = 1;
+    rec.progress = rec.keep = 1;
+    CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
+    CU_ASSERT_TRUE(ticket > 0);
+}
+
+/* The floors f's writer's journal keeps. */
+static int journal_kept(bf_fixture_t *f)
+{
+    prov_queue_t *q;
+    prov_journal_t *j;
+    prov_queue_lock();
+    q = prov_queue_of(f->src->channel);
+    j = q ? q->leases.journal : NULL;
+    prov_queue_unlock();
+    return j ? prov_journal_kept(j) : -1;
 }
 
 static apr_int64_t row_of(bf_fixture_t *f, const char *id, const char *status)
@@ -115,7 +150,13 @@ static void test_progress_replay(void)
     drawn.hold = C;
     drawn.created_at = T0;
     drawn.entry = &drawn;                        /* drawn */
+    floor_rec(j, &drawn, FLOOR);                 /* its floor, then its progress */
     note(j, &drawn, 1, 400, "estimated");
+    drawn.request_id = "p-drawn-floor";          /* died before any progress */
+    floor_rec(j, &drawn, FLOOR);
+    drawn.request_id = "p-drawn-ok";             /* its settlement wins */
+    floor_rec(j, &drawn, FLOOR);
+    note(j, &drawn, 0, 600, "ok");
     CU_ASSERT_EQUAL(bf_value(&f, apr_psprintf(f.p, "SELECT COUNT(*) FROM ledger WHERE owner = "
                                                    "'%s' AND floor_credits = %d", owner, FLOOR)),
                     5);
@@ -124,7 +165,8 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 100, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 2);
     bf_check_books(&f, 1000 * C);
-    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 1);   /* progress is never outstanding */
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 2);   /* progress is not outstanding */
+    CU_ASSERT_EQUAL(prov_journal_kept(j), 3);          /* but the drawn ones' floors */
     prov_journal_close(j);                       /* it dies */
     copy = apr_pstrcat(f.p, f.dir, "-copy", NULL);
     copy_files(f.dir, copy, f.p);
@@ -140,13 +182,17 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL(row_of(&f, "p-gone", "expired"), 0);
     CU_ASSERT_EQUAL(row_of(&f, "p-drawn", "estimated"), 400);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT reserved FROM ledger WHERE request_id = 'p-drawn'"), C);
+    CU_ASSERT_EQUAL(row_of(&f, "p-drawn-floor", "estimated"), FLOOR);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT input_tokens + output_tokens FROM ledger "
+                                 "WHERE request_id = 'p-drawn-floor'"), 0);
+    CU_ASSERT_EQUAL(row_of(&f, "p-drawn-ok", "ok"), 600);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved' AND "
                                  "request_id IN ('p-other', 'p-none')"), 2);
-    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 9);
-    charged = 300 + 250 + FLOOR + C + 500 + 400;
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 11);
+    charged = 300 + 250 + FLOOR + C + 500 + 400 + FLOOR + 600;
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - charged - 2 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(requests) FROM usage_buckets "
-                                 "WHERE scope = 'user:h'"), 9);
+                                 "WHERE scope = 'user:h'"), 11);
     bf_check_books(&f, 1000 * C);
 
     /* The same journal again (a copy): nothing moves. */
@@ -156,15 +202,16 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - charged - 2 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COALESCE(SUM(credits), 0) FROM ledger"), charged);
-    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 9);
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 11);
     bf_check_books(&f, 1000 * C);
     teardown(&f);
 }
 
 /* A writer with a journal: holds record its journal and floor (a batch's,
- * and a drawn entry written as a hold); progress goes into the journal,
- * not once its request is settled, and keeps nothing: the journal goes
- * when the writer stops. */
+ * and a drawn entry written as a hold); a drawn request's floor goes into
+ * the journal at its draw; progress goes into the journal, not once its
+ * request is settled, and keeps nothing, nor do the floors once their
+ * requests are settled: the journal goes when the writer stops. */
 static void test_progress_from_writer(void)
 {
     static const prov_tokens_t t = { 10, 20, 0, 0 };
@@ -191,6 +238,16 @@ static void test_progress_from_writer(void)
         leased += r[i]->leased;
     }
     CU_ASSERT_TRUE_FATAL(r[2]->leased);
+    /* A drawn request's floor is in the journal from its draw (no tokens,
+     * its floor): a held one's is in its row. */
+    for (i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(bf_dir_has(f.dir, apr_psprintf(f.p, "P\tpw-%d\t%" APR_INT64_T_FMT "\t%"
+                                                             APR_INT64_T_FMT "\t%" APR_INT64_T_FMT
+                                                             "\tmessages\t0\t0\t0\t0\t%d\t%d"
+                                                             "\t0\t1\testimated\t", i,
+                                                             f.u->id, f.k->id, f.m->id, (int)C,
+                                                             FLOOR)),
+                        r[i]->leased);
     /* The batch's holds, then the drawn one once its hold is written
      * (after a second in flight). */
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved' AND "
@@ -209,9 +266,11 @@ static void test_progress_from_writer(void)
     CU_ASSERT_TRUE(bf_dir_has(f.dir, "\t88\t"));
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
     prov_billing_progress(r[1], &t, 99, T0 + 3);
-    CU_ASSERT_FALSE(bf_dir_has(f.dir, "P\tpw-1\t"));
+    CU_ASSERT_FALSE(bf_dir_has(f.dir, "\t99\t"));
+    CU_ASSERT_EQUAL(journal_kept(&f), leased - !!r[1]->leased);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(journal_kept(&f), 0);        /* each floor done with its settlement */
     prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);

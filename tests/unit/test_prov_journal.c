@@ -104,6 +104,25 @@ static int files_in(const char *dir)
     return n;
 }
 
+/* Whether dir holds segment n of a journal (a file named O.n.log). */
+static int dir_has_segment(const char *dir, int n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char tail[32];
+    int found = 0;
+    size_t k;
+    snprintf(tail, sizeof(tail), ".%d.log", n);
+    k = strlen(tail);
+    while (d && !found && (de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        found = len > k && !strcmp(de->d_name + len - k, tail);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 static void remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -482,8 +501,8 @@ static void test_journal_killed_ahead(void)
     apr_pool_destroy(p);
 }
 
-/* Progress records: never outstanding (a journal of progress only leaves
- * no file); read back after the settlements, the latest of each request
+/* Progress records: not outstanding (a journal of progress only leaves
+ * no file) unless kept; read back after the settlements, the latest of each request
  * that no settlement ended, and only those. */
 static void test_journal_progress(void)
 {
@@ -542,10 +561,49 @@ static void test_journal_progress(void)
     apr_pool_destroy(p);
 }
 
+/* A kept progress record (a drawn request's floor) keeps its segment until
+ * it is done, though the segment is full and its settlements are done; a
+ * close does not wait for it (its process is alive). */
+static void test_journal_kept(void)
+{
+    apr_pool_t *p = NULL;
+    prov_journal_t *j = NULL;
+    prov_journal_rec_t f = rec("floor", 7), r = rec("seg", 1);
+    char *dir = temp_dir();
+    int kept = 0, tickets[10], i;
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 100, p), APR_SUCCESS);
+    f.progress = f.keep = 1;
+    CU_ASSERT_EQUAL(prov_journal_append(j, &f, &kept), APR_SUCCESS);
+    CU_ASSERT_EQUAL(kept, 1);
+    CU_ASSERT_EQUAL(prov_journal_kept(j), 1);
+    CU_ASSERT_EQUAL(prov_journal_outstanding(j), 0);
+    for (i = 0; i < 10; i++)
+        CU_ASSERT_EQUAL(prov_journal_append(j, &r, &tickets[i]), APR_SUCCESS);
+    CU_ASSERT_TRUE_FATAL(tickets[9] >= 4);
+    for (i = 0; i < 10; i++)
+        prov_journal_done(j, tickets[i]);
+    prov_journal_reap(j);
+    CU_ASSERT_TRUE(files_in(dir) >= 3);          /* the lock, the kept one's, the current */
+    CU_ASSERT_TRUE(dir_has_segment(dir, 1));
+    prov_journal_done_kept(j, kept);
+    CU_ASSERT_EQUAL(prov_journal_kept(j), 0);
+    prov_journal_reap(j);
+    CU_ASSERT_FALSE(dir_has_segment(dir, 1));
+    /* Kept and not done at the close: the files go all the same. */
+    CU_ASSERT_EQUAL(prov_journal_append(j, &f, &kept), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_journal_kept(j), 1);
+    prov_journal_close(j);
+    CU_ASSERT_EQUAL(files_in(dir), 0);
+    remove_dir(dir);
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_journal(void)
 {
     PROV_SUITE("journal", PROV_TEST(test_journal_roundtrip), PROV_TEST(test_journal_segments),
                PROV_TEST(test_journal_torn_and_chunks), PROV_TEST(test_journal_killed),
                PROV_TEST(test_journal_ahead), PROV_TEST(test_journal_killed_ahead),
-               PROV_TEST(test_journal_progress));
+               PROV_TEST(test_journal_progress), PROV_TEST(test_journal_kept));
 }

@@ -56,6 +56,22 @@ static void test_format(void)
     CU_ASSERT_STRING_EQUAL(prov_i64(1234567890, p), "1234567890");
     CU_ASSERT_STRING_EQUAL(prov_i64(APR_INT64_MAX, p), "9223372036854775807");
     CU_ASSERT_STRING_EQUAL(prov_i64(APR_INT64_MIN, p), "-9223372036854775808");
+    {
+        /* every length, both ends of each, and the digits two at a time */
+        static const char *const want[] = { "9", "10", "99", "100", "999", "1000", "10203",
+                                            "987654", "18446744073709551615" };
+        static const apr_uint64_t v[] = { 9, 10, 99, 100, 999, 1000, 10203, 987654,
+                                          APR_UINT64_MAX };
+        char buf[24];
+        apr_uint64_t k;
+        int i;
+        for (i = 0; i < (int)(sizeof(v) / sizeof(v[0])); i++) {
+            CU_ASSERT_PTR_EQUAL(prov_u64_format_buf(buf, v[i]), buf + strlen(want[i]));
+            CU_ASSERT_STRING_EQUAL(buf, want[i]);
+        }
+        for (k = 0; k < 1000; k++)
+            CU_ASSERT_EQUAL(strtoull(prov_i64((apr_int64_t)k * 7919, p), NULL, 10), k * 7919);
+    }
 }
 
 static void test_effective_rates(void)
