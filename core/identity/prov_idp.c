@@ -114,6 +114,35 @@ static apr_status_t read_secret(parse_t *ps, const char *path, const char *root)
     return APR_SUCCESS;
 }
 
+/* Whether url (one prov_idp_origin takes) is an origin: no path but "/". */
+static int origin_only(const char *url)
+{
+    const char *rest = strstr(url, "://") + 3, *stop = strpbrk(rest, "/?");
+    return !stop || (stop[0] == '/' && stop[1] == '\0');
+}
+
+/* endpoint_origins=any, or ORIGIN[,ORIGIN...]: the origins besides the
+ * issuer's that its discovery document may name endpoints at. */
+static apr_status_t take_origins(parse_t *ps, const char *v)
+{
+    char *list = apr_pstrdup(ps->p, v), *last = NULL, *one;
+    if (!strcmp(v, "any")) {
+        ps->idp->endpoint_origins_any = 1;
+        return APR_SUCCESS;
+    }
+    ps->idp->endpoint_origins = apr_array_make(ps->p, 4, sizeof(const char *));
+    for (one = apr_strtok(list, ",", &last); one; one = apr_strtok(NULL, ",", &last)) {
+        const char *o = prov_idp_origin(one, ps->p);
+        if (!o || !origin_only(one))
+            return fail(ps, "endpoint_origins=%s: give any, or origins (https://host[:port], "
+                        "http:// only to a loopback host) separated by commas", v);
+        APR_ARRAY_PUSH(ps->idp->endpoint_origins, const char *) = o;
+    }
+    if (!ps->idp->endpoint_origins->nelts)
+        return fail(ps, "endpoint_origins= names no origin");
+    return APR_SUCCESS;
+}
+
 /* timeout=SECONDS, 1 to PROV_IDP_TIMEOUT_MAX. */
 static apr_status_t take_timeout(parse_t *ps, const char *v)
 {
@@ -174,6 +203,8 @@ static apr_status_t take(parse_t *ps, const char *key, const char *v, const char
     }
     else if (!strcmp(key, "timeout"))
         return take_timeout(ps, v);
+    else if (!strcmp(key, "endpoint_origins"))
+        return take_origins(ps, v);
     else
         return fail(ps, "unknown key '%s'", key);
     return APR_SUCCESS;

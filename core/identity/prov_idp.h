@@ -40,6 +40,10 @@ typedef struct prov_idp_t {
     int timeout;                 /* timeout=: seconds per sign-in step (see above) */
     int emails_verified;         /* emails_verified=on: an email the provider gives
                                   * without saying email_verified is verified */
+    /* endpoint_origins=: where OIDC discovery may send us besides the
+     * issuer's own origin (prov_idp_origin's form); NULL: nowhere else */
+    apr_array_header_t *endpoint_origins;
+    int endpoint_origins_any;    /* endpoint_origins=any */
     /* plain OAuth 2.0 only (OIDC's come from discovery) */
     const char *authorization_endpoint;
     const char *token_endpoint;

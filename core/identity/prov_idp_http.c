@@ -184,6 +184,29 @@ static int loopback_host(const char *h, apr_size_t n)
     return 0;
 }
 
+const char *prov_idp_origin(const char *url, apr_pool_t *p)
+{
+    const char *host, *end, *hend;
+    char *h, *c;
+    int tls;
+    if (!prov_idp_url_ok(url))
+        return NULL;
+    tls = !strncasecmp(url, "https://", 8);
+    host = url + (tls ? 8 : 7);
+    end = host + strcspn(host, "/?");
+    /* prov_idp_url_ok saw the ']' of a [v6] host */
+    if (*host == '[')
+        hend = (const char *)memchr(host, ']', (apr_size_t)(end - host)) + 1;
+    else if (!(hend = memchr(host, ':', (apr_size_t)(end - host))))
+        hend = end;
+    h = apr_pstrndup(p, host, (apr_size_t)(hend - host));
+    for (c = h; *c; c++)
+        *c = (char)apr_tolower(*c);
+    return apr_pstrcat(p, tls ? "https://" : "http://", h, ":",
+                       hend + 1 < end ? apr_pstrndup(p, hend + 1, (apr_size_t)(end - hend - 1))
+                                      : tls ? "443" : "80", NULL);
+}
+
 int prov_idp_url_ok(const char *url)
 {
     const char *host, *end;

@@ -21,6 +21,10 @@ int prov_idp_text_ok(const char *v, apr_size_t max);
  * https://, or http:// to a loopback host (localhost, 127.0.0.0/8, [::1]),
  * with a host, no user:password@ and no fragment. */
 int prov_idp_url_ok(const char *url);
+/* The origin of such a URL, as compared: "scheme://host:port", scheme and
+ * host in lower case, the port always written (443 or 80 when absent);
+ * NULL when url is not one prov_idp_url_ok takes. */
+const char *prov_idp_origin(const char *url, apr_pool_t *p);
 
 typedef struct prov_idp_http_resp_t {
     int status;

@@ -76,6 +76,41 @@ static int url_member_ok(const char **why, json_object *doc, const char *name, i
     return 1;
 }
 
+/* Whether url is at the issuer's origin or one endpoint_origins= allows:
+ * a discovery document may not send the client secret or the browser to a
+ * host the operator did not name. */
+static int origin_allowed(const prov_idp_t *idp, const char *url, apr_pool_t *p)
+{
+    const char *o = prov_idp_origin(url, p);
+    int i;
+    if (idp->endpoint_origins_any)
+        return 1;
+    if (!o)
+        return 0;
+    if (!strcmp(o, prov_idp_origin(idp->issuer, p)))
+        return 1;
+    for (i = 0; idp->endpoint_origins && i < idp->endpoint_origins->nelts; i++) {
+        if (!strcmp(o, APR_ARRAY_IDX(idp->endpoint_origins, i, const char *)))
+            return 1;
+    }
+    return 0;
+}
+
+static int endpoint_ok(const char **why, const prov_idp_t *idp, json_object *doc,
+                       const char *name, int required, apr_pool_t *p)
+{
+    const char *url;
+    if (!url_member_ok(why, doc, name, required, p))
+        return 0;
+    url = prov_json_get_str(doc, name);
+    if (url && !origin_allowed(idp, url, p)) {
+        *why = apr_psprintf(p, "its %s (%.200s) is not at the issuer's origin nor one of "
+                            "endpoint_origins=", name, url);
+        return 0;
+    }
+    return 1;
+}
+
 static int discovery_ok(const char **why, const prov_idp_t *idp, json_object *doc,
                         apr_pool_t *p)
 {
@@ -87,10 +122,10 @@ static int discovery_ok(const char **why, const prov_idp_t *idp, json_object *do
                             iss ? iss : "none", idp->issuer);
         return 0;
     }
-    return url_member_ok(why, doc, "authorization_endpoint", 1, p)
-        && url_member_ok(why, doc, "token_endpoint", 1, p)
-        && url_member_ok(why, doc, "jwks_uri", 1, p)
-        && url_member_ok(why, doc, "userinfo_endpoint", 0, p);
+    return endpoint_ok(why, idp, doc, "authorization_endpoint", 1, p)
+        && endpoint_ok(why, idp, doc, "token_endpoint", 1, p)
+        && endpoint_ok(why, idp, doc, "jwks_uri", 1, p)
+        && endpoint_ok(why, idp, doc, "userinfo_endpoint", 0, p);
 }
 
 static int jwks_ok(const char **why, const prov_idp_t *idp, json_object *doc, apr_pool_t *p)

@@ -95,6 +95,22 @@ static void test_oidc(void)
     CU_ASSERT_STRING_EQUAL(idp->display, "Example Corp");
     CU_ASSERT_STRING_EQUAL(idp->scope, "openid email");
     CU_ASSERT_EQUAL(idp->auth, PROV_IDP_AUTH_POST);
+    CU_ASSERT_PTR_NULL(idp->endpoint_origins);
+    CU_ASSERT_FALSE(idp->endpoint_origins_any);
+    CU_ASSERT_EQUAL(parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a",
+                          apr_pstrcat(p, "client_secret_file=", sec.path, NULL), "endpoint_origins=https://A.example,https://b.example:8443/",
+                          NULL), APR_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(idp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(idp->endpoint_origins);
+    CU_ASSERT_EQUAL_FATAL(idp->endpoint_origins->nelts, 2);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(idp->endpoint_origins, 0, const char *),
+                           "https://a.example:443");
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(idp->endpoint_origins, 1, const char *),
+                           "https://b.example:8443");
+    CU_ASSERT_FALSE(idp->endpoint_origins_any);
+    CU_ASSERT_EQUAL(parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a",
+                          apr_pstrcat(p, "client_secret_file=", sec.path, NULL), "endpoint_origins=any", NULL), APR_SUCCESS);
+    CU_ASSERT_TRUE(idp->endpoint_origins_any);
     secret_drop(&sec);
     apr_pool_destroy(p);
 }
@@ -236,6 +252,16 @@ static void test_refusals(void)
     rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
                "timeout=-3", NULL);
     refused("timeout=-3", NULL, rv, err);
+    /* endpoint_origins: any, or origins only */
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "endpoint_origins=https://a.example/path", NULL);
+    refused("endpoint_origins=https://a.example/path", "origins", rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "endpoint_origins=http://example.com", NULL);
+    refused("endpoint_origins=", NULL, rv, err);
+    rv = parse(&idp, &err, "one", NULL, p, "issuer=https://i.example", "client_id=a", sf,
+               "endpoint_origins=,", NULL);
+    refused("names no origin", NULL, rv, err);
     secret_drop(&sec);
     apr_pool_destroy(p);
 }
@@ -257,6 +283,23 @@ static void test_url_ok(void)
     CU_ASSERT_FALSE(prov_idp_url_ok("ftp://id.example.com/"));
     CU_ASSERT_FALSE(prov_idp_url_ok("https://id.example.com/a b"));
     CU_ASSERT_FALSE(prov_idp_url_ok(NULL));
+    /* origins as compared */
+    {
+        apr_pool_t *p = prov_test_pool();
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("HTTPS://Id.Example.COM/x", p),
+                               "https://id.example.com:443");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("https://id.example.com:8443?q", p),
+                               "https://id.example.com:8443");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("http://127.0.0.1:8080/a?b=c", p),
+                               "http://127.0.0.1:8080");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("http://localhost/a", p), "http://localhost:80");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("http://[::1]:9/x", p), "http://[::1]:9");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("http://[::1]/x", p), "http://[::1]:80");
+        CU_ASSERT_STRING_EQUAL(prov_idp_origin("https://h.example:/p", p),
+                               "https://h.example:443");
+        CU_ASSERT_PTR_NULL(prov_idp_origin("ftp://id.example.com/", p));
+        CU_ASSERT_PTR_NULL(prov_idp_origin("http://example.com/", p));
+    }
 }
 
 static void test_list(void)

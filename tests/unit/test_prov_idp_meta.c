@@ -131,6 +131,35 @@ static void test_discovery_refused(void)
     fx_end(&f);
 }
 
+/* An endpoint at another origin than the issuer's is refused (the client
+ * secret would go there) unless endpoint_origins= names it, or says any. */
+static void test_discovery_origins(void)
+{
+    fx_t f;
+    prov_idp_endpoints_t *ep = NULL;
+    const char *doc = "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth\","
+                      "\"token_endpoint\":\"http://localhost:1/token\",\"jwks_uri\":\"%s/jwks\"}";
+    fx_begin(&f);
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0, doc, f.base, f.base,
+                 f.base);
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, 0, f.p), APR_EGENERAL);
+    f.idp.endpoint_origins = apr_array_make(f.p, 1, sizeof(const char *));
+    APR_ARRAY_PUSH(f.idp.endpoint_origins, const char *) = "http://localhost:2";
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + PROV_IDP_META_RETRY, 0, f.p),
+                    APR_EGENERAL);
+    APR_ARRAY_PUSH(f.idp.endpoint_origins, const char *) = "http://localhost:1";
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0 + 2 * PROV_IDP_META_RETRY, 0, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(ep->token, "http://localhost:1/token");
+    fx_end(&f);
+    fx_begin(&f);
+    idp_ts_route(&f.ts, "/.well-known/openid-configuration", 200, 0, doc, f.base, f.base,
+                 f.base);
+    f.idp.endpoint_origins_any = 1;
+    CU_ASSERT_EQUAL(prov_idp_endpoints(&ep, &f.idp, T0, 0, f.p), APR_SUCCESS);
+    fx_end(&f);
+}
+
 static void test_jwks_refresh(void)
 {
     fx_t f;
@@ -328,6 +357,7 @@ void prov_test_suite_idp_meta(void)
     PROV_SUITE("idp_meta",
                PROV_TEST(test_discovery_cached),
                PROV_TEST(test_discovery_refused),
+               PROV_TEST(test_discovery_origins),
                PROV_TEST(test_jwks_refresh),
                PROV_TEST(test_plain_endpoints),
                PROV_TEST(test_http_failures),
