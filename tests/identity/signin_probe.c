@@ -137,7 +137,7 @@ int main(int argc, const char *const *argv)
         printf("FAIL parse 0 %s\n", err);
         return 0;
     }
-    rv = prov_signin_begin(&st, &reason, s, idp, argv[2], NULL, 0, prov_now(), p);
+    rv = prov_signin_begin(&st, &reason, s, idp, argv[2], NULL, 0, NULL, prov_now(), p);
     if (rv)
         return fail("begin", rv, reason);
     printf("URL %s\n", st->url);

@@ -132,7 +132,7 @@ static void test_begin_plain(void)
     idp = plain_idp(p);
     idp->scope = "read:user user:email";
     CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC "/", "/cabinet/keys", 0,
-                                            T0, p), APR_SUCCESS);
+                                            NULL, T0, p), APR_SUCCESS);
     CU_ASSERT_PTR_NULL(reason);
     CU_ASSERT_EQUAL(strncmp(st->url, "https://code.example/authorize?prompt=consent&", 46), 0);
     CU_ASSERT_EQUAL(st->expires, T0 + PROV_SIGNIN_TTL);
@@ -171,7 +171,7 @@ static void test_begin_plain(void)
     CU_ASSERT_STRING_EQUAL(reason, PROV_SIGNIN_R_EXPIRED);
     /* no scope configured: none sent; the default return path */
     idp->scope = NULL;
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, NULL, 7, T0, p),
+    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, NULL, 7, NULL, T0, p),
                     APR_SUCCESS);
     q = query_of(st->url, p);
     CU_ASSERT_PTR_NULL(apr_table_get(q, "scope"));
@@ -180,8 +180,8 @@ static void test_begin_plain(void)
     CU_ASSERT_STRING_EQUAL(pl->return_path, PROV_SIGNIN_DEFAULT_RETURN);
     CU_ASSERT_EQUAL(pl->link_session, 7);
     /* a return path off this site is refused */
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, "//evil.example", 0, T0, p),
-                    APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, "//evil.example", 0, NULL,
+                                      T0, p), APR_EINVAL);
     prov_store_close(s);
     apr_pool_destroy(p);
 }
@@ -191,7 +191,7 @@ static const char *start(prov_signin_start_t **st, prov_store_t *s, prov_idp_t *
                          apr_int64_t now, apr_pool_t *p)
 {
     const char *reason = NULL;
-    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(st, &reason, s, idp, PUBLIC, "/x", 3, now, p),
+    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(st, &reason, s, idp, PUBLIC, "/x", 3, NULL, now, p),
                           APR_SUCCESS);
     return apr_table_get(query_of((*st)->url, p), "state");
 }
@@ -199,6 +199,42 @@ static const char *start(prov_signin_start_t **st, prov_store_t *s, prov_idp_t *
 static int records(prov_store_t *s, apr_pool_t *p)
 {
     return atoi(prov_test_dump(s, "SELECT COUNT(*) FROM signin_states", p));
+}
+
+/* One client address keeps its newest PROV_SIGNIN_PER_CLIENT records:
+ * a flood of starts replaces its own, another address's stay, and the
+ * newest still finishes. */
+static void test_per_client_cap(void)
+{
+    apr_pool_t *p;
+    prov_store_t *s;
+    prov_idp_t *idp;
+    prov_signin_start_t *st = NULL, *other = NULL;
+    prov_prelogin_t *pl = NULL;
+    const char *reason = NULL, *state = NULL, *first = NULL, *kept;
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    s = prov_test_store_any(p);
+    idp = plain_idp(p);
+    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&other, &reason, s, idp, PUBLIC, NULL, 0,
+                                            "198.51.100.9", T0, p), APR_SUCCESS);
+    kept = apr_table_get(query_of(other->url, p), "state");
+    for (i = 0; i < 200; i++) {
+        CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, idp, PUBLIC, NULL, 0,
+                                                "192.0.2.1", T0 + i, p), APR_SUCCESS);
+        state = apr_table_get(query_of(st->url, p), "state");
+        if (!first)
+            first = state;
+    }
+    CU_ASSERT_EQUAL(records(s, p), PROV_SIGNIN_PER_CLIENT + 1);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", state, st->binding,
+                                     T0 + 200, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", first, st->binding,
+                                     T0 + 200, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", kept, other->binding,
+                                     T0 + 200, p), APR_SUCCESS);
+    prov_store_close(s);
+    apr_pool_destroy(p);
 }
 
 static void test_take_refused(void)
@@ -288,7 +324,7 @@ static void test_begin_oidc(void)
     idp.scope = PROV_IDP_DEFAULT_OIDC_SCOPE;
     CU_ASSERT_EQUAL_FATAL(prov_idp_meta_create(&idp.cache, p), APR_SUCCESS);
     /* the provider cannot be reached yet */
-    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0, T0, p),
+    CU_ASSERT_EQUAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0, NULL, T0, p),
                     APR_EGENERAL);
     CU_ASSERT_STRING_EQUAL(reason, PROV_SIGNIN_R_UNREACHABLE);
     CU_ASSERT_EQUAL(records(s, p), 0);
@@ -296,7 +332,7 @@ static void test_begin_oidc(void)
                  "{\"issuer\":\"%s\",\"authorization_endpoint\":\"%s/auth\","
                  "\"token_endpoint\":\"%s/token\",\"jwks_uri\":\"%s/jwks\"}",
                  base, base, base, base);
-    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0,
+    CU_ASSERT_EQUAL_FATAL(prov_signin_begin(&st, &reason, s, &idp, PUBLIC, NULL, 0, NULL,
                                             T0 + PROV_IDP_META_RETRY, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(strncmp(st->url, apr_pstrcat(p, base, "/auth?", NULL), strlen(base) + 6), 0);
     q = query_of(st->url, p);
@@ -319,5 +355,6 @@ void prov_test_suite_signin(void)
                PROV_TEST(test_return_ok),
                PROV_TEST(test_begin_plain),
                PROV_TEST(test_take_refused),
+               PROV_TEST(test_per_client_cap),
                PROV_TEST(test_begin_oidc));
 }
