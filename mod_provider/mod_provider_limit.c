@@ -147,7 +147,6 @@ static int refuse(request_rec *r, prov_rl_class_e c, int retry_after)
     const char *msg = apr_psprintf(r->pool, "Too many requests from your address: try again "
                                    "in %d s.", retry_after);
     apr_table_setn(r->err_headers_out, "Retry-After", apr_itoa(r->pool, retry_after));
-    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     if (c == PROV_RL_REGISTER || c == PROV_RL_TOKEN) {
         /* RFC 6749's only "try later" code (temporarily_unavailable); the
          * status and Retry-After say when. */
@@ -162,6 +161,7 @@ static int refuse(request_rec *r, prov_rl_class_e c, int retry_after)
                                   prov_mcp_error_body(MCP_RATE_LIMITED, msg, r->pool));
     r->status = HTTP_TOO_MANY_REQUESTS;
     ap_set_content_type(r, "text/html; charset=utf-8");
+    apr_table_setn(r->err_headers_out, "Cache-Control", "no-store");
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
     apr_table_setn(r->err_headers_out, "Content-Security-Policy",
                    "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
