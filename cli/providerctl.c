@@ -25,6 +25,7 @@ static const ctl_group_t groups[] = {
     { "subscription", "Which plan a user has, and its windows' use", ctl_subscription_cmds },
     { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
     { "hold",    "Holds in flight (requests' reservations, processes' leases)", ctl_hold_cmds },
+    { "oauth",   "OAuth clients of the MCP account endpoint, and the purge", ctl_oauth_cmds },
     { NULL, NULL, NULL }
 };
 

@@ -6,8 +6,8 @@
  * key/value lines, JSON and an account's balance and windows. The helpers live
  * in the two shared files, providerctl_common.c (arguments, errors, output) and
  * providerctl_common_store.c (opening the database, lookups, the account).
- * Each group (db, user, key, balance, model, plan, subscription, usage, hold) lives
- * in cli/providerctl_<group>.c (subscription with plan) and exports its table
+ * Each group (db, user, key, balance, model, plan, subscription, usage, hold,
+ * oauth) lives in cli/providerctl_<group>.c (subscription with plan) and exports its table
  * of commands; a group's file calls the shared files, never another group's.
  * providerctl.c has main() and the dispatch. */
 #ifndef PROVIDERCTL_H
@@ -89,6 +89,7 @@ extern const ctl_cmd_t ctl_plan_cmds[];
 extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
+extern const ctl_cmd_t ctl_oauth_cmds[];
 
 /* ---- arguments (providerctl_common.c) ---- */
 /* "GROUP VERB ARGS [--opt VALUE]...": the command's synopsis for the help. */

@@ -193,6 +193,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                                           ? c->journal_dir : NULL);
         }
     }
+    provider_purge_start(s, pchild);
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -264,12 +265,15 @@ static int map_to_storage(request_rec *r)
 static int handler(request_rec *r)
 {
     const char *ep;
+    int rc;
     if (!r->handler || strcmp(r->handler, PROVIDER_HANDLER))
         return DECLINED;
     ep = apr_table_get(r->notes, "provider-endpoint");
     if (!ep)
         ep = apr_itoa(r->pool, (int)route(r->uri));
     provider_request_id(r);
+    if ((rc = provider_limit_check(r, (provider_endpoint_e)atoi(ep))) != PROVIDER_GO)
+        return rc;
     switch ((provider_endpoint_e)atoi(ep)) {
     case PROVIDER_EP_MODELS:
         return provider_models_handler(r);
@@ -327,6 +331,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_translate_name(translate_name, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
+    provider_limit_hooks(p);
 }
 
 AP_DECLARE_MODULE(provider) = {

@@ -34,6 +34,7 @@
 #include "prov_json.h"
 #include "prov_sse.h"
 #include "prov_idp.h"
+#include "prov_ratelimit.h"
 
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
@@ -90,6 +91,11 @@ typedef struct provider_srv_conf {
     int cookie_secure;              /* ProviderCookieSecure: PROVIDER_UNSET, 0, 1 */
     const char *docs_root;          /* ProviderDocsRoot: the installed docs/site/ */
     const char *web_root;           /* ProviderWebRoot: the cabinet's files */
+    /* The anonymous endpoints' limits (mod_provider_limit.c) and the purge
+     * (mod_provider_purge.c). per_minute PROVIDER_UNSET: the class's default. */
+    prov_rl_limit_t anon_limit[PROV_RL_CLASSES];  /* ProviderAnonRateLimit CLASS N [BURST] */
+    apr_int64_t anon_slots;         /* ProviderAnonRateLimitSlots (the first server's) */
+    apr_int64_t purge_interval;     /* ProviderPurgeInterval, seconds (the first server's) */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;
@@ -128,6 +134,22 @@ provider_srv_conf *provider_conf(request_rec *r);
 prov_cache_t *provider_lookups(request_rec *r);
 /* Records s's lookup cache for provider_lookups (child_init). */
 void provider_lookups_add(server_rec *s, prov_cache_t *lookups, apr_pool_t *pchild);
+
+/* mod_provider_limit.c: the anonymous endpoints' limits (shared memory) */
+/* Registers its hooks (the mutex type, the table, each child's mutex). */
+void provider_limit_hooks(apr_pool_t *p);
+/* r's client address as the limits count it (r->useragent_ip: mod_remoteip's
+ * when it runs; an IPv6 address by its /64). */
+const char *provider_client_key(request_rec *r);
+/* PROVIDER_GO, or r answered 429 with Retry-After in its endpoint's shape
+ * (ep: r's endpoint) because its client address is over its class's limit. */
+int provider_limit_check(request_rec *r, provider_endpoint_e ep);
+/* Non-zero when it is this caller's turn to purge (the server's children
+ * share one turn every `every`; without shared memory, always). */
+int provider_purge_turn(apr_interval_time_t every);
+
+/* mod_provider_purge.c: the periodic purge's thread in a child (child_init). */
+void provider_purge_start(server_rec *s, apr_pool_t *pchild);
 
 /* mod_provider_http.c */
 /* A request id for logs and the x-request-id header (set on err_headers_out). */

@@ -144,7 +144,8 @@ static int auth_begin(request_rec *r, prov_idp_t *idp, apr_int64_t link_session)
     if (!(store = provider_db_open(r, &err)))
         return page(r, HTTP_SERVICE_UNAVAILABLE, "Sign-in failed", PROV_SIGNIN_R_INTERNAL);
     rv = prov_signin_begin(&start, &reason, store, idp, ep, c->public_url,
-                           ret ? ret : PROV_SIGNIN_DEFAULT_RETURN, link_session, now, r->pool);
+                           ret ? ret : PROV_SIGNIN_DEFAULT_RETURN, link_session,
+                           provider_client_key(r), now, r->pool);
     provider_db_close(r, store);
     if (rv != APR_SUCCESS)
         return signin_failed(r, idp, "begin", rv, reason);

@@ -17,6 +17,8 @@
 #define DEFAULT_LOOKUP_TTL      2
 #define DEFAULT_PING_INTERVAL   10
 #define DEFAULT_STREAM_MAX      1800
+#define DEFAULT_PURGE_INTERVAL  300
+#define MAX_ANON_SLOTS          (16 * 1024 * 1024)
 
 provider_srv_conf *provider_conf(request_rec *r)
 {
@@ -44,6 +46,7 @@ void provider_lookups_add(server_rec *s, prov_cache_t *lookups, apr_pool_t *pchi
 void *provider_config_create(apr_pool_t *p, server_rec *s)
 {
     provider_srv_conf *c = apr_pcalloc(p, sizeof(*c));
+    int i;
     (void)s;
     c->engine = PROVIDER_UNSET;
     c->gateway_timeout = PROVIDER_UNSET;
@@ -56,6 +59,10 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
     c->stream_max = PROVIDER_UNSET;
     c->lookup_ttl = PROVIDER_UNSET;
     c->cookie_secure = PROVIDER_UNSET;
+    for (i = 0; i < PROV_RL_CLASSES; i++)
+        c->anon_limit[i].per_minute = PROVIDER_UNSET;
+    c->anon_slots = PROVIDER_UNSET;
+    c->purge_interval = PROVIDER_UNSET;
     return c;
 }
 
@@ -66,6 +73,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
 {
     provider_srv_conf *base = basev, *add = addv;
     provider_srv_conf *c = apr_pcalloc(p, sizeof(*c));
+    int i;
     MERGE_NUM(engine);
     MERGE_PTR(gateway_url);
     MERGE_PTR(token_file);
@@ -86,6 +94,11 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(cookie_secure);
     MERGE_PTR(docs_root);
     MERGE_PTR(web_root);
+    for (i = 0; i < PROV_RL_CLASSES; i++)
+        c->anon_limit[i] = add->anon_limit[i].per_minute != PROVIDER_UNSET ? add->anon_limit[i]
+                                                                             : base->anon_limit[i];
+    MERGE_NUM(anon_slots);
+    MERGE_NUM(purge_interval);
     return c;
 }
 
@@ -102,6 +115,15 @@ void provider_config_defaults(provider_srv_conf *c)
     if (c->ping_interval == PROVIDER_UNSET) c->ping_interval = DEFAULT_PING_INTERVAL;
     if (c->cookie_secure == PROVIDER_UNSET) c->cookie_secure = 1;
     if (!c->web_root) c->web_root = PROVIDER_WEB_ROOT_DEFAULT;
+    if (c->anon_slots == PROVIDER_UNSET) c->anon_slots = PROV_RL_SLOTS_DEFAULT;
+    if (c->purge_interval == PROVIDER_UNSET) c->purge_interval = DEFAULT_PURGE_INTERVAL;
+    {
+        int i;
+        for (i = 0; i < PROV_RL_CLASSES; i++) {
+            if (c->anon_limit[i].per_minute == PROVIDER_UNSET)
+                c->anon_limit[i] = prov_rl_default((prov_rl_class_e)i);
+        }
+    }
 }
 
 const char *provider_config_stream_check(provider_srv_conf *c, apr_int64_t hold_timeout,
@@ -280,6 +302,37 @@ static const char *set_cookie_secure(cmd_parms *cmd, void *dc, int on)
     return NULL;
 }
 
+/* ProviderAnonRateLimit CLASS PER_MINUTE [BURST]: BURST defaults to
+ * PER_MINUTE (a minute's worth at once); PER_MINUTE 0 lifts the class's limit. */
+static const char *set_anon_limit(cmd_parms *cmd, void *dc, const char *cls, const char *rate,
+                                  const char *burst)
+{
+    prov_rl_class_e c;
+    apr_int64_t n = 0, b = 0;
+    if (prov_rl_class_parse(&c, cls) != APR_SUCCESS)
+        return apr_psprintf(cmd->pool, "ProviderAnonRateLimit: '%s' is not register, token, "
+                            "authorize, signin or mcp", cls);
+    if (prov_parse_i64(&n, rate) != APR_SUCCESS || n < 0 || n > PROV_RL_RATE_MAX
+        || (burst && (prov_parse_i64(&b, burst) != APR_SUCCESS || b < 1
+                      || b > PROV_RL_RATE_MAX)))
+        return apr_psprintf(cmd->pool, "ProviderAnonRateLimit %s: the requests a minute (0 "
+                            "for no limit) and the burst must be whole numbers up to %d",
+                            cls, PROV_RL_RATE_MAX);
+    cmd_conf(cmd)->anon_limit[c].per_minute = (int)n;
+    cmd_conf(cmd)->anon_limit[c].burst = burst ? (int)b : (n > 0 ? (int)n : 1);
+    return NULL;
+}
+
+static const char *set_anon_slots(cmd_parms *cmd, void *dc, const char *v)
+{
+    const char *err = set_int(cmd, dc, v);
+    if (!err && (cmd_conf(cmd)->anon_slots < PROV_RL_SLOTS_MIN
+                 || cmd_conf(cmd)->anon_slots > MAX_ANON_SLOTS))
+        return apr_psprintf(cmd->pool, "ProviderAnonRateLimitSlots: from %d to %d",
+                            PROV_RL_SLOTS_MIN, MAX_ANON_SLOTS);
+    return err;
+}
+
 #define OFF(f) ((void *)APR_OFFSETOF(provider_srv_conf, f))
 
 const command_rec provider_config_cmds[] = {
@@ -335,6 +388,16 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderWebRoot", set_web_root, NULL, RSRC_CONF,
                   "Directory of the cabinet's files (index.html, app.js, app.css) served "
                   "at /cabinet/ (default " PROVIDER_WEB_ROOT_DEFAULT ")"),
+    AP_INIT_TAKE23("ProviderAnonRateLimit", set_anon_limit, NULL, RSRC_CONF,
+                   "CLASS PER_MINUTE [BURST]: the requests a client address may send to "
+                   "register, token, authorize, signin or mcp (defaults 10/20, 60/60, "
+                   "30/30, 30/30, 120/60; 0 = no limit); more get 429 with Retry-After"),
+    AP_INIT_TAKE1("ProviderAnonRateLimitSlots", set_anon_slots, OFF(anon_slots), RSRC_CONF,
+                  "Client addresses the limits remember at once, in shared memory (default "
+                  "16384, 32 bytes each; the first enabled server's applies)"),
+    AP_INIT_TAKE1("ProviderPurgeInterval", set_int0, OFF(purge_interval), RSRC_CONF,
+                  "Seconds between purges of ended sign-ins, sessions and OAuth clients, "
+                  "codes, grants and tokens (default 300; 0 = only providerctl oauth purge)"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

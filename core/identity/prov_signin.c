@@ -72,15 +72,40 @@ apr_status_t prov_signin_endpoints(prov_idp_endpoints_t **ep, const char **reaso
     return rv;
 }
 
+/* Stores a new pre-login record. The expired ones go first, so the table
+ * holds the last ten minutes of starts; and an address (client) keeps only
+ * its newest PROV_SIGNIN_PER_CLIENT, so that a flood from one address
+ * replaces its own records instead of adding rows. */
+static apr_status_t store_record(prov_store_t *s, const char *state, const char *provider,
+                                 const char *sealed, const char *return_path,
+                                 apr_int64_t link_session, const char *client, apr_int64_t now,
+                                 apr_pool_t *p)
+{
+    apr_status_t rv;
+    int n = 0;
+    if ((rv = prov_store_exec(s, &n, "signin_state_purge", PROV_ARGS(prov_i64(now, p)), p))
+        != APR_SUCCESS)
+        return rv;
+    if (client && (rv = prov_store_exec(s, &n, "signin_state_cap",
+                                        PROV_ARGS(client, client,
+                                                  apr_itoa(p, PROV_SIGNIN_PER_CLIENT - 1)), p))
+                  != APR_SUCCESS)
+        return rv;
+    return prov_store_exec(s, &n, "signin_state_add",
+                           PROV_ARGS(prov_key_hash(state, p), provider, sealed, return_path,
+                                     link_session ? prov_i64(link_session, p) : NULL,
+                                     prov_i64(now, p), prov_i64(now + PROV_SIGNIN_TTL, p),
+                                     client), p);
+}
+
 apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
                                prov_store_t *s, prov_idp_t *idp,
                                const prov_idp_endpoints_t *ep, const char *public_url,
                                const char *return_path, apr_int64_t link_session,
-                               apr_int64_t now, apr_pool_t *p)
+                               const char *client, apr_int64_t now, apr_pool_t *p)
 {
     const char *state, *nonce, *verifier, *binding, *sealed = NULL;
     prov_signin_start_t *st;
-    int n = 0;
     apr_status_t rv;
 
     *reason = PROV_SIGNIN_R_INTERNAL;
@@ -94,16 +119,8 @@ apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
                                   apr_pstrcat(p, verifier, " ", nonce, NULL), p))
            != APR_SUCCESS)
         return rv;
-    /* the purge keeps the table to the last ten minutes of starts */
-    if ((rv = prov_store_exec(s, &n, "signin_state_purge", PROV_ARGS(prov_i64(now, p)), p))
-        != APR_SUCCESS
-        || (rv = prov_store_exec(s, &n, "signin_state_add",
-                                 PROV_ARGS(prov_key_hash(state, p), idp->name, sealed,
-                                           return_path,
-                                           link_session ? prov_i64(link_session, p) : NULL,
-                                           prov_i64(now, p),
-                                           prov_i64(now + PROV_SIGNIN_TTL, p)), p))
-           != APR_SUCCESS) {
+    if ((rv = store_record(s, state, idp->name, sealed, return_path, link_session, client,
+                           now, p)) != APR_SUCCESS) {
         prov_log(PROV_LOG_ERR, rv, "PROV00510: identity provider %s: cannot store a "
                  "pre-login record", idp->name);
         return rv;

@@ -19,6 +19,7 @@
 
 #define PROV_SIGNIN_TTL         600          /* a pre-login record lives 10 minutes */
 #define PROV_SIGNIN_RETURN_MAX  1024
+#define PROV_SIGNIN_PER_CLIENT  16           /* live records one client address keeps */
 #define PROV_SIGNIN_DEFAULT_RETURN "/cabinet/"
 
 /* The reasons a sign-in fails, for the page (the glue picks the words'
@@ -77,16 +78,18 @@ apr_status_t prov_signin_endpoints(prov_idp_endpoints_t **ep, const char **reaso
                                    prov_idp_t *idp, apr_int64_t now, apr_pool_t *p);
 
 /* Starts a sign-in (link_session 0) or a link from the session whose id is
- * link_session, with ep from prov_signin_endpoints; no network call.
- * return_path NULL means PROV_SIGNIN_DEFAULT_RETURN; one that
+ * link_session, with ep from prov_signin_endpoints (no network call), for
+ * the client address client (prov_ratelimit_key's form; NULL: not
+ * counted). return_path NULL means PROV_SIGNIN_DEFAULT_RETURN; one that
  * prov_signin_return_ok refuses is APR_EINVAL. Expired pre-login records
- * are purged on the way. Failures: APR_EINVAL, the database's
- * (PROV_SIGNIN_R_INTERNAL). */
+ * are purged on the way, and the client's oldest beyond
+ * PROV_SIGNIN_PER_CLIENT - 1 (its callback then finds its state expired).
+ * Failures: APR_EINVAL, the database's (PROV_SIGNIN_R_INTERNAL). */
 apr_status_t prov_signin_begin(prov_signin_start_t **start, const char **reason,
                                prov_store_t *s, prov_idp_t *idp,
                                const prov_idp_endpoints_t *ep, const char *public_url,
                                const char *return_path, apr_int64_t link_session,
-                               apr_int64_t now, apr_pool_t *p);
+                               const char *client, apr_int64_t now, apr_pool_t *p);
 
 /* Takes the pre-login record of state at the callback of provider: it is
  * deleted whatever comes next, so a state serves once. APR_NOTFOUND (reason

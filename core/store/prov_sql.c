@@ -305,7 +305,7 @@ static const prov_stmt_def_t statements[] = {
      * callbacks with one state (two nodes, a replay) cannot both get it */
     { "signin_state_add",
       "INSERT INTO signin_states (state_hash, provider, sealed, return_path, link_session, "
-      "created_at, expires_at) VALUES (%s, %s, %s, %s, %lld, %lld, %lld)" },
+      "created_at, expires_at, client_key) VALUES (%s, %s, %s, %s, %lld, %lld, %lld, %s)" },
     { "signin_state_take",
       "DELETE FROM signin_states WHERE state_hash = %s "
       "RETURNING provider, sealed, return_path, link_session, expires_at" },
@@ -438,6 +438,61 @@ static const prov_stmt_def_t statements[] = {
     { "identity_lock_user",
       "SELECT id FROM users WHERE id = %lld",
       "SELECT id FROM users WHERE id = %lld FOR UPDATE" },
+
+    /* the purge of what anonymous and finished flows leave
+     * (core/store/prov_purge.c), each at most %d rows a statement so that
+     * no transaction is long. args: the oldest time kept (now for the
+     * pre-login records, now - a day for the rest), then the batch. */
+    { "purge_signin_states",
+      "DELETE FROM signin_states WHERE state_hash IN (SELECT state_hash FROM signin_states "
+      "WHERE expires_at <= %lld LIMIT %d)" },
+    /* args: now (past the refresh term), a day ago (revoked), batch */
+    { "purge_sessions",
+      "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE refresh_expires <= %lld "
+      "OR revoked_at <= %lld LIMIT %d)" },
+    { "purge_oauth_codes",
+      "DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes "
+      "WHERE expires_at <= %lld LIMIT %d)" },
+    /* args: a day ago three times, batch: tokens expired, revoked, or of a
+     * grant revoked, a day ago (a rotated refresh token presented again
+     * within its term still revokes its grant) */
+    { "purge_oauth_tokens",
+      "DELETE FROM oauth_tokens WHERE token_hash IN (SELECT token_hash FROM oauth_tokens "
+      "WHERE expires_at <= %lld OR revoked_at <= %lld OR grant_id IN (SELECT id FROM "
+      "oauth_grants WHERE revoked_at <= %lld) LIMIT %d)" },
+    /* grants a day old without a token left (their codes' replays are
+     * caught for a day after the code's expiry: the grant is still there) */
+    { "purge_oauth_grants",
+      "DELETE FROM oauth_grants WHERE id IN (SELECT g.id FROM oauth_grants g "
+      "WHERE g.created_at <= %lld AND NOT EXISTS (SELECT 1 FROM oauth_tokens t "
+      "WHERE t.grant_id = g.id) LIMIT %d)" },
+    /* clients registered a day ago that hold no grant and no code: never
+     * used, or every grant over */
+    { "purge_oauth_clients",
+      "DELETE FROM oauth_clients WHERE id IN (SELECT c.id FROM oauth_clients c "
+      "WHERE c.created_at <= %lld AND NOT EXISTS (SELECT 1 FROM oauth_grants g "
+      "WHERE g.client_id = c.client_id) AND NOT EXISTS (SELECT 1 FROM oauth_codes k "
+      "WHERE k.client_id = c.client_id) LIMIT %d)" },
+    /* the operator's view of the registered clients (providerctl oauth
+     * clients). arg: now. Live grants: not revoked, with a live refresh
+     * token; last used: the newest token's time. */
+    { "oauth_clients_list",
+      "SELECT c.client_id, c.name, c.created_at, "
+      "(SELECT COUNT(*) FROM oauth_grants g WHERE g.client_id = c.client_id "
+      "AND g.revoked_at IS NULL AND EXISTS (SELECT 1 FROM oauth_tokens r "
+      "WHERE r.grant_id = g.id AND r.kind = 'refresh' AND r.used_at IS NULL "
+      "AND r.revoked_at IS NULL AND r.expires_at > %lld)), "
+      "(SELECT MAX(t.created_at) FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id "
+      "WHERE g.client_id = c.client_id) "
+      "FROM oauth_clients c ORDER BY c.created_at, c.id" },
+    /* args: now, client: every grant of the client ends */
+    { "oauth_client_revoke",
+      "UPDATE oauth_grants SET revoked_at = %lld WHERE client_id = %s AND revoked_at IS NULL" },
+    /* args: client, client, the cap - 1 (prov_signin.c): a client address
+     * keeps its newest pre-login records only */
+    { "signin_state_cap",
+      "DELETE FROM signin_states WHERE client_key = %s AND state_hash NOT IN (SELECT state_hash "
+      "FROM signin_states WHERE client_key = %s ORDER BY created_at DESC, state_hash LIMIT %d)" },
 
     { NULL, NULL, NULL }
 };

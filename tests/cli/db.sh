@@ -1,6 +1,6 @@
 # tests/cli/db.sh: the set-up that the providerctl shell tests which write
 # rows themselves share (providerctl_billing.sh, providerctl_hold.sh,
-# providerctl_sessions.sh, providerctl_favorites.sh), sourced after they set $here (their directory)
+# providerctl_sessions.sh, providerctl_oauth.sh, providerctl_favorites.sh), sourced after they set $here (their directory)
 # and $name (their name, for messages): the built providerctl ($PCTL, from
 # $PROV_BUILDDIR; $PROV_WRAP, a command to run it under), a scratch directory
 # $tmp removed at exit, the database (a new SQLite file $db, or, with

@@ -140,7 +140,7 @@ int main(int argc, const char *const *argv)
     }
     rv = prov_signin_endpoints(&ep, &reason, idp, prov_now(), p);
     if (rv == APR_SUCCESS)
-        rv = prov_signin_begin(&st, &reason, s, idp, ep, argv[2], NULL, 0, prov_now(), p);
+        rv = prov_signin_begin(&st, &reason, s, idp, ep, argv[2], NULL, 0, NULL, prov_now(), p);
     if (rv)
         return fail("begin", rv, reason);
     printf("URL %s\n", st->url);

@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startStack, freePort } from './lib/server.js';
+import { startStack, freePort, ROOMY_LIMITS } from './lib/server.js';
 import { startIdentityProviders, ID_TOKEN_DEFECTS } from './lib/idp.js';
 import { CookieJar, signInAtProvider } from './lib/idp-client.js';
 
@@ -150,7 +150,8 @@ describe('sign-in through httpd', () => {
       redirectBase: base, count: 3, providers: [{}, {}, { auth: 'client_secret_post' }],
     });
     now = Math.floor(Date.now() / 1000);
-    stack = await startStack({ port, clock: now, directives: `ProviderPublicURL ${base}\n${kit.directives()}` });
+    stack = await startStack({ port, clock: now,
+      directives: `ProviderPublicURL ${base}\n${kit.directives()}\n${ROOMY_LIMITS}` });
   });
 
   after(async () => {

@@ -20,7 +20,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, seedCatalog, freePort } from './lib/server.js';
+import { startStack, seedCatalog, freePort, ROOMY_LIMITS } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
 import { chatBody } from './lib/helpers.js';
 import { CookieJar } from './lib/idp-client.js';
@@ -64,7 +64,7 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
     now = Math.floor(Date.now() / 1000);
     stack = await startStack({ port, clock: now, seed: seedCatalog,
-      directives: `ProviderPublicURL ${base}\n${kit.directives()}` });
+      directives: `ProviderPublicURL ${base}\n${kit.directives()}\n${ROOMY_LIMITS}` });
     // Another node on the same database under another name: another audience.
     peer = await startStack({ port: peerPort, peer: stack,
       directives: `ProviderPublicURL http://127.0.0.1:${peerPort}` });
@@ -523,7 +523,7 @@ describe('two nodes on one database behind one public URL', { timeout: 180000 },
     const [portA, portB] = [await freePort(), await freePort()];
     const base = `http://127.0.0.1:${portA}`;
     kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
-    const directives = `ProviderPublicURL ${base}\n${kit.directives()}`;
+    const directives = `ProviderPublicURL ${base}\n${kit.directives()}\n${ROOMY_LIMITS}`;
     a = await startStack({ port: portA, seed: seedCatalog, directives });
     b = await startStack({ port: portB, peer: a, directives });
     b.publicURL = base;   // both behind one name, as behind a load balancer

@@ -120,16 +120,24 @@ static void test_return_ok(void)
 
 /* Both halves of a start, as the glue calls them: the endpoints (the
  * network), then the record. */
-static apr_status_t begin(prov_signin_start_t **st, const char **reason, prov_store_t *s,
-                          prov_idp_t *idp, const char *public_url, const char *return_path,
-                          apr_int64_t link_session, apr_int64_t now, apr_pool_t *p)
+static apr_status_t begin_for(prov_signin_start_t **st, const char **reason, prov_store_t *s,
+                              prov_idp_t *idp, const char *public_url, const char *return_path,
+                              apr_int64_t link_session, const char *client, apr_int64_t now,
+                              apr_pool_t *p)
 {
     prov_idp_endpoints_t *ep = NULL;
     apr_status_t rv = prov_signin_endpoints(&ep, reason, idp, now, p);
     if (rv != APR_SUCCESS)
         return rv;
     return prov_signin_begin(st, reason, s, idp, ep, public_url, return_path, link_session,
-                             now, p);
+                             client, now, p);
+}
+
+static apr_status_t begin(prov_signin_start_t **st, const char **reason, prov_store_t *s,
+                          prov_idp_t *idp, const char *public_url, const char *return_path,
+                          apr_int64_t link_session, apr_int64_t now, apr_pool_t *p)
+{
+    return begin_for(st, reason, s, idp, public_url, return_path, link_session, NULL, now, p);
 }
 
 static void test_begin_plain(void)
@@ -213,6 +221,42 @@ static const char *start(prov_signin_start_t **st, prov_store_t *s, prov_idp_t *
 static int records(prov_store_t *s, apr_pool_t *p)
 {
     return atoi(prov_test_dump(s, "SELECT COUNT(*) FROM signin_states", p));
+}
+
+/* One client address keeps its newest PROV_SIGNIN_PER_CLIENT records:
+ * a flood of starts replaces its own, another address's stay, and the
+ * newest still finishes. */
+static void test_per_client_cap(void)
+{
+    apr_pool_t *p;
+    prov_store_t *s;
+    prov_idp_t *idp;
+    prov_signin_start_t *st = NULL, *other = NULL;
+    prov_prelogin_t *pl = NULL;
+    const char *reason = NULL, *state = NULL, *first = NULL, *kept;
+    int i;
+    apr_pool_create(&p, prov_test_pool());
+    s = prov_test_store_any(p);
+    idp = plain_idp(p);
+    CU_ASSERT_EQUAL_FATAL(begin_for(&other, &reason, s, idp, PUBLIC, NULL, 0, "198.51.100.9", T0,
+                                    p), APR_SUCCESS);
+    kept = apr_table_get(query_of(other->url, p), "state");
+    for (i = 0; i < 200; i++) {
+        CU_ASSERT_EQUAL_FATAL(begin_for(&st, &reason, s, idp, PUBLIC, NULL, 0, "192.0.2.1",
+                                        T0 + i, p), APR_SUCCESS);
+        state = apr_table_get(query_of(st->url, p), "state");
+        if (!first)
+            first = state;
+    }
+    CU_ASSERT_EQUAL(records(s, p), PROV_SIGNIN_PER_CLIENT + 1);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", state, st->binding,
+                                     T0 + 200, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", first, st->binding,
+                                     T0 + 200, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_signin_take(&pl, &reason, s, "code-host", kept, other->binding,
+                                     T0 + 200, p), APR_SUCCESS);
+    prov_store_close(s);
+    apr_pool_destroy(p);
 }
 
 static void test_take_refused(void)
@@ -333,5 +377,6 @@ void prov_test_suite_signin(void)
                PROV_TEST(test_return_ok),
                PROV_TEST(test_begin_plain),
                PROV_TEST(test_take_refused),
+               PROV_TEST(test_per_client_cap),
                PROV_TEST(test_begin_oidc));
 }

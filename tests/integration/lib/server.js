@@ -74,6 +74,14 @@ process.on('exit', () => {
 /* ------------------------------------------------------------------------ */
 /* small utilities                                                           */
 
+/**
+ * Directives for a test file that plays dozens of sign-ins or OAuth flows from one
+ * address within seconds: per-address limits far above its traffic, still
+ * in the path (the limits themselves: ratelimit.test.js).
+ */
+export const ROOMY_LIMITS = ['register', 'token', 'authorize', 'signin']
+  .map((c) => `ProviderAnonRateLimit ${c} 6000 1000`).join('\n');
+
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,0 +1,94 @@
+/* mod_provider_purge.c: the periodic purge of what anonymous and finished
+ * flows leave (core/store/prov_purge.h), off every request's path: a thread
+ * per child wakes every second, and the child whose turn it is (the shared
+ * memory of mod_provider_limit.c says, so one child of the server purges
+ * each ProviderPurgeInterval) runs one round per enabled server's database
+ * with a connection of its own, again a second later while a table gave a
+ * full batch. A round that removed rows says what (PROV00785, info). */
+#include <string.h>
+#include "apr_thread_proc.h"
+#include "mod_provider.h"
+#include "prov_purge.h"
+
+APLOG_USE_MODULE(provider);
+
+typedef struct purger_t {
+    server_rec *s;
+    apr_thread_t *thread;
+    volatile int stop;
+    apr_interval_time_t every;
+} purger_t;
+
+/* One round on vs's database: non-zero when more is left. */
+static int purge_server(server_rec *vs, apr_pool_t *p)
+{
+    prov_store_source_t *src = provider_server_source(vs, p);
+    prov_purge_counts_t n;
+    prov_store_t *store = NULL;
+    apr_status_t rv;
+    if (src->open(&store, src->baton, p) != APR_SUCCESS)
+        return 0;
+    rv = prov_purge_round(&n, store, prov_now(), PROV_PURGE_BATCH, p);
+    src->close(store, src->baton);
+    if (rv == APR_SUCCESS && prov_purge_total(&n))
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00785: purged %d pre-login "
+                     "record(s), %d session(s), %d OAuth code(s), %d token(s), %d grant(s) "
+                     "and %d client(s)", n.signin_states, n.sessions, n.codes, n.tokens,
+                     n.grants, n.clients);
+    return rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH);
+}
+
+static void *APR_THREAD_FUNC purger_main(apr_thread_t *thread, void *data)
+{
+    purger_t *w = data;
+    apr_pool_t *p = NULL;
+    int more = 0;
+    apr_pool_create(&p, NULL);
+    while (!w->stop) {
+        server_rec *vs;
+        apr_sleep(apr_time_from_sec(1));
+        if (w->stop || (!more && !provider_purge_turn(w->every)))
+            continue;
+        more = 0;
+        for (vs = w->s; vs && !w->stop; vs = vs->next) {
+            provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+            if (c->engine == 1)
+                more |= purge_server(vs, p);
+            apr_pool_clear(p);
+        }
+    }
+    apr_pool_destroy(p);
+    /* a return, not apr_thread_exit: pthread_exit's unwinding trips ASan */
+    (void)thread;
+    return NULL;
+}
+
+static apr_status_t purger_stop(void *data)
+{
+    purger_t *w = data;
+    apr_status_t ignored;
+    w->stop = 1;
+    apr_thread_join(&ignored, w->thread);
+    return APR_SUCCESS;
+}
+
+void provider_purge_start(server_rec *s, apr_pool_t *pchild)
+{
+    provider_srv_conf *c = ap_get_module_config(s->module_config, &provider_module);
+    purger_t *w;
+    apr_status_t rv;
+    for (; s && c->engine != 1; s = s->next)
+        c = ap_get_module_config(s->module_config, &provider_module);
+    if (!s || c->purge_interval <= 0 || !provider_db_available())
+        return;
+    w = apr_pcalloc(pchild, sizeof(*w));
+    w->s = s;
+    w->every = apr_time_from_sec(c->purge_interval);
+    rv = apr_thread_create(&w->thread, NULL, purger_main, w, pchild);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV00784: no purge thread in this "
+                     "child (another child or providerctl oauth purge does it)");
+        return;
+    }
+    apr_pool_pre_cleanup_register(pchild, w, purger_stop);
+}
