@@ -1,7 +1,8 @@
 // tests/integration/lib/signin.js: a service (lib/server.js) and the kit's
 // identity providers (lib/idp.js) started for each other, over plain http on
 // loopback (ProviderCookieSecure Off), with a whole sign-in as a user does it
-// (lib/idp-client.js) and a stop that checks the error log holds none of the
+// (lib/idp-client.js), the per-address limits roomy (ROOMY_LIMITS: the tests
+// play many flows from one address) and a stop that checks the error log holds none of the
 // kit's secrets, subjects or the cookies handed out.
 //
 //   const s = await startSignIn({ kit: { count: 2 }, stack: { clock: now } });
@@ -9,7 +10,7 @@
 //   await s.stop();
 
 import assert from 'node:assert/strict';
-import { startStack, freePort } from './server.js';
+import { startStack, freePort, ROOMY_LIMITS } from './server.js';
 import { startIdentityProviders } from './idp.js';
 import { CookieJar, signInAtProvider } from './idp-client.js';
 
@@ -28,8 +29,9 @@ export async function startSignIn({ kit: kitOpts = {}, stack: stackOpts = {} } =
     stack = await startStack({
       ...stackOpts,
       port,
+      // Many flows from one address: the per-address limits out of the way.
       directives: [`ProviderPublicURL ${base}`, 'ProviderCookieSecure Off', kit.directives(),
-        stackOpts.directives || ''].join('\n'),
+        ROOMY_LIMITS, stackOpts.directives || ''].join('\n'),
     });
   } catch (e) {
     await kit.stop();
