@@ -303,8 +303,9 @@
       }
       guarded(errId, async () => {
         await api('PUT', `/v1/keys/${encodeURIComponent(k.id)}/budget`, { weekly_budget: v });
-        say(`The weekly budget of ${k.name} is ${v === null ? 'removed' : `now ${credits(v)} credits`}.`);
+        // The list first, then the status: what the status says is on the page.
         await loadKeys();
+        say(`The weekly budget of ${k.name} is ${v === null ? 'removed' : `now ${credits(v)} credits`}.`);
       });
     };
     const reissue = () => confirmAction(`Reissue ${k.name}? Its current secret stops working at once.`, 'Reissue')
@@ -316,8 +317,8 @@
     const remove = () => confirmAction(`Delete ${k.name}? Requests with it are refused at once.`, 'Delete')
       .then((ok) => ok && guarded(errId, async () => {
         await api('DELETE', `/v1/keys/${encodeURIComponent(k.id)}`);
-        say(`${k.name} is deleted.`);
         await loadKeys();
+        say(`${k.name} is deleted.`);
       }));
     return el('li', { class: 'card key', id: `key-${k.id}` },
       el('h3', { text: k.name }),
@@ -508,8 +509,8 @@
       const unlink = (i) => confirmAction(`Unlink ${display(i.provider)}? It no longer signs you in here.`, 'Unlink')
         .then((ok) => ok && guarded('identities-error', async () => {
           await api('DELETE', `/v1/auth/identities/${encodeURIComponent(i.provider)}`);
-          say(`${display(i.provider)} is unlinked.`);
           await loadIdentities();
+          say(`${display(i.provider)} is unlinked.`);
         }));
       $('identity-list').replaceChildren(...ids.map((i) => el('li', { 'data-provider': i.provider },
         el('strong', { text: display(i.provider) }), ', linked ', when(i.createdAt),
@@ -542,8 +543,8 @@
         + 'your account until you allow it again.', 'Revoke')
         .then((ok) => ok && guarded('mcp-clients-error', async () => {
           await api('DELETE', `/v1/mcp/clients/${encodeURIComponent(c.client_id)}`);
-          say(`${c.name || c.client_id} is revoked.`);
           await loadMcpClients();
+          say(`${c.name || c.client_id} is revoked.`);
         }));
       $('mcp-client-list').replaceChildren(...(list.length ? list.map((c) => el('li',
         { 'data-client': c.client_id },
