@@ -6,7 +6,7 @@
 local kind = os.getenv("FLOOD_KIND") or "register"
 if kind == "login" then
    wrk.method = "GET"
-   wrk.path = "/v1/auth/flood/login"
+   wrk.path = "/v1/auth/" .. (os.getenv("FLOOD_PROVIDER") or "flood") .. "/login"
 else
    wrk.method = "POST"
    wrk.path = "/oauth/register"
