@@ -433,4 +433,10 @@ describe('the operator\'s documentation in the tree', () => {
     }
     assert.ok(links >= 50, `${links} links`);
   });
+
+  it('ships every Markdown document of docs/ (Makefile.am\'s nobase_dist_doc_DATA)', () => {
+    const am = fs.readFileSync(path.join(SRCDIR, 'Makefile.am'), 'utf8');
+    const list = /^nobase_dist_doc_DATA =((?:.*\\\n)*.*)$/m.exec(am)[1].replace(/\\\n/g, ' ').trim().split(/\s+/);
+    assert.deepEqual([...list].sort(), markdownFiles().filter((f) => f.startsWith('docs/')).sort());
+  });
 });
