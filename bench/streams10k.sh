@@ -53,10 +53,10 @@ set -eu
 # loopback up: the kernel's TCP counters then count this run alone (not
 # the other work on the host), and net.core.somaxconn, which is per
 # namespace, is raised there to STREAMS_SOMAXCONN (65535) so that the
-# gateway's listen backlog takes the burst of connects, as the README
+# gateway's listen backlog takes the burst of connects, as docs/tuning.md
 # asks of a gateway's host for 10,000 agents; httpd keeps its
 # ListenBacklog (511) in both servers unless STREAMS_BACKLOG says otherwise
-# (the README's 10,000-agent lines raise it). The host's own setting is
+# (docs/tuning.md's 10,000-agent lines raise it). The host's own setting is
 # untouched.
 if [ "${STREAMS_NETNS:-1}" = 1 ] && [ -z "${STREAMS_IN_NETNS:-}" ] && command -v unshare >/dev/null; then
     self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")

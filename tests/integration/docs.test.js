@@ -359,3 +359,84 @@ describe('the documentation pages and the OpenAPI description', () => {
     });
   });
 });
+
+/** The Markdown files of the tree an operator or a developer reads. */
+function markdownFiles() {
+  const out = ['README.md', 'tests/README.md'];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(path.join(SRCDIR, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${e.name}`;
+      if (e.isDirectory()) walk(rel);
+      else if (e.name.endsWith('.md')) out.push(rel);
+    }
+  };
+  walk('docs');
+  return out;
+}
+
+/** The anchors of a Markdown file: its headings as GitHub slugs them, and <a id>s. */
+function markdownAnchors(text) {
+  const ids = new Set();
+  let fenced = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const h = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
+    if (h) {
+      ids.add(h[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+    }
+  }
+  for (const m of text.matchAll(/<a id="([^"]+)"><\/a>/g)) ids.add(m[1]);
+  return ids;
+}
+
+describe('the operator\'s documentation in the tree', () => {
+  it('documents every directive of the command table in provider.conf and the reference', () => {
+    const src = fs.readFileSync(path.join(SRCDIR, 'mod_provider', 'mod_provider_config.c'), 'utf8');
+    const table = src.slice(src.indexOf('provider_config_cmds[]'));
+    const names = [...table.matchAll(/AP_INIT_\w+\(\s*"(\w+)"/g)].map((m) => m[1]);
+    assert.ok(names.length >= 23 && names.includes('ProviderStreamPingInterval'), 'the table was read');
+    const conf = fs.readFileSync(path.join(SRCDIR, 'httpd-conf', 'provider.conf'), 'utf8');
+    const ref = fs.readFileSync(path.join(SRCDIR, 'docs', 'reference', 'directives.md'), 'utf8');
+    const sections = [...ref.matchAll(/^### (\w+)$/gm)].map((m) => m[1]);
+    for (const n of names) {
+      assert.ok(new RegExp(`\\b${n}\\b`).test(conf), `${n} is not in httpd-conf/provider.conf`);
+      assert.ok(sections.includes(n), `${n} has no section in docs/reference/directives.md`);
+    }
+    for (const s of sections) assert.ok(names.includes(s), `directives.md documents ${s}, not a directive`);
+  });
+
+  it('lists every error code of the table in docs/reference/errors.md with its status', () => {
+    const ref = fs.readFileSync(path.join(SRCDIR, 'docs', 'reference', 'errors.md'), 'utf8');
+    for (const t of errorTable()) {
+      assert.match(ref, new RegExp(`^\\| ${t.status} \\| \`${t.code}\` \\|`, 'm'), t.code);
+    }
+  });
+
+  it('resolves every relative link and anchor of README.md, tests/README.md and docs/', () => {
+    const files = markdownFiles();
+    assert.ok(files.includes('docs/reference/directives.md') && files.includes('docs/design.md'));
+    let links = 0;
+    for (const f of files) {
+      const text = fs.readFileSync(path.join(SRCDIR, f), 'utf8').replace(/```[\s\S]*?```/g, '');
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const href = m[1];
+        if (/^[a-z]+:/i.test(href)) continue;
+        const [target, anchor] = href.split('#');
+        const file = target ? path.normalize(path.join(path.dirname(f), target)) : f;
+        assert.ok(fs.existsSync(path.join(SRCDIR, file)), `${f}: ${href}: no such file`);
+        links++;
+        if (anchor) {
+          assert.ok(markdownAnchors(fs.readFileSync(path.join(SRCDIR, file), 'utf8')).has(anchor),
+            `${f}: ${href}: no such anchor`);
+        }
+      }
+    }
+    assert.ok(links >= 50, `${links} links`);
+  });
+
+  it('ships every Markdown document of docs/ (Makefile.am\'s nobase_dist_doc_DATA)', () => {
+    const am = fs.readFileSync(path.join(SRCDIR, 'Makefile.am'), 'utf8');
+    const list = /^nobase_dist_doc_DATA =((?:.*\\\n)*.*)$/m.exec(am)[1].replace(/\\\n/g, ' ').trim().split(/\s+/);
+    assert.deepEqual([...list].sort(), markdownFiles().filter((f) => f.startsWith('docs/')).sort());
+  });
+});
