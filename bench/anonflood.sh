@@ -64,7 +64,7 @@ CONF
             echo "DBDriver sqlite3"
             echo "DBDParams \"$DB\""
         fi
-        if [ "$1" = off ] && [ "${FLOOD_OLD:-0}" != 1 ] && [ -z "${HANGPORT:-}" ]; then
+        if [ "$1" = off ] && [ "${FLOOD_OLD:-0}" != 1 ]; then
             for c in register token authorize signin mcp; do echo "ProviderAnonRateLimit $c 0"; done
         fi
     } >"$W/provider.conf"
