@@ -30,7 +30,7 @@
 #include "prov_worst.h"
 #include "prov_gwerror.h"
 #include "prov_redact.h"
-#include "prov_json_scan.h"
+#include "prov_relay.h"
 #include "prov_json.h"
 #include "prov_sse.h"
 #include "prov_idp.h"
@@ -444,7 +444,7 @@ typedef struct provider_transport_t {
     /* A 200 answer relayed without a JSON tree (prov_json_scan.h), its
      * "model" and credits spliced in: APR_SUCCESS when it is plainly valid
      * and has usage, else read_answer and render decide. NULL: never. */
-    apr_status_t (*relay_read)(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+    apr_status_t (*relay_read)(prov_relay_t *rl, prov_tokens_t *t, const char *body,
                                apr_size_t len);
 } provider_transport_t;
 

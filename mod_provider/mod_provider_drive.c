@@ -33,14 +33,14 @@ int provider_drive_prepare(provider_infer_t **pin, request_rec *r,
 /* A 200 answer with usage relayed as the gateway wrote it, "model" and the
  * charge spliced in (the same answer json-c's render gives, in the
  * gateway's spacing); through json-c when the splice declines. */
-static int relay(provider_infer_t *in, const prov_json_relay_t *rl, const prov_tokens_t *tokens)
+static int relay(provider_infer_t *in, const prov_relay_t *rl, const prov_tokens_t *tokens)
 {
     const char *perr = NULL, *out;
     json_object *tree;
     provider_infer_settle(in, tokens, "ok");
-    out = prov_json_scan_render(rl, in->model->public_id, in->charge, in->r->pool);
+    out = prov_relay_render(rl, in->model->public_id, in->charge, in->r->pool);
     if (!out && (tree = prov_json_parse(rl->body, rl->len, &perr, in->r->pool)))
-        out = prov_json_answer_render(tree, in->model->public_id, in->charge, in->r->pool);
+        out = prov_relay_render_tree(tree, in->model->public_id, in->charge, in->r->pool);
     if (!out)
         return provider_infer_undelivered(in, PROVIDER_WRITE_REFUSED);
     return provider_infer_answer(in, out);
@@ -67,7 +67,7 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
         return provider_gateway_refusal(r, t->family, resp);
     }
     if (t->relay_read) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         if (t->relay_read(&rl, &tokens, resp->body, resp->len) == APR_SUCCESS)
             return relay(in, &rl, &tokens);
     }

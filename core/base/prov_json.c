@@ -1,7 +1,6 @@
 /* prov_json.c: strict JSON parsing (RFC 8259, for client bodies and gateway
- * answers alike) with json-c objects tied to APR pools, typed getters, the
- * output caps of requests, and credit amounts written as exact decimal JSON
- * numbers. */
+ * answers alike) with json-c objects tied to APR pools, typed getters, and
+ * credit amounts written as exact decimal JSON numbers. */
 #include <locale.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -228,26 +227,6 @@ apr_status_t prov_json_get_count(apr_int64_t *v, json_object *obj, const char *k
     return APR_SUCCESS;
 }
 
-apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
-                                  const char *name, apr_pool_t *p)
-{
-    apr_int64_t n;
-    if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1) {
-        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
-                               "'%s' must be a positive integer", name);
-        return APR_EINVAL;
-    }
-    if (n > PROV_OUTPUT_TOKENS_MAX) {
-        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
-                               "'%s' must be at most %" APR_INT64_T_FMT " (the largest "
-                               "output this service allows for one request)",
-                               name, PROV_OUTPUT_TOKENS_MAX);
-        return APR_EINVAL;
-    }
-    *out = n;
-    return APR_SUCCESS;
-}
-
 static int credits_serializer(json_object *jso, struct printbuf *pb, int level, int flags)
 {
     char buf[PROV_MONEY_BUFSIZE];
@@ -263,17 +242,4 @@ json_object *prov_json_credits(prov_micro_t v)
     json_object *o = json_object_new_int64(v);
     json_object_set_serializer(o, credits_serializer, (void *)(intptr_t)v, NULL);
     return o;
-}
-
-const char *prov_json_answer_render(json_object *answer, const char *public_id,
-                                    prov_micro_t charge, apr_pool_t *p)
-{
-    json_object *usage = prov_json_get(answer, "usage", json_type_object);
-    json_object_object_add(answer, "model", json_object_new_string(public_id));
-    if (!usage) {
-        usage = json_object_new_object();
-        json_object_object_add(answer, "usage", usage);
-    }
-    json_object_object_add(usage, "credits", prov_json_credits(charge));
-    return prov_json_dump(answer, p);
 }

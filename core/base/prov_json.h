@@ -5,7 +5,6 @@
 #define PROV_JSON_H
 
 #include "prov_common.h"
-#include "prov_error.h"
 #include <json-c/json.h>
 
 /* Parses len bytes strictly (RFC 8259: no comments, single quotes, trailing
@@ -37,21 +36,7 @@ const char *prov_json_get_str(json_object *obj, const char *key);
  * string, a float, a negative number, true, an object...). */
 apr_status_t prov_json_get_count(apr_int64_t *v, json_object *obj, const char *key);
 
-/* An output cap of a request (max_tokens, max_completion_tokens,
- * max_output_tokens) from the member v named name: APR_SUCCESS with *out a
- * whole number from 1 to PROV_OUTPUT_TOKENS_MAX; else APR_EINVAL with *err a
- * 400 INVALID_REQUEST naming the field (json-c reads an integer beyond 64
- * bits as INT64_MAX, so it is refused as too large). */
-apr_status_t prov_json_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
-                                  const char *name, apr_pool_t *p);
-
 /* A credit amount (micro-credits) as a JSON number with exactly the decimals
  * it needs (12.5, 0.000125): never a binary-float rendering. */
 json_object *prov_json_credits(prov_micro_t v);
-/* A gateway answer made ours: "model" set to public_id and the charge added
- * to its "usage" object (made when missing) as "credits"; then printed.
- * Chat Completions and Messages answers share this shape. */
-const char *prov_json_answer_render(json_object *answer, const char *public_id,
-                                    prov_micro_t charge, apr_pool_t *p);
-
 #endif

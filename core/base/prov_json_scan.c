@@ -12,7 +12,6 @@
 #include <sys/uio.h>
 #include "prov_json_scan.h"
 #include "prov_json_word.h"
-#include "prov_money.h"
 
 #define MAX_DEPTH 16             /* json-c's limit is 32 */
 #define MAX_NUMBER 32            /* characters of one number */
@@ -471,61 +470,4 @@ const char *prov_json_patched(const char *raw, const char *raw_end,
     v[k].iov_base = (void *)at;
     v[k++].iov_len = (apr_size_t)(raw_end - at);
     return apr_pstrcatv(p, v, (apr_size_t)k, NULL);
-}
-
-const char *prov_json_scan_render(const prov_json_relay_t *rl, const char *public_id,
-                                  prov_micro_t charge, apr_pool_t *p)
-{
-    const prov_jobject_t *usage = &rl->usage;
-    const prov_jmember_t *model = prov_json_scan_member(&rl->top, "model");
-    char money[PROV_MONEY_BUFSIZE];
-    const char *b = rl->body, *e, *cut[2], *resume[2], *ins[2];
-    apr_size_t idn, mn, n, k[2];
-    char *out, *w;
-    int i, first;
-
-    if (!model || !prov_json_scan_plain(public_id))
-        return NULL;
-    /* the object alone, without the white space around it */
-    e = rl->top.close + 1;
-    while (b < e && *b != '{')
-        b++;
-    prov_money_format_buf(money, charge);
-    idn = strlen(public_id);
-    mn = strlen(money);
-    /* two edits, in the order they come in the text: the model's value
-     * replaced, the credits inserted before usage's closing brace */
-    first = model->val < usage->close ? 0 : 1;
-    cut[first] = model->val;
-    resume[first] = model->val + model->vlen;
-    ins[first] = NULL;
-    k[first] = idn + 2;
-    cut[!first] = usage->close;
-    resume[!first] = usage->close;
-    ins[!first] = money;
-    k[!first] = (usage->n ? 1 : 0) + 10 + mn;
-    n = (apr_size_t)(e - b) - model->vlen + k[0] + k[1];
-    w = out = apr_palloc(p, n + 1);
-    for (i = 0; i < 2; i++) {
-        memcpy(w, b, (apr_size_t)(cut[i] - b));
-        w += cut[i] - b;
-        if (ins[i]) {
-            if (usage->n)
-                *w++ = ',';
-            memcpy(w, "\"credits\":", 10);
-            memcpy(w + 10, money, mn);
-            w += 10 + mn;
-        }
-        else {
-            *w++ = '"';
-            memcpy(w, public_id, idn);
-            w += idn;
-            *w++ = '"';
-        }
-        b = resume[i];
-    }
-    memcpy(w, b, (apr_size_t)(e - b));
-    w += e - b;
-    *w = '\0';
-    return out;
 }

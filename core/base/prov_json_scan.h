@@ -107,19 +107,4 @@ apr_status_t prov_json_scan_sub(prov_jobject_t *sub, const prov_jobject_t *o, co
  * first item is not an object. */
 apr_status_t prov_json_scan_first(prov_jobject_t *sub, const prov_jobject_t *o, const char *key);
 
-/* A gateway answer read for relaying: its bytes, its members and those of
- * its "usage" object (prov_chat_relay_read, prov_messages_relay_read). */
-typedef struct prov_json_relay_t {
-    const char *body;
-    apr_size_t len;
-    prov_jobject_t top, usage;
-} prov_json_relay_t;
-
-/* The answer of rl with the value of its "model" member replaced by
- * public_id and "credits": charge added as usage's last member, in p; NULL
- * when public_id would need escaping or there is no "model" member (the
- * caller renders through json-c: prov_json_answer_render). */
-const char *prov_json_scan_render(const prov_json_relay_t *rl, const char *public_id,
-                                  prov_micro_t charge, apr_pool_t *p);
-
 #endif

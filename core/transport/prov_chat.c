@@ -122,7 +122,7 @@ static apr_status_t read_caps(prov_chat_req_t *req, prov_error_t **err, json_obj
         if (req->cap_field)
             BAD("max_tokens,max_completion_tokens",
                 "send one of max_tokens and max_completion_tokens, not both");
-        if ((rv = prov_json_output_cap(&req->max_tokens, err, v, *c, p)) != APR_SUCCESS)
+        if ((rv = prov_fields_output_cap(&req->max_tokens, err, v, *c, p)) != APR_SUCCESS)
             return rv;
         req->cap_field = *c;
     }
@@ -370,7 +370,7 @@ apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const
     return rv == APR_EINVAL ? PROV_USAGE_UNREADABLE : rv;
 }
 
-apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+apr_status_t prov_chat_relay_read(prov_relay_t *rl, prov_tokens_t *t, const char *body,
                                   apr_size_t len)
 {
     const prov_jmember_t *choices;
@@ -391,5 +391,5 @@ apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const
 const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,
                              apr_pool_t *p)
 {
-    return prov_json_answer_render(answer, public_id, charge, p);
+    return prov_relay_render_tree(answer, public_id, charge, p);
 }

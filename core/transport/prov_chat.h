@@ -11,6 +11,7 @@
 #include "prov_fields.h"
 #include "prov_json.h"
 #include "prov_json_scan.h"
+#include "prov_relay.h"
 #include "prov_estimate.h"
 
 typedef struct prov_chat_req_t {
@@ -84,7 +85,7 @@ apr_status_t prov_chat_read_answer(json_object **answer, prov_tokens_t *t, const
  * with *t and *rl when the answer is plainly a chat completion with a
  * readable usage; APR_EGENERAL otherwise (prov_chat_read_answer then
  * decides). */
-apr_status_t prov_chat_relay_read(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+apr_status_t prov_chat_relay_read(prov_relay_t *rl, prov_tokens_t *t, const char *body,
                                   apr_size_t len);
 /* The client's answer: model = public_id, usage.credits = charge (decimal). */
 const char *prov_chat_render(json_object *answer, const char *public_id, prov_micro_t charge,

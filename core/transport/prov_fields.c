@@ -7,6 +7,7 @@
  * ("The fields") lists the same tables with the reasons. */
 #include <string.h>
 #include "prov_fields.h"
+#include "prov_money.h"
 
 #define FWD  PROV_FIELD_FORWARD
 #define CON  PROV_FIELD_CONSUME
@@ -129,4 +130,24 @@ int prov_fields_fast(const prov_field_t *set, const prov_jobject_t *o)
             return 0;
     }
     return 1;
+}
+
+apr_status_t prov_fields_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
+                                    const char *name, apr_pool_t *p)
+{
+    apr_int64_t n;
+    if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 1) {
+        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
+                               "'%s' must be a positive integer", name);
+        return APR_EINVAL;
+    }
+    if (n > PROV_OUTPUT_TOKENS_MAX) {
+        *err = prov_error_make(p, PROV_E_INVALID_REQUEST, name,
+                               "'%s' must be at most %" APR_INT64_T_FMT " (the largest "
+                               "output this service allows for one request)",
+                               name, PROV_OUTPUT_TOKENS_MAX);
+        return APR_EINVAL;
+    }
+    *out = n;
+    return APR_SUCCESS;
 }

@@ -45,4 +45,12 @@ apr_status_t prov_fields_check(prov_error_t **err, const prov_field_t *set, json
  * PROV_FIELD_FAST (and, when also PROV_FIELD_REFUSE, is null). */
 int prov_fields_fast(const prov_field_t *set, const prov_jobject_t *o);
 
+/* An output cap of a request (max_tokens, max_completion_tokens,
+ * max_output_tokens) from the member v named name: APR_SUCCESS with *out a
+ * whole number from 1 to PROV_OUTPUT_TOKENS_MAX; else APR_EINVAL with *err a
+ * 400 INVALID_REQUEST naming the field (json-c reads an integer beyond 64
+ * bits as INT64_MAX, so it is refused as too large). */
+apr_status_t prov_fields_output_cap(apr_int64_t *out, prov_error_t **err, json_object *v,
+                                    const char *name, apr_pool_t *p);
+
 #endif

@@ -421,7 +421,7 @@ apr_status_t prov_messages_parse_json(prov_messages_req_t **preq, prov_error_t *
     if (!count_tokens) {
         if (!json_object_object_get_ex(root, "max_tokens", &v) || !v)
             BAD("max_tokens", "'max_tokens' is required (a positive integer)");
-        if ((rv = prov_json_output_cap(&req->max_tokens, err, v, "max_tokens", p))
+        if ((rv = prov_fields_output_cap(&req->max_tokens, err, v, "max_tokens", p))
             != APR_SUCCESS)
             return rv;
         if (json_object_object_get_ex(root, "stream", &v) && v) {

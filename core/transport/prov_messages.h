@@ -16,6 +16,7 @@
 #include "prov_gwerror.h"
 #include "prov_json.h"
 #include "prov_json_scan.h"
+#include "prov_relay.h"
 #include "prov_money.h"
 #include "prov_estimate.h"
 #include "prov_sse.h"
@@ -100,7 +101,7 @@ apr_status_t prov_messages_read_answer(json_object **answer, prov_tokens_t *t,
 /* The same without a tree, for relaying (prov_json_scan.h): APR_SUCCESS
  * with *t and *rl when the answer is plainly a message with readable usage;
  * APR_EGENERAL otherwise (prov_messages_read_answer then decides). */
-apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
+apr_status_t prov_messages_relay_read(prov_relay_t *rl, prov_tokens_t *t,
                                       const char *body, apr_size_t len);
 /* The client's answer: model = public_id, usage.credits = charge (decimal). */
 const char *prov_messages_render(json_object *answer, const char *public_id,

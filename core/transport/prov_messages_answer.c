@@ -18,7 +18,7 @@
 const char *prov_messages_render(json_object *answer, const char *public_id,
                                  prov_micro_t charge, apr_pool_t *p)
 {
-    return prov_json_answer_render(answer, public_id, charge, p);
+    return prov_relay_render_tree(answer, public_id, charge, p);
 }
 
 /* ---- streaming relay ------------------------------------------------------- */

@@ -92,7 +92,7 @@ static int scan_counts(prov_mcounts_t *c, const prov_jobject_t *usage)
     return 1;
 }
 
-apr_status_t prov_messages_relay_read(prov_json_relay_t *rl, prov_tokens_t *t,
+apr_status_t prov_messages_relay_read(prov_relay_t *rl, prov_tokens_t *t,
                                       const char *body, apr_size_t len)
 {
     const prov_jmember_t *type, *content;

@@ -396,7 +396,7 @@ static apr_status_t read_options(build_t *b, json_object *root, json_object *up)
     const char *const *f;
 
     if (json_object_object_get_ex(root, "max_output_tokens", &v) && v) {
-        apr_status_t rv = prov_json_output_cap(&b->req->max_output_tokens, err, v,
+        apr_status_t rv = prov_fields_output_cap(&b->req->max_output_tokens, err, v,
                                                "max_output_tokens", p);
         if (rv != APR_SUCCESS)
             return rv;              /* max_tokens: prov_resp_upstream_body's */

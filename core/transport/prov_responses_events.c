@@ -1,12 +1,13 @@
-/* prov_responses_events.c: the Responses stream's events written as text
- * (the fast path): each event's SSE frame and JSON go straight into the
- * stream's output (prov_resp_stream_set_out: the module's buffer, sent
- * after each read of the gateway) or else into one reused buffer handed to
- * the emitter, in the key order and the bytes that the json-c path
- * (prov_responses_tree.c) prints. A part's text is escaped once, into the message's kept parts, and
- * copied from there into the events that repeat it. The response object
- * here and prov_resp_object (prov_responses_answer.c) describe the same
- * object: tests/fuzz/fuzz_responses_stream.c checks that they agree. */
+/* prov_responses_events.c: the Responses stream's text emitter
+ * (prov_resp_text_emitter), the fast path's: each event's SSE frame and
+ * JSON go straight into the stream's output (prov_resp_stream_set_out: the
+ * module's buffer, sent after each read of the gateway) or else into one
+ * reused buffer handed to the emitter, in the key order and the bytes that
+ * the tree emitter (prov_responses_tree.c) prints. A part's text is escaped
+ * once, into the message's kept parts, and copied from there into the
+ * events that repeat it. The response object here and prov_resp_object
+ * (prov_responses_answer.c) describe the same object:
+ * tests/fuzz/fuzz_responses_stream.c checks that they agree. */
 #include <string.h>
 #include "prov_responses_stream_int.h"
 #include "prov_money.h"
@@ -171,7 +172,7 @@ static void response(prov_resp_stream_t *s, prov_jwrite_t *w, const prov_resp_en
     prov_jwrite_lit(w, "}");
 }
 
-apr_status_t prov_resp_text_created(prov_resp_stream_t *s)
+static apr_status_t text_created(prov_resp_stream_t *s)
 {
     prov_jwrite_t *w = BEGIN(s, "response.created");
     apr_status_t rv;
@@ -205,7 +206,7 @@ static apr_size_t message_head(prov_resp_stream_t *s, prov_jwrite_t *w, int done
     return at;
 }
 
-apr_status_t prov_resp_text_msg_added(prov_resp_stream_t *s)
+static apr_status_t text_msg_added(prov_resp_stream_t *s)
 {
     prov_jwrite_t *w = BEGIN(s, "response.output_item.added");
     message_head(s, w, 0);
@@ -213,7 +214,7 @@ apr_status_t prov_resp_text_msg_added(prov_resp_stream_t *s)
     return end(s);
 }
 
-apr_status_t prov_resp_text_part_added(prov_resp_stream_t *s)
+static apr_status_t text_part_added(prov_resp_stream_t *s)
 {
     prov_jwrite_t *w = BEGIN(s, "response.content_part.added");
     part_ref(s, w);
@@ -225,7 +226,7 @@ apr_status_t prov_resp_text_part_added(prov_resp_stream_t *s)
     return end(s);
 }
 
-apr_status_t prov_resp_text_delta(prov_resp_stream_t *s, const char *t, apr_size_t n)
+static apr_status_t text_delta(prov_resp_stream_t *s, const char *t, apr_size_t n)
 {
     prov_jwrite_t *w = s->part_refusal ? BEGIN(s, "response.refusal.delta")
                                        : BEGIN(s, "response.output_text.delta");
@@ -237,7 +238,7 @@ apr_status_t prov_resp_text_delta(prov_resp_stream_t *s, const char *t, apr_size
     return end(s);
 }
 
-apr_status_t prov_resp_text_part_done(prov_resp_stream_t *s)
+static apr_status_t text_part_done(prov_resp_stream_t *s)
 {
     prov_jwrite_t *pw = &s->parts, *w;
     apr_size_t part_at, text_at, text_end;
@@ -277,7 +278,7 @@ apr_status_t prov_resp_text_part_done(prov_resp_stream_t *s)
     return end(s);
 }
 
-apr_status_t prov_resp_text_msg_done(prov_resp_stream_t *s)
+static apr_status_t text_msg_done(prov_resp_stream_t *s)
 {
     prov_jwrite_t *w = BEGIN(s, "response.output_item.done");
     apr_size_t item_at = message_head(s, w, 1);
@@ -326,7 +327,7 @@ static apr_size_t call_item(prov_resp_stream_t *s, prov_jwrite_t *w, const prov_
     return at;
 }
 
-apr_status_t prov_resp_text_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
+static apr_status_t text_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
 {
     prov_jwrite_t *w = BEGIN(s, "response.output_item.added");
     prov_jwrite_lit(w, ",\"output_index\":");
@@ -345,7 +346,7 @@ static void call_ref(prov_jwrite_t *w, const prov_resp_call_t *c)
     prov_jwrite_int(w, c->index);
 }
 
-apr_status_t prov_resp_text_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
+static apr_status_t text_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
 {
     const prov_resp_tool_t *t = prov_resp_tool_by_flat(s->req, c->flat);
     prov_jwrite_t *a = &s->dec, *w;
@@ -377,8 +378,8 @@ apr_status_t prov_resp_text_close_call(prov_resp_stream_t *s, prov_resp_call_t *
     return end(s);
 }
 
-apr_status_t prov_resp_text_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
-                                       const char *a, apr_size_t n)
+static apr_status_t text_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
+                                   const char *a, apr_size_t n)
 {
     prov_jwrite_t *w = BEGIN(s, "response.function_call_arguments.delta");
     call_ref(w, c);
@@ -387,10 +388,16 @@ apr_status_t prov_resp_text_args_delta(prov_resp_stream_t *s, const prov_resp_ca
     return end(s);
 }
 
-apr_status_t prov_resp_text_end(prov_resp_stream_t *s, const prov_resp_end_t *e)
+static apr_status_t text_end(prov_resp_stream_t *s, const prov_resp_end_t *e)
 {
     prov_jwrite_t *w = begin_str(s, e->type);
     prov_jwrite_lit(w, ",\"response\":");
     response(s, w, e);
     return end(s);
 }
+
+const prov_resp_emitter_t prov_resp_text_emitter = {
+    "text",
+    text_created, text_msg_added, text_part_added, text_delta, text_part_done,
+    text_msg_done, text_call_added, text_args_delta, text_close_call, text_end,
+};

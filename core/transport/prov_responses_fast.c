@@ -8,7 +8,7 @@
  * recognises: an error member, an escape in finish_reason or in a call's
  * id or name, a call index out of range, more than MAX_CALLS call deltas,
  * or anything the scanner declines leave the chunk untouched for json-c
- * (prov_responses_tree.c), which decides. */
+ * (prov_responses_jsonc.c), which decides. */
 #include <string.h>
 #include "prov_responses_stream_int.h"
 #include "prov_json_scan.h"
@@ -154,7 +154,7 @@ static apr_status_t text(prov_resp_stream_t *s, const prov_jmember_t *m, int ref
 static apr_status_t call_delta(prov_resp_stream_t *s, const prov_jmember_t *id,
                                const prov_jmember_t *name, int idx, const prov_jmember_t *args)
 {
-    prov_resp_call_t *c = prov_resp_op_call(s, idx);
+    prov_resp_call_t *c = prov_resp_call_at(s, idx);
     const char *a;
     apr_size_t n;
     apr_status_t rv;
@@ -171,7 +171,7 @@ static apr_status_t call_delta(prov_resp_stream_t *s, const prov_jmember_t *id,
     return prov_resp_op_args(s, c, a, n);
 }
 
-/* The chunk applied, in the json-c path's order (prov_responses_tree.c). */
+/* The chunk applied, in the json-c reader's order (prov_responses_jsonc.c). */
 static apr_status_t apply(prov_resp_stream_t *s, const chunk_t *k)
 {
     apr_status_t rv;

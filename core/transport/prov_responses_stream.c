@@ -4,173 +4,17 @@
  * the items and their parts opened, filled by deltas and closed, ending in
  * response.completed, .incomplete or .failed), the output text counted as it
  * is sent, and the usage and the gateway's error chunk kept for the
- * settlement and the log. This file keeps the state and its operations;
- * each chunk is read by the scanner and its events written as text
- * (prov_responses_fast.c, prov_responses_events.c) unless the scanner does
- * not plainly recognise it: then json-c reads it and builds its events
- * (prov_responses_tree.c), as before; the bytes are the same
- * (prov_responses_stream_int.h). */
+ * settlement and the log. This file is the stream's face: it makes the
+ * state, feeds the SSE parser, and for each gateway event picks the reader
+ * and the emitter: the scanner and events written as text
+ * (prov_responses_fast.c, prov_resp_text_emitter) unless the scanner does
+ * not plainly recognise the chunk: then json-c reads it and builds its
+ * events (prov_responses_jsonc.c, prov_resp_tree_emitter), as before; the
+ * bytes are the same. It is the top of the files' call order
+ * (prov_responses_stream_int.h): it calls them, none calls it. */
 #include <stdlib.h>
 #include <string.h>
 #include "prov_responses_stream_int.h"
-
-/* ---- the state's operations ------------------------------------------------- */
-
-apr_status_t prov_resp_op_start(prov_resp_stream_t *s)
-{
-    if (s->seq > 0)
-        return APR_SUCCESS;
-    return s->tree ? prov_resp_tree_created(s) : prov_resp_text_created(s);
-}
-
-static apr_status_t close_part(prov_resp_stream_t *s)
-{
-    apr_status_t rv;
-    if (s->part_index < 0)
-        return APR_SUCCESS;
-    rv = s->tree ? prov_resp_tree_part_done(s) : prov_resp_text_part_done(s);
-    s->n_parts++;
-    s->text.len = 0;
-    s->part_index = -1;
-    return rv;
-}
-
-apr_status_t prov_resp_op_close_message(prov_resp_stream_t *s)
-{
-    apr_status_t rv;
-    if (s->msg_index < 0)
-        return APR_SUCCESS;
-    if ((rv = close_part(s)) != APR_SUCCESS)
-        return rv;
-    rv = s->tree ? prov_resp_tree_msg_done(s) : prov_resp_text_msg_done(s);
-    s->parts.len = 0;
-    s->n_parts = 0;
-    s->msg_index = -1;
-    return rv;
-}
-
-apr_status_t prov_resp_op_text(prov_resp_stream_t *s, const char *t, apr_size_t n, int refusal)
-{
-    apr_status_t rv;
-    if (s->msg_index < 0) {
-        s->msg_index = s->n_items++;
-        s->msg_id = prov_resp_item_id(s->resp_id, "msg", s->msg_index, s->p);
-        s->parts.len = 0;
-        s->n_parts = 0;
-        s->part_index = -1;
-        rv = s->tree ? prov_resp_tree_msg_added(s) : prov_resp_text_msg_added(s);
-        if (rv != APR_SUCCESS)
-            return rv;
-    }
-    if (s->part_index >= 0 && s->part_refusal != refusal
-        && (rv = close_part(s)) != APR_SUCCESS)
-        return rv;
-    if (s->part_index < 0) {
-        s->part_index = s->n_parts;
-        s->part_refusal = refusal;
-        rv = s->tree ? prov_resp_tree_part_added(s) : prov_resp_text_part_added(s);
-        if (rv != APR_SUCCESS)
-            return rv;
-    }
-    prov_jwrite_mem(&s->text, t, n);
-    rv = s->tree ? prov_resp_tree_delta(s, t, n) : prov_resp_text_delta(s, t, n);
-    if (rv == APR_SUCCESS)
-        s->out_bytes += n;
-    return rv;
-}
-
-prov_resp_call_t *prov_resp_op_call(prov_resp_stream_t *s, int idx)
-{
-    while (s->calls->nelts <= idx) {
-        prov_resp_call_t *c = apr_array_push(s->calls);
-        memset(c, 0, sizeof(*c));
-        c->index = -1;
-    }
-    return &APR_ARRAY_IDX(s->calls, idx, prov_resp_call_t);
-}
-
-apr_status_t prov_resp_op_open_call(prov_resp_stream_t *s, prov_resp_call_t *c, const char *id,
-                                    apr_size_t idn, const char *name, apr_size_t namen)
-{
-    const prov_resp_tool_t *t;
-    apr_status_t rv;
-    if ((rv = prov_resp_op_close_message(s)) != APR_SUCCESS)
-        return rv;
-    c->index = s->n_items++;
-    c->id = prov_resp_item_id(s->resp_id, "fc", c->index, s->p);
-    c->call_id = id ? apr_pstrmemdup(s->p, id, idn) : c->id;
-    c->flat = name ? apr_pstrmemdup(s->p, name, namen) : "";
-    t = prov_resp_tool_by_flat(s->req, c->flat);
-    c->custom = t && t->custom;
-    /* c->args stays zeroed: calls move when s->calls grows, so their
-     * buffers are freed by the stream's cleanup, not one of their own */
-    rv = s->tree ? prov_resp_tree_call_added(s, c) : prov_resp_text_call_added(s, c);
-    if (rv == APR_SUCCESS)
-        s->out_bytes += strlen(c->flat);
-    return rv;
-}
-
-apr_status_t prov_resp_op_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
-{
-    if (c->index < 0)
-        return APR_SUCCESS;
-    return s->tree || c->custom ? prov_resp_tree_close_call(s, c)
-                                : prov_resp_text_close_call(s, c);
-}
-
-apr_status_t prov_resp_op_args(prov_resp_stream_t *s, prov_resp_call_t *c, const char *a,
-                               apr_size_t n)
-{
-    apr_status_t rv;
-    if (!n)
-        return APR_SUCCESS;
-    prov_jwrite_mem(&c->args, a, n);
-    if (c->custom)     /* its input is known only once the JSON arguments are whole */
-        return APR_SUCCESS;
-    rv = s->tree ? prov_resp_tree_args_delta(s, c, a, n) : prov_resp_text_args_delta(s, c, a, n);
-    if (rv == APR_SUCCESS)
-        s->out_bytes += n;
-    return rv;
-}
-
-void prov_resp_item_keep(prov_resp_stream_t *s, int i, const char *json, apr_size_t len)
-{
-    prov_resp_span_t *sp;
-    while (s->items->nelts <= i) {
-        sp = apr_array_push(s->items);
-        sp->p = NULL;
-        sp->len = 0;
-    }
-    sp = &APR_ARRAY_IDX(s->items, i, prov_resp_span_t);
-    sp->p = apr_pstrmemdup(s->p, json, len);
-    sp->len = len;
-}
-
-void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w)
-{
-    int i, first = 1;
-    prov_jwrite_lit(w, "[");
-    for (i = 0; i < s->items->nelts; i++) {
-        const prov_resp_span_t *sp = &APR_ARRAY_IDX(s->items, i, prov_resp_span_t);
-        if (!sp->p)
-            continue;
-        if (!first)
-            prov_jwrite_lit(w, ",");
-        prov_jwrite_mem(w, sp->p, sp->len);
-        first = 0;
-    }
-    prov_jwrite_lit(w, "]");
-}
-
-void prov_resp_usage_take(prov_resp_stream_t *s, const prov_chat_usage_t *c, apr_status_t rv)
-{
-    if (rv != APR_SUCCESS) {
-        s->usage_bad++;
-        return;
-    }
-    prov_resp_usage_set(&s->usage, c);
-    s->usage_reports++;
-}
 
 /* ---- the stream ------------------------------------------------------------- */
 
@@ -192,10 +36,11 @@ static apr_status_t on_event(void *baton, const prov_sse_ev_t *ev)
     if (!s->tree_only && prov_resp_fast_chunk(s, data, len, &rv))
         s->n_fast++;
     else {
+        /* a chunk json-c read has its events built by json-c */
         s->n_tree++;
-        s->tree = 1;
-        rv = prov_resp_tree_chunk(s, data, len);
-        s->tree = s->tree_only;
+        s->em = &prov_resp_tree_emitter;
+        rv = prov_resp_jsonc_chunk(s, data, len);
+        s->em = s->tree_only ? &prov_resp_tree_emitter : &prov_resp_text_emitter;
     }
     /* a report counts the output of its own chunk and of those before */
     s->chunk_bytes = s->out_bytes;
@@ -229,6 +74,7 @@ prov_resp_stream_t *prov_resp_stream_create(const prov_resp_req_t *req, const ch
     s->p = p;
     apr_pool_create(&s->scratch, p);
     s->parser = prov_sse_parser_create_ev(on_event, s, 4 * 1024 * 1024, p);
+    s->em = &prov_resp_text_emitter;
     s->items = apr_array_make(p, 4, sizeof(prov_resp_span_t));
     s->msg_index = -1;
     s->part_index = -1;
@@ -246,14 +92,10 @@ void prov_resp_stream_set_out(prov_resp_stream_t *s, prov_sse_buf_t *out)
     s->out = out;
 }
 
-apr_status_t prov_resp_emit(prov_resp_stream_t *s, const char *event, apr_size_t len)
-{
-    return s->out ? prov_sse_put_bytes(s->out, event, len) : s->emit(s->baton, event, len);
-}
-
 void prov_resp_stream_tree_only(prov_resp_stream_t *s)
 {
-    s->tree_only = s->tree = 1;
+    s->tree_only = 1;
+    s->em = &prov_resp_tree_emitter;
 }
 
 void prov_resp_stream_paths(const prov_resp_stream_t *s, apr_int64_t *fast, apr_int64_t *tree)
@@ -314,11 +156,6 @@ void prov_resp_stream_written(prov_resp_stream_t *s)
     s->sent_bytes = s->out_bytes;
 }
 
-static apr_status_t end(prov_resp_stream_t *s, const prov_resp_end_t *e)
-{
-    return s->tree ? prov_resp_tree_end(s, e) : prov_resp_text_end(s, e);
-}
-
 apr_status_t prov_resp_stream_complete(prov_resp_stream_t *s, prov_micro_t charge)
 {
     prov_resp_end_t e = { NULL, NULL, NULL, NULL, 1, 0 };
@@ -337,7 +174,7 @@ apr_status_t prov_resp_stream_complete(prov_resp_stream_t *s, prov_micro_t charg
     e.reason = prov_resp_incomplete_reason(s->finish_reason);
     e.type = e.reason ? "response.incomplete" : "response.completed";
     e.charge = charge;
-    return end(s, &e);
+    return s->em->end(s, &e);
 }
 
 apr_status_t prov_resp_stream_fail(prov_resp_stream_t *s, const char *code, const char *message,
@@ -353,5 +190,5 @@ apr_status_t prov_resp_stream_fail(prov_resp_stream_t *s, const char *code, cons
     e.message = message ? message : "";
     e.usage = s->usage.have || charge >= 0;
     e.charge = charge;
-    return end(s, &e);
+    return s->em->end(s, &e);
 }

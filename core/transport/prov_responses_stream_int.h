@@ -1,21 +1,30 @@
 /* prov_responses_stream_int.h: the Responses stream translator's state and
- * what its files call of one another. prov_responses_stream.c keeps the
- * state (items and parts opened and closed, sequence numbers, usage, the
- * output counted) and chooses, for each gateway chunk, how it is read and
- * how its events are written: prov_responses_fast.c reads a chunk with the
- * scanner (prov_json_scan.h) and prov_responses_events.c writes its events
- * as text (prov_jwrite.h); a chunk the scanner does not plainly recognise
- * goes to prov_responses_tree.c, which reads it with json-c and builds its
- * events as json-c trees, as the translator always did. Both write the same
- * bytes (tests/fuzz/fuzz_responses_stream.c compares them), so a stream
- * may mix the two. Not for callers outside core/transport/prov_responses*.c
- * (and the tests). */
+ * what its files call of one another, each only down the list:
+ *   prov_responses_stream.c  the stream (prov_responses.h): feeds the SSE
+ *                            parser, picks a reader and an emitter per chunk,
+ *                            ends the response;
+ *   prov_responses_fast.c    reads a chunk with the scanner (prov_json_scan.h),
+ *   prov_responses_jsonc.c   or, when the scanner does not plainly recognise
+ *                            it, with json-c, and applies it through
+ *   prov_responses_ops.c     the operations: items and parts opened, filled
+ *                            and closed, each event written by s->em, one of
+ *   prov_responses_events.c  the emitters (prov_resp_emitter_t): as text
+ *                            (prov_jwrite.h), the fast path, or
+ *   prov_responses_tree.c    as json-c trees, as the translator always did;
+ *   prov_responses_state.c   the state both emitters call down into: kept
+ *                            items, usage, the event handed on.
+ * Both emitters write the same bytes (tests/fuzz/fuzz_responses_stream.c
+ * compares them), so a stream may mix the two. scripts/calls.sh (run by
+ * every `make`) checks that no file calls one that calls it back. Not for
+ * callers outside core/transport/prov_responses*.c (and the tests). */
 #ifndef PROV_RESPONSES_STREAM_INT_H
 #define PROV_RESPONSES_STREAM_INT_H
 
 #include "prov_responses_int.h"
 #include "prov_jwrite.h"
 #include "prov_sse.h"
+
+typedef struct prov_resp_emitter_t prov_resp_emitter_t;
 
 /* A tool call of the gateway's, by its index in the chunks. */
 typedef struct prov_resp_call_t {
@@ -78,20 +87,66 @@ struct prov_resp_stream_t {
     prov_sse_buf_t *out;        /* where events go instead of emit, or NULL */
     prov_jwrite_t ow;           /* the event being written at out's end */
     prov_jwrite_t dec;          /* a string decoded from a chunk */
-    int tree;                   /* events are built with json-c (a json-c chunk) */
+    const prov_resp_emitter_t *em; /* how the events are written: as text, or as
+                                 * json-c trees for a chunk json-c read */
     int tree_only;              /* every chunk read with json-c (the tests' reference) */
     apr_int64_t n_fast, n_tree; /* chunks read by each path */
 };
 
-/* ---- prov_responses_stream.c: the state's operations ------------------------ */
+/* ---- the emitters: one table per way of writing the events ------------------
+ * The same events, the same bytes: prov_resp_text_emitter
+ * (prov_responses_events.c) writes them as text, prov_resp_tree_emitter
+ * (prov_responses_tree.c) builds them as json-c trees and prints them. The
+ * operations (prov_responses_ops.c) call the one in s->em, which the stream
+ * (prov_responses_stream.c) sets for each chunk by the reader that took it;
+ * an emitter calls only down, into the state (prov_responses_state.c). */
+struct prov_resp_emitter_t {
+    const char *name;
+    /* response.created and response.in_progress. */
+    apr_status_t (*created)(prov_resp_stream_t *s);
+    /* output_item.added for the open message. */
+    apr_status_t (*msg_added)(prov_resp_stream_t *s);
+    /* content_part.added for the open part. */
+    apr_status_t (*part_added)(prov_resp_stream_t *s);
+    /* output_text.delta or refusal.delta of n bytes. */
+    apr_status_t (*delta)(prov_resp_stream_t *s, const char *t, apr_size_t n);
+    /* The open part's JSON appended to s->parts, then output_text.done (or
+     * refusal.done) and content_part.done. */
+    apr_status_t (*part_done)(prov_resp_stream_t *s);
+    /* The open message's item kept, then output_item.done. */
+    apr_status_t (*msg_done)(prov_resp_stream_t *s);
+    /* output_item.added for call c, just opened. */
+    apr_status_t (*call_added)(prov_resp_stream_t *s, const prov_resp_call_t *c);
+    /* function_call_arguments.delta of n bytes for call c. */
+    apr_status_t (*args_delta)(prov_resp_stream_t *s, const prov_resp_call_t *c,
+                               const char *a, apr_size_t n);
+    /* The end of open call c: function_call_arguments.done (or, for a custom
+     * tool call, custom_tool_call_input.delta and .done), its item kept,
+     * c->index -1, output_item.done. The text emitter's: function calls only
+     * (a custom call's input is read from its arguments with json-c). */
+    apr_status_t (*close_call)(prov_resp_stream_t *s, prov_resp_call_t *c);
+    /* The last event: response.completed, .incomplete or .failed. */
+    apr_status_t (*end)(prov_resp_stream_t *s, const prov_resp_end_t *e);
+};
 
-/* For the tests that compare the two paths: every chunk of s read with
- * json-c and every event built as a tree (the reference). */
-void prov_resp_stream_tree_only(prov_resp_stream_t *s);
+extern const prov_resp_emitter_t prov_resp_text_emitter;
+extern const prov_resp_emitter_t prov_resp_tree_emitter;
+
+/* ---- prov_responses_state.c: the state both emitters call down into --------- */
+
 /* An event (encoded) to the client: into out, or to emit. */
 apr_status_t prov_resp_emit(prov_resp_stream_t *s, const char *event, apr_size_t len);
-/* How many chunks each path read so far. */
-void prov_resp_stream_paths(const prov_resp_stream_t *s, apr_int64_t *fast, apr_int64_t *tree);
+/* Keeps a finished item's JSON at output index i (copied). */
+void prov_resp_item_keep(prov_resp_stream_t *s, int i, const char *json, apr_size_t len);
+/* The finished items as a JSON array, appended to w. */
+void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w);
+/* A chunk's usage report as prov_chat_usage (or _scan) read it (rv):
+ * APR_SUCCESS takes it, another result counts an unreadable report. */
+void prov_resp_usage_take(prov_resp_stream_t *s, const prov_chat_usage_t *c, apr_status_t rv);
+/* The call of the gateway's index idx (0 to 1024), made (not opened) when new. */
+prov_resp_call_t *prov_resp_call_at(prov_resp_stream_t *s, int idx);
+
+/* ---- prov_responses_ops.c: items and parts opened, filled and closed -------- */
 
 /* response.created and response.in_progress, once. */
 apr_status_t prov_resp_op_start(prov_resp_stream_t *s);
@@ -100,8 +155,6 @@ apr_status_t prov_resp_op_start(prov_resp_stream_t *s);
 apr_status_t prov_resp_op_text(prov_resp_stream_t *s, const char *t, apr_size_t n, int refusal);
 /* Closes the open message item (its open part first). */
 apr_status_t prov_resp_op_close_message(prov_resp_stream_t *s);
-/* The call of the gateway's index idx (0 to 1024), made (not opened) when new. */
-prov_resp_call_t *prov_resp_op_call(prov_resp_stream_t *s, int idx);
 /* Opens call c (the message closes first): its item is added. id and name
  * (the gateway's call id and flat name, idn and namen bytes) may be NULL. */
 apr_status_t prov_resp_op_open_call(prov_resp_stream_t *s, prov_resp_call_t *c, const char *id,
@@ -112,65 +165,26 @@ apr_status_t prov_resp_op_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
 /* n bytes of arguments for the open call c (a delta event unless custom). */
 apr_status_t prov_resp_op_args(prov_resp_stream_t *s, prov_resp_call_t *c, const char *a,
                                apr_size_t n);
-/* Keeps a finished item's JSON at output index i (copied). */
-void prov_resp_item_keep(prov_resp_stream_t *s, int i, const char *json, apr_size_t len);
-/* The finished items as a JSON array, appended to w. */
-void prov_resp_output_write(const prov_resp_stream_t *s, prov_jwrite_t *w);
 
-/* A chunk's usage report as prov_chat_usage (or _scan) read it (rv):
- * APR_SUCCESS takes it, another result counts an unreadable report. */
-void prov_resp_usage_take(prov_resp_stream_t *s, const prov_chat_usage_t *c, apr_status_t rv);
+/* ---- the readers: a chunk read and applied through the operations ---------- */
 
-/* ---- prov_responses_fast.c ------------------------------------------------- */
-
-/* Reads one chunk with the scanner and applies it: non-zero with *rv when it
- * did, zero (nothing done) when the chunk is for json-c. */
+/* prov_responses_fast.c: reads one chunk with the scanner and applies it:
+ * non-zero with *rv when it did, zero (nothing done) when the chunk is for
+ * json-c. */
 int prov_resp_fast_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len,
                          apr_status_t *rv);
+/* prov_responses_jsonc.c: reads one chunk with json-c and applies it
+ * (APR_EINVAL: not a chunk, or the gateway's error chunk, kept in
+ * s->gw_error). */
+apr_status_t prov_resp_jsonc_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len);
 
-/* ---- prov_responses_tree.c: the json-c path -------------------------------- */
+/* ---- prov_responses_stream.c: the stream (prov_responses.h), and for the
+ * tests ------------------------------------------------------------------------ */
 
-/* Reads one chunk with json-c and applies it (APR_EINVAL: not a chunk, or
- * the gateway's error chunk, kept in s->gw_error). */
-apr_status_t prov_resp_tree_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len);
-
-/* ---- the events, as json-c trees (prov_responses_tree.c) and as text
- * (prov_responses_events.c), the same bytes either way ----------------------- */
-
-/* response.created and response.in_progress. */
-apr_status_t prov_resp_tree_created(prov_resp_stream_t *s);
-apr_status_t prov_resp_text_created(prov_resp_stream_t *s);
-/* output_item.added for the open message. */
-apr_status_t prov_resp_tree_msg_added(prov_resp_stream_t *s);
-apr_status_t prov_resp_text_msg_added(prov_resp_stream_t *s);
-/* content_part.added for the open part. */
-apr_status_t prov_resp_tree_part_added(prov_resp_stream_t *s);
-apr_status_t prov_resp_text_part_added(prov_resp_stream_t *s);
-/* output_text.delta or refusal.delta of n bytes. */
-apr_status_t prov_resp_tree_delta(prov_resp_stream_t *s, const char *t, apr_size_t n);
-apr_status_t prov_resp_text_delta(prov_resp_stream_t *s, const char *t, apr_size_t n);
-/* The open part's JSON appended to s->parts, then output_text.done (or
- * refusal.done) and content_part.done. */
-apr_status_t prov_resp_tree_part_done(prov_resp_stream_t *s);
-apr_status_t prov_resp_text_part_done(prov_resp_stream_t *s);
-/* The open message's item kept, then output_item.done. */
-apr_status_t prov_resp_tree_msg_done(prov_resp_stream_t *s);
-apr_status_t prov_resp_text_msg_done(prov_resp_stream_t *s);
-/* output_item.added for call c, just opened. */
-apr_status_t prov_resp_tree_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c);
-apr_status_t prov_resp_text_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c);
-/* The end of open call c: function_call_arguments.done (or, for a custom
- * tool call, custom_tool_call_input.delta and .done), its item kept,
- * c->index -1, output_item.done. Text for function calls only. */
-apr_status_t prov_resp_tree_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
-apr_status_t prov_resp_text_close_call(prov_resp_stream_t *s, prov_resp_call_t *c);
-/* function_call_arguments.delta of n bytes for call c. */
-apr_status_t prov_resp_tree_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
-                                       const char *a, apr_size_t n);
-apr_status_t prov_resp_text_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
-                                       const char *a, apr_size_t n);
-/* The last event: response.completed, .incomplete or .failed. */
-apr_status_t prov_resp_tree_end(prov_resp_stream_t *s, const prov_resp_end_t *e);
-apr_status_t prov_resp_text_end(prov_resp_stream_t *s, const prov_resp_end_t *e);
+/* For the tests that compare the two paths: every chunk of s read with
+ * json-c and every event built as a tree (the reference). */
+void prov_resp_stream_tree_only(prov_resp_stream_t *s);
+/* How many chunks each path read so far. */
+void prov_resp_stream_paths(const prov_resp_stream_t *s, apr_int64_t *fast, apr_int64_t *tree);
 
 #endif

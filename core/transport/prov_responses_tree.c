@@ -1,12 +1,12 @@
-/* prov_responses_tree.c: the Responses stream's json-c path: a gateway
- * chunk that the scanner does not plainly recognise (an error chunk,
- * escaped keys, odd Unicode, deep nesting...) read with json-c, and each
- * event of it built as a json-c tree and printed, as the translator always
- * did; also the end of every custom tool call (its input is read from the
- * arguments by prov_resp_call_item, json-c). The finished parts and items are kept
- * as JSON text (the state both paths share) and go into a tree as values
- * that print that text. With prov_resp_stream_tree_only, every chunk and
- * event goes this way: the reference that the text path is compared with. */
+/* prov_responses_tree.c: the Responses stream's tree emitter
+ * (prov_resp_tree_emitter): each event built as a json-c tree and printed,
+ * as the translator always did, for the chunks json-c read
+ * (prov_responses_jsonc.c); also the end of every custom tool call (its
+ * input is read from the arguments by prov_resp_call_item, json-c). The
+ * finished parts and items are kept as JSON text (the state both emitters
+ * share, prov_responses_state.c) and go into a tree as values that print
+ * that text. With prov_resp_stream_tree_only, every event goes this way:
+ * the reference that the text emitter is compared with. */
 #include <string.h>
 #include "prov_responses_stream_int.h"
 
@@ -75,7 +75,7 @@ static void ev_int(json_object *ev, const char *k, apr_int64_t v)
     json_object_object_add(ev, k, json_object_new_int64(v));
 }
 
-apr_status_t prov_resp_tree_created(prov_resp_stream_t *s)
+static apr_status_t tree_created(prov_resp_stream_t *s)
 {
     apr_status_t rv;
     json_object *ev = json_object_new_object();
@@ -88,7 +88,7 @@ apr_status_t prov_resp_tree_created(prov_resp_stream_t *s)
     return emit(s, "response.in_progress", ev);
 }
 
-apr_status_t prov_resp_tree_msg_added(prov_resp_stream_t *s)
+static apr_status_t tree_msg_added(prov_resp_stream_t *s)
 {
     json_object *ev = json_object_new_object();
     ev_int(ev, "output_index", s->msg_index);
@@ -105,14 +105,14 @@ static json_object *part_event(prov_resp_stream_t *s)
     return ev;
 }
 
-apr_status_t prov_resp_tree_part_added(prov_resp_stream_t *s)
+static apr_status_t tree_part_added(prov_resp_stream_t *s)
 {
     json_object *ev = part_event(s);
     json_object_object_add(ev, "part", prov_resp_text_part("", 0, s->part_refusal));
     return emit(s, "response.content_part.added", ev);
 }
 
-apr_status_t prov_resp_tree_delta(prov_resp_stream_t *s, const char *t, apr_size_t n)
+static apr_status_t tree_delta(prov_resp_stream_t *s, const char *t, apr_size_t n)
 {
     json_object *ev = part_event(s);
     json_object_object_add(ev, "delta", json_object_new_string_len(t, (int)n));
@@ -122,7 +122,7 @@ apr_status_t prov_resp_tree_delta(prov_resp_stream_t *s, const char *t, apr_size
                 ev);
 }
 
-apr_status_t prov_resp_tree_part_done(prov_resp_stream_t *s)
+static apr_status_t tree_part_done(prov_resp_stream_t *s)
 {
     int r = s->part_refusal;
     const char *text = s->text.p ? s->text.p : "", *json;
@@ -148,7 +148,7 @@ apr_status_t prov_resp_tree_part_done(prov_resp_stream_t *s)
     return emit(s, "response.content_part.done", ev);
 }
 
-apr_status_t prov_resp_tree_msg_done(prov_resp_stream_t *s)
+static apr_status_t tree_msg_done(prov_resp_stream_t *s)
 {
     json_object *ev = json_object_new_object(), *item, *content;
     const char *text;
@@ -171,15 +171,15 @@ static json_object *call_event(const prov_resp_call_t *c)
     return ev;
 }
 
-apr_status_t prov_resp_tree_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
-                                       const char *a, apr_size_t n)
+static apr_status_t tree_args_delta(prov_resp_stream_t *s, const prov_resp_call_t *c,
+                                   const char *a, apr_size_t n)
 {
     json_object *ev = call_event(c);
     json_object_object_add(ev, "delta", json_object_new_string_len(a, (int)n));
     return emit(s, "response.function_call_arguments.delta", ev);
 }
 
-apr_status_t prov_resp_tree_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
+static apr_status_t tree_call_added(prov_resp_stream_t *s, const prov_resp_call_t *c)
 {
     json_object *ev = json_object_new_object();
     int custom;
@@ -189,32 +189,7 @@ apr_status_t prov_resp_tree_call_added(prov_resp_stream_t *s, const prov_resp_ca
     return emit(s, "response.output_item.added", ev);
 }
 
-static apr_status_t add_call_delta(prov_resp_stream_t *s, json_object *tc)
-{
-    json_object *fn = prov_json_get(tc, "function", json_type_object);
-    json_object *jidx = prov_json_get(tc, "index", json_type_int);
-    json_object *args = prov_json_get(fn, "arguments", json_type_string);
-    apr_int64_t idx = jidx ? json_object_get_int64(jidx) : 0;
-    prov_resp_call_t *c;
-    apr_status_t rv;
-
-    if (idx < 0 || idx > 1024)
-        return APR_EINVAL;
-    c = prov_resp_op_call(s, (int)idx);
-    if (c->index < 0) {
-        const char *name = prov_json_get_str(fn, "name");
-        const char *id = prov_json_get_str(tc, "id");
-        rv = prov_resp_op_open_call(s, c, id, id ? strlen(id) : 0, name, name ? strlen(name) : 0);
-        if (rv != APR_SUCCESS)
-            return rv;
-    }
-    if (!args)
-        return APR_SUCCESS;
-    return prov_resp_op_args(s, c, json_object_get_string(args),
-                             (apr_size_t)json_object_get_string_len(args));
-}
-
-apr_status_t prov_resp_tree_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
+static apr_status_t tree_close_call(prov_resp_stream_t *s, prov_resp_call_t *c)
 {
     const char *args = c->args.p ? c->args.p : "", *text;
     json_object *ev, *item;
@@ -258,7 +233,7 @@ out:
     return rv;
 }
 
-apr_status_t prov_resp_tree_end(prov_resp_stream_t *s, const prov_resp_end_t *e)
+static apr_status_t tree_end(prov_resp_stream_t *s, const prov_resp_end_t *e)
 {
     json_object *resp, *ev;
     resp = prov_resp_object(s->req, s->resp_id, s->public_id, s->created_at,
@@ -278,62 +253,8 @@ apr_status_t prov_resp_tree_end(prov_resp_stream_t *s, const prov_resp_end_t *e)
     return emit(s, e->type, ev);
 }
 
-static apr_status_t on_chunk(prov_resp_stream_t *s, json_object *chunk)
-{
-    json_object *choices, *choice, *delta, *calls, *v;
-    const char *finish;
-    apr_status_t rv;
-    size_t i;
-
-    if (!json_object_is_type(chunk, json_type_object))
-        return APR_EINVAL;
-    if (prov_json_get(chunk, "error", json_type_object)) {
-        /* Kept for the log; the client never gets the gateway's words. */
-        const char *raw_text = json_object_to_json_string_ext(chunk, JSON_C_TO_STRING_PLAIN);
-        prov_gwerror_read(&s->gw_error, 0, raw_text, strlen(raw_text), s->p);
-        s->gw_failed = 1;
-        return APR_EINVAL;
-    }
-    if ((rv = prov_resp_op_start(s)) != APR_SUCCESS)
-        return rv;
-    if (json_object_object_get_ex(chunk, "usage", &v) && v) {
-        prov_chat_usage_t u;            /* null: no report (every chunk but the last) */
-        prov_resp_usage_take(s, &u, prov_chat_usage(&u, v));
-    }
-    /* a chunk may come without choices (usage alone): json-c aborts the
-     * process when asked for an element of what is not an array */
-    choices = prov_json_get(chunk, "choices", json_type_array);
-    choice = choices ? json_object_array_get_idx(choices, 0) : NULL;
-    if (!choice)
-        return APR_SUCCESS;
-    delta = prov_json_get(choice, "delta", json_type_object);
-    if ((v = prov_json_get(delta, "content", json_type_string)) && json_object_get_string_len(v)
-        && (rv = prov_resp_op_text(s, json_object_get_string(v),
-                                   (apr_size_t)json_object_get_string_len(v), 0)) != APR_SUCCESS)
-        return rv;
-    if ((v = prov_json_get(delta, "refusal", json_type_string)) && json_object_get_string_len(v)
-        && (rv = prov_resp_op_text(s, json_object_get_string(v),
-                                   (apr_size_t)json_object_get_string_len(v), 1)) != APR_SUCCESS)
-        return rv;
-    calls = prov_json_get(delta, "tool_calls", json_type_array);
-    for (i = 0; calls && i < json_object_array_length(calls); i++)
-        if ((rv = add_call_delta(s, json_object_array_get_idx(calls, i))) != APR_SUCCESS)
-            return rv;
-    if ((finish = prov_json_get_str(choice, "finish_reason"))) {
-        s->finish_reason = apr_pstrdup(s->p, finish);
-        s->finished = 1;
-    }
-    return APR_SUCCESS;
-}
-
-apr_status_t prov_resp_tree_chunk(prov_resp_stream_t *s, const char *data, apr_size_t len)
-{
-    const char *perr = NULL;
-    json_object *chunk = prov_json_parse_raw(data, len, &perr);
-    apr_status_t rv;
-    if (!chunk)
-        return APR_EINVAL;
-    rv = on_chunk(s, chunk);
-    json_object_put(chunk);
-    return rv;
-}
+const prov_resp_emitter_t prov_resp_tree_emitter = {
+    "tree",
+    tree_created, tree_msg_added, tree_part_added, tree_delta, tree_part_done,
+    tree_msg_done, tree_call_added, tree_args_delta, tree_close_call, tree_end,
+};

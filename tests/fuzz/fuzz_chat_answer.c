@@ -44,7 +44,7 @@ static void check_response(const char *text, apr_pool_t *p)
  * same usage, and the relayed answer is the JSON json-c's render gives. */
 static void check_relay(const char *data, size_t size, apr_pool_t *p)
 {
-    prov_json_relay_t rl;
+    prov_relay_t rl;
     prov_tokens_t a, b;
     json_object *tree = NULL;
     const char *ours;
@@ -53,7 +53,7 @@ static void check_relay(const char *data, size_t size, apr_pool_t *p)
     FUZZ_CHECK(prov_chat_read_answer(&tree, &b, data, size, p) == APR_SUCCESS);
     FUZZ_CHECK(a.input == b.input && a.output == b.output && a.cache == b.cache
                && a.reasoning == b.reasoning);
-    ours = prov_json_scan_render(&rl, "public-model", 12000000, p);
+    ours = prov_relay_render(&rl, "public-model", 12000000, p);
     FUZZ_CHECK(ours != NULL);
     FUZZ_CHECK(json_object_equal(fuzz_reparse(ours, p),
                                  fuzz_reparse(prov_chat_render(tree, "public-model", 12000000,

@@ -30,7 +30,6 @@
 #define prov_json_scan_member_int ref_json_scan_member_int
 #define prov_json_scan_count ref_json_scan_count
 #define prov_json_patched ref_json_patched
-#define prov_json_scan_render ref_json_scan_render
 #include "prov_json_scan.c"
 #undef prov_json_scan_object
 #undef prov_json_scan_strict
@@ -42,7 +41,6 @@
 #undef prov_json_scan_member_int
 #undef prov_json_scan_count
 #undef prov_json_patched
-#undef prov_json_scan_render
 
 #define SUB_LEVELS 4
 

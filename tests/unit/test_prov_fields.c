@@ -344,10 +344,49 @@ static void test_thinking_budget(void)
     apr_pool_destroy(p);
 }
 
+/* prov_fields_output_cap: 1 to PROV_OUTPUT_TOKENS_MAX, else a 400 naming the field. */
+static void test_output_cap(void)
+{
+    apr_pool_t *p;
+    prov_error_t *e = NULL;
+    apr_int64_t n = 7;
+    const char *err = NULL;
+    json_object *o;
+    apr_pool_create(&p, prov_test_pool());
+    {
+        const char *j = "{\"a\":1000000,\"b\":1000001,\"c\":99999999999999999999999,"
+                        "\"d\":0,\"e\":-5,\"f\":8.0,\"g\":\"8\",\"h\":1}";
+        o = prov_json_parse(j, strlen(j), &err, p);
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+    CU_ASSERT_EQUAL(prov_fields_output_cap(&n, &e, prov_json_get(o, "a", json_type_int), "a", p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, PROV_OUTPUT_TOKENS_MAX);
+    CU_ASSERT_EQUAL(prov_fields_output_cap(&n, &e, prov_json_get(o, "h", json_type_int), "h", p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 1);
+    n = 7;
+    {
+        const char *bad[] = { "b", "c", "d", "e", "f", "g", NULL };
+        int i;
+        for (i = 0; bad[i]; i++) {
+            json_object *v = NULL;
+            e = NULL;
+            json_object_object_get_ex(o, bad[i], &v);
+            CU_ASSERT_EQUAL(prov_fields_output_cap(&n, &e, v, bad[i], p), APR_EINVAL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+            CU_ASSERT_EQUAL(e->code, PROV_E_INVALID_REQUEST);
+            CU_ASSERT_STRING_EQUAL(e->param, bad[i]);
+            CU_ASSERT_EQUAL(n, 7);
+        }
+    }
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_fields(void)
 {
     PROV_SUITE("fields", PROV_TEST(test_corpus), PROV_TEST(test_unknown_refused),
                PROV_TEST(test_known_fields), PROV_TEST(test_specific_refusals),
                PROV_TEST(test_chat_n), PROV_TEST(test_chat_caps),
-               PROV_TEST(test_thinking_budget));
+               PROV_TEST(test_thinking_budget), PROV_TEST(test_output_cap));
 }

@@ -82,7 +82,7 @@ static const char *const chat_declined[] = {
     NULL
 };
 
-typedef apr_status_t relay_read_fn(prov_json_relay_t *rl, prov_tokens_t *t, const char *body,
+typedef apr_status_t relay_read_fn(prov_relay_t *rl, prov_tokens_t *t, const char *body,
                                    apr_size_t len);
 
 /* body relayed (read by rd) for public and a charge: the same JSON as
@@ -92,12 +92,12 @@ static void check_same(relay_read_fn *rd, const char *body, const char *public, 
 {
     const char *perr = NULL, *ours, *theirs;
     json_object *tree = prov_json_parse(body, strlen(body), &perr, p), *a, *b;
-    prov_json_relay_t rl;
+    prov_relay_t rl;
     prov_tokens_t t;
     CU_ASSERT_PTR_NOT_NULL_FATAL(tree);
     CU_ASSERT_EQUAL_FATAL(rd(&rl, &t, body, strlen(body)), APR_SUCCESS);
-    ours = prov_json_scan_render(&rl, public, 123456, p);
-    theirs = prov_json_answer_render(tree, public, 123456, p);
+    ours = prov_relay_render(&rl, public, 123456, p);
+    theirs = prov_relay_render_tree(tree, public, 123456, p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ours);
     if (exact)
         CU_ASSERT_STRING_EQUAL(ours, theirs);
@@ -115,7 +115,7 @@ static void test_chat_relay(void)
     int i;
     apr_pool_create(&p, prov_test_pool());
     for (i = 0; chat_ok[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t a, b;
         json_object *tree = NULL;
         CU_ASSERT_EQUAL_FATAL(prov_chat_relay_read(&rl, &a, chat_ok[i], strlen(chat_ok[i])),
@@ -129,13 +129,13 @@ static void test_chat_relay(void)
         check_same(prov_chat_relay_read, prov_json_dump(tree, p), "gpt-4o-mini", 1, p);
     }
     for (i = 0; chat_declined[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t t;
         CU_ASSERT_EQUAL(prov_chat_relay_read(&rl, &t, chat_declined[i], strlen(chat_declined[i])),
                         APR_EGENERAL);
     }
     for (i = 0; chat_unreadable[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t t;
         json_object *tree = NULL;
         const char *c = chat_unreadable[i];
@@ -150,14 +150,14 @@ static void test_chat_relay(void)
 static void test_render_declines(void)
 {
     apr_pool_t *p;
-    prov_json_relay_t rl;
+    prov_relay_t rl;
     prov_tokens_t t;
     apr_pool_create(&p, prov_test_pool());
     CU_ASSERT_EQUAL_FATAL(prov_chat_relay_read(&rl, &t, chat_ok[0], strlen(chat_ok[0])),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_json_scan_render(&rl, "a\"b", 1, p));
-    CU_ASSERT_PTR_NULL(prov_json_scan_render(&rl, "caf\xc3\xa9", 1, p));
-    CU_ASSERT_PTR_NOT_NULL(prov_json_scan_render(&rl, "org/model:v1", 1, p));
+    CU_ASSERT_PTR_NULL(prov_relay_render(&rl, "a\"b", 1, p));
+    CU_ASSERT_PTR_NULL(prov_relay_render(&rl, "caf\xc3\xa9", 1, p));
+    CU_ASSERT_PTR_NOT_NULL(prov_relay_render(&rl, "org/model:v1", 1, p));
     apr_pool_destroy(p);
 }
 
@@ -199,7 +199,7 @@ static void test_messages_relay(void)
     int i;
     apr_pool_create(&p, prov_test_pool());
     for (i = 0; ok[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t a, b;
         json_object *tree = NULL;
         CU_ASSERT_EQUAL_FATAL(prov_messages_relay_read(&rl, &a, ok[i], strlen(ok[i])),
@@ -211,7 +211,7 @@ static void test_messages_relay(void)
         check_same(prov_messages_relay_read, ok[i], "claude-x", 1, p);
     }
     for (i = 0; unreadable[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t t;
         json_object *tree = NULL;
         CU_ASSERT_EQUAL(prov_messages_relay_read(&rl, &t, unreadable[i], strlen(unreadable[i])),
@@ -221,7 +221,7 @@ static void test_messages_relay(void)
                         PROV_USAGE_UNREADABLE);
     }
     for (i = 0; declined[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         prov_tokens_t t;
         CU_ASSERT_EQUAL(prov_messages_relay_read(&rl, &t, declined[i], strlen(declined[i])),
                         APR_EGENERAL);

@@ -443,7 +443,7 @@ static void test_messages_answers(void)
     const char *body;
     int i;
     for (i = 0; bad[i]; i++) {
-        prov_json_relay_t rl;
+        prov_relay_t rl;
         body = apr_pstrcat(p, head, ",\"usage\":", bad[i], "}", NULL);
         CU_ASSERT_EQUAL(prov_messages_relay_read(&rl, &t, body, strlen(body)), APR_EGENERAL);
         CU_ASSERT_EQUAL(prov_messages_read_answer(&a, &t, body, strlen(body), p),
