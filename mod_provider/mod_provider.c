@@ -62,7 +62,7 @@ static void journal_dir_make(provider_srv_conf *c, server_rec *vs, apr_pool_t *p
                      "ProviderJournalDir %s", c->journal_dir);
     else if (geteuid() == 0
              && chown(c->journal_dir, ap_unixd_config.user_id, ap_unixd_config.group_id) != 0)
-        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), vs, "PROV00385: cannot "
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), vs, "PROV00387: cannot "
                      "give ProviderJournalDir %s to the server's User", c->journal_dir);
 }
 

@@ -87,7 +87,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         return;
     rv = apr_global_mutex_child_init(&mutex, apr_global_mutex_lockfile(mutex), pchild);
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00782: this child cannot use the "
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00787: this child cannot use the "
                      "mutex of the anonymous endpoints' limits: it does not limit them");
         mutex = NULL;
     }

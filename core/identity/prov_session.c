@@ -139,6 +139,6 @@ apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_i
     h = prov_key_hash(token, p);
     rv = revoke_rows(s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);
     if (rv == APR_SUCCESS)
-        prov_log(PROV_LOG_INFO, 0, "PROV00532: a session revoked (logout)");
+        prov_log(PROV_LOG_INFO, 0, "PROV00533: a session revoked (logout)");
     return rv;
 }

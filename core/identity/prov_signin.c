@@ -183,7 +183,7 @@ apr_status_t prov_signin_take(prov_prelogin_t **out, const char **reason, prov_s
     pl->link_session = prov_store_get_i64(s, row, 3, 0);
     expires = prov_store_get_i64(s, row, 4, 0);
     if (expires <= now) {
-        prov_log(PROV_LOG_INFO, 0, "PROV00512: identity provider %s: a callback with an "
+        prov_log(PROV_LOG_INFO, 0, "PROV00514: identity provider %s: a callback with an "
                  "expired state", provider);
         return APR_NOTFOUND;
     }

@@ -227,7 +227,7 @@ static apr_status_t plain_identity(prov_claims_t *c, const char **reason, prov_i
 
     if (!access) {
         *reason = PROV_SIGNIN_R_UNVERIFIED;
-        prov_log(PROV_LOG_WARN, 0, "PROV00522: identity provider %s: the token endpoint's "
+        prov_log(PROV_LOG_WARN, 0, "PROV00529: identity provider %s: the token endpoint's "
                  "answer has no access_token", idp->name);
         return APR_EGENERAL;
     }
