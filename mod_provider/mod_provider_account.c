@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 #include "util_script.h"
 
 APLOG_USE_MODULE(provider);

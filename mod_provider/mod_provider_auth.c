@@ -9,8 +9,13 @@
  * the JSON error shape. The flow is docs/internals/identity.md's. */
 #include <string.h>
 #include "mod_provider_auth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
+#include "mod_provider_limit.h"
 #include "util_script.h"
 #include "prov_user_access.h"
+#include "prov_json.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -14,6 +14,9 @@
 #include <string.h>
 #include "apr_uri.h"
 #include "mod_provider_auth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
+#include "prov_json.h"
 
 APLOG_USE_MODULE(provider);
 

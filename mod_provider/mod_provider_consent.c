@@ -16,6 +16,9 @@
  * with the form, which the same-site check refuses). */
 #include <string.h>
 #include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -7,6 +7,9 @@
  * "/v1/models/" and the final "/favorite". */
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_http.h"
+#include "mod_provider_models.h"
+#include "prov_models.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 #include "prov_header.h"

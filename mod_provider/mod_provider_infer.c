@@ -12,6 +12,10 @@
  * are answered here too: in our words, its own only in the log (masked). */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_infer.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -6,6 +6,8 @@
  * in a log line. */
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 

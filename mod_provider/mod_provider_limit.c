@@ -14,7 +14,11 @@
 #include "apr_global_mutex.h"
 #include "util_mutex.h"
 #include "mod_provider.h"
+#include "mod_provider_limit.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
 #include "prov_mcp.h"
+#include "prov_json.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -9,6 +9,10 @@
  * core/mcp's (prov_mcp_handle). */
 #include <string.h>
 #include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_docs.h"
+#include "mod_provider_http.h"
 #include "prov_docs.h"
 
 APLOG_USE_MODULE(provider);

@@ -11,6 +11,9 @@
  * ProviderPublicURL: without it none of this is served (404). */
 #include <string.h>
 #include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 #include "util_script.h"
 #include "prov_cabinet.h"
 

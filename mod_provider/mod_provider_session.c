@@ -9,6 +9,7 @@
  * state-changing request comes from this site (Origin, else Referer). */
 #include <string.h>
 #include "mod_provider_auth.h"
+#include "mod_provider_config.h"
 
 static const char *const names[] = { "provider-session", "provider-refresh", "provider-signin" };
 
