@@ -276,7 +276,7 @@ static int map_to_storage(request_rec *r)
 static int handler(request_rec *r)
 {
     const char *ep;
-    int rc;
+    provider_step_t rc;
     if (!r->handler || strcmp(r->handler, PROVIDER_HANDLER))
         return DECLINED;
     ep = apr_table_get(r->notes, "provider-endpoint");

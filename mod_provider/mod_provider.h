@@ -55,10 +55,16 @@ typedef enum {
 } provider_family_e;
 
 
-/* A step of a request's handling returns PROVIDER_GO to go on; anything else
- * means it has answered (in its endpoint's error shape) and the handler
- * returns that value. */
-#define PROVIDER_GO (-2)
+/* What a step of a request's handling returns: PROVIDER_GO to go on, or,
+ * when the step has answered (in its endpoint's error shape), what the
+ * handler returns (OK, or an HTTP status). PROVIDER_GO is no value httpd
+ * gives a meaning (OK, DECLINED, DONE, SUSPENDED, an HTTP status), so a GO
+ * that leaked out of a handler cannot pass for an answer. */
+typedef int provider_step_t;
+#define PROVIDER_GO (-7000)
+_Static_assert(PROVIDER_GO != OK && PROVIDER_GO != DECLINED && PROVIDER_GO != DONE
+               && PROVIDER_GO != SUSPENDED && !ap_is_HTTP_VALID_RESPONSE(PROVIDER_GO),
+               "PROVIDER_GO must not be an httpd status");
 
 typedef struct provider_srv_conf {
     int engine;                     /* PROVIDER_UNSET, 0, 1 */

@@ -23,7 +23,8 @@ void provider_api_close(provider_api_t *api)
     api->store = NULL;
 }
 
-int provider_api_begin(provider_api_t *api, request_rec *r, int method, const char *allowed)
+provider_step_t provider_api_begin(provider_api_t *api, request_rec *r, int method,
+                                   const char *allowed)
 {
     prov_error_t *err = NULL;
     apr_status_t rv;
@@ -47,7 +48,7 @@ int provider_api_begin(provider_api_t *api, request_rec *r, int method, const ch
     return PROVIDER_GO;
 }
 
-int provider_api_body(provider_api_t *api, const char **body, apr_size_t *len)
+provider_step_t provider_api_body(provider_api_t *api, const char **body, apr_size_t *len)
 {
     apr_status_t rv = provider_read_body(api->r, PROV_CABINET_BODY_MAX, body, len);
     if (rv == APR_ENOSPC) {
@@ -101,7 +102,7 @@ int provider_account_handler(request_rec *r)
     provider_api_t api;
     json_object *o = NULL;
     apr_status_t rv;
-    int st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
+    provider_step_t st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
     if (st != PROVIDER_GO)
         return st;
     rv = prov_cabinet_account(&o, api.store, api.sess->user_id, prov_now(), r->pool);
@@ -120,7 +121,7 @@ int provider_usage_handler(request_rec *r)
     json_object *o = NULL;
     apr_status_t rv;
     int days;
-    int st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
+    provider_step_t st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
     if (st != PROVIDER_GO)
         return st;
     ap_args_to_table(r, &q);

@@ -23,10 +23,11 @@ typedef struct provider_api_t {
  * HEAD), the site of a state-changing method (403 CROSS_SITE_REQUEST),
  * opens the database (503) and checks the session (401 NOT_SIGNED_IN).
  * PROVIDER_GO with api filled, or what the handler returns. */
-int provider_api_begin(provider_api_t *api, request_rec *r, int method, const char *allowed);
+provider_step_t provider_api_begin(provider_api_t *api, request_rec *r, int method,
+                                   const char *allowed);
 /* Reads the body (413 over PROV_CABINET_BODY_MAX, 400 when unreadable):
  * PROVIDER_GO, or answered. */
-int provider_api_body(provider_api_t *api, const char **body, apr_size_t *len);
+provider_step_t provider_api_body(provider_api_t *api, const char **body, apr_size_t *len);
 /* Releases the database connection early (idempotent). */
 void provider_api_close(provider_api_t *api);
 /* Closes the database and answers: json with status (json NULL: 204). */

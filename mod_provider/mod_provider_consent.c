@@ -166,7 +166,7 @@ static int consent_page(request_rec *r, const prov_oauth_client_t *client,
 }
 
 /* The request's parameters: the query (GET) or the form (POST). */
-static int read_params(apr_table_t **form, request_rec *r)
+static provider_step_t read_params(apr_table_t **form, request_rec *r)
 {
     const char *text = r->args;
     prov_oauth_err_t err;
@@ -245,7 +245,8 @@ int provider_consent_handler(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go, status;
+    provider_step_t go;
+    int status;
     if (r->method_number != M_GET && r->method_number != M_POST) {
         apr_table_setn(r->err_headers_out, "Allow", "GET, POST");
         return fail_page(r, HTTP_METHOD_NOT_ALLOWED, "Authorization failed", "Use GET.");

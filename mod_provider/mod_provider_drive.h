@@ -17,7 +17,7 @@ typedef struct provider_transport_t {
     int messages_only;            /* only models served on /v1/messages */
     const char *path;             /* the gateway's path */
     /* Checks before the body is parsed (headers); NULL: none. */
-    int (*check)(provider_infer_t *in);
+    provider_step_t (*check)(provider_infer_t *in);
     /* Parses in->body into in->call: APR_EINVAL with *err (400). */
     apr_status_t (*parse)(provider_infer_t *in, prov_error_t **err);
     /* Once the hold is taken: headers for the answer or an error; NULL: none. */
@@ -43,8 +43,8 @@ typedef struct provider_transport_t {
 
 /* Key, blocked user, method, body, t's checks, the request, the model: all
  * that comes before money is held. PROVIDER_GO with *in, or answered. */
-int provider_drive_prepare(provider_infer_t **in, request_rec *r,
-                           const provider_transport_t *t);
+provider_step_t provider_drive_prepare(provider_infer_t **in, request_rec *r,
+                                       const provider_transport_t *t);
 /* Serves r by t: prepare, hold, the gateway call, the settlement and the
  * answer (plain or streamed). Returns what the handler returns. */
 int provider_drive(request_rec *r, const provider_transport_t *t);

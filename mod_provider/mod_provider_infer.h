@@ -1,7 +1,7 @@
 /* mod_provider_infer.h: the API of mod_provider_infer.c, the inference steps
  * shared by the transports: the key, the model, the hold, the settlement
  * staged and committed, the release, a gateway's failure or refusal. A step
- * returns PROVIDER_GO to go on (mod_provider.h). */
+ * returns PROVIDER_GO to go on (provider_step_t, mod_provider.h). */
 #ifndef MOD_PROVIDER_INFER_H
 #define MOD_PROVIDER_INFER_H
 
@@ -60,21 +60,23 @@ typedef struct provider_infer_t {
 
 /* Key (Bearer; also x-api-key when allowed), blocked user, method (POST),
  * body (size limit). */
-int provider_infer_begin(provider_infer_t **in, request_rec *r, provider_family_e family,
-                         const char *transport, int allow_x_api_key);
+provider_step_t provider_infer_begin(provider_infer_t **in, request_rec *r,
+                                     provider_family_e family, const char *transport,
+                                     int allow_x_api_key);
 /* For a request that holds nothing (count_tokens), whose key no billing
  * transaction re-checks: a key taken from the lookup cache is read again from
  * the database (401 when gone, 403 when its user is now blocked). */
-int provider_infer_recheck_key(provider_infer_t *in);
+provider_step_t provider_infer_recheck_key(provider_infer_t *in);
 /* The catalog model: known, enabled, priced; with messages_only also of the
  * messages family and enabled for it. */
-int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only);
+provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id,
+                                     int messages_only);
 /* Holds the request's worst case (prov_worst.h: its body, in->call's cap
  * and choices, the model's maximum output) and releases the database
  * connection; a request without a cap of its own may be held, and capped,
  * for less (in->cap, told in x-provider-output-cap). input_estimate is what
  * an estimate charges for the input. */
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate);
+provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate);
 /* Releases the phase-one database connection early (idempotent). */
 void provider_infer_close(provider_infer_t *in);
 /* A stream's progress for this process's journal (d: what was delivered

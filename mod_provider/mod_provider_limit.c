@@ -176,7 +176,7 @@ static int refuse(request_rec *r, prov_rl_class_e c, int retry_after)
     return OK;
 }
 
-int provider_limit_check(request_rec *r, provider_endpoint_e ep)
+provider_step_t provider_limit_check(request_rec *r, provider_endpoint_e ep)
 {
     provider_srv_conf *c = provider_conf(r);
     prov_rl_class_e cls = classify(r, ep);

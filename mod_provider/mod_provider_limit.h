@@ -13,7 +13,7 @@ void provider_limit_hooks(apr_pool_t *p);
 const char *provider_client_key(request_rec *r);
 /* PROVIDER_GO, or r answered 429 with Retry-After in its endpoint's shape
  * (ep: r's endpoint) because its client address is over its class's limit. */
-int provider_limit_check(request_rec *r, provider_endpoint_e ep);
+provider_step_t provider_limit_check(request_rec *r, provider_endpoint_e ep);
 /* Non-zero when it is this caller's turn to purge (the server's children
  * share one turn every `every`; without shared memory, always). */
 int provider_purge_turn(apr_interval_time_t every);

@@ -53,7 +53,7 @@ static int metadata(request_rec *r, const char *json)
 }
 
 /* Reads a form body (application/x-www-form-urlencoded) into *form, or answers. */
-static int read_form(apr_table_t **form, request_rec *r)
+static provider_step_t read_form(apr_table_t **form, request_rec *r)
 {
     const char *type = apr_table_get(r->headers_in, "Content-Type"), *body = NULL;
     apr_size_t len = 0;
@@ -117,7 +117,7 @@ static int oauth_token(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go = read_form(&form, r);
+    provider_step_t go = read_form(&form, r);
     if (go != PROVIDER_GO)
         return go;
     if (!(store = provider_db_open(r, &e)))
@@ -143,7 +143,7 @@ static int oauth_revoke(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go = read_form(&form, r);
+    provider_step_t go = read_form(&form, r);
     if (go != PROVIDER_GO)
         return go;
     if (!apr_table_get(form, "token"))

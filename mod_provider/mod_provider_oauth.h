@@ -13,7 +13,7 @@
 /* Non-zero when r has no Origin or this site's (ProviderPublicURL). */
 int provider_mcp_origin_ok(request_rec *r);
 /* PROVIDER_GO for a POST; else answers 405 (Allow: POST). */
-int provider_mcp_method_check(request_rec *r);
+provider_step_t provider_mcp_method_check(request_rec *r);
 /* Serves one MCP message of r (a POST) with srv's tools for user_id (0:
  * the public endpoint). Returns what the handler returns. */
 int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t user_id);
