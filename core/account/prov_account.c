@@ -8,7 +8,7 @@
 #include <string.h>
 #include <apr_lib.h>
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 #include "prov_money.h"
 #include "prov_user_access.h"
@@ -345,7 +345,7 @@ apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_sto
     rv = user_by_id(&u, s, user_id, p);
     if (rv != APR_SUCCESS)
         return rv;
-    rv = prov_key_generate(&sec, &hash, &display, p);
+    rv = prov_secret_generate(&sec, &hash, &display, p);
     if (rv != APR_SUCCESS)
         return rv;
     rv = prov_store_select_one(&row, s, "key_add",
@@ -379,7 +379,7 @@ apr_status_t prov_apikey_reissue(const char **secret, prov_store_t *s, apr_int64
 {
     const char *sec, *hash, *display;
     int n = 0;
-    apr_status_t rv = prov_key_generate(&sec, &hash, &display, p);
+    apr_status_t rv = prov_secret_generate(&sec, &hash, &display, p);
 
     if (rv != APR_SUCCESS)
         return rv;
@@ -466,9 +466,9 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     apr_status_t rv;
 
     /* A malformed value never reaches the database (and costs no hash). */
-    if (!prov_key_wellformed(secret))
+    if (!prov_secret_wellformed(secret))
         return APR_NOTFOUND;
-    hash = prov_key_hash(secret, p);
+    hash = prov_secret_hash(secret, p);
     if (!hash)
         return APR_EGENERAL;
     /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance */

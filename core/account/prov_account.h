@@ -2,7 +2,7 @@
  * prepaid balance and their API keys (prov_account.h, this header), their
  * sign-in identities and cabinet sessions as the administrator sees and
  * revokes them (prov_user_access), the secrets behind keys, random and
- * stored as digests (prov_keys), plans and subscriptions (prov_plans), the
+ * stored as digests (prov_secret), plans and subscriptions (prov_plans), the
  * model catalog and its rate card (prov_models), the public catalog as the
  * gateway offers it right now (prov_catalog), usage reports read from the
  * ledger (prov_usage), and the hot path's small caches of keys and models

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_money.h"
 #include "prov_user_access.h"
 
@@ -220,10 +220,10 @@ static void test_key_create_lookup(void)
     CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u->id, "laptop", 0, 0, p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(k);
     CU_ASSERT_PTR_NOT_NULL_FATAL(secret);
-    CU_ASSERT_TRUE(prov_key_wellformed(secret));
+    CU_ASSERT_TRUE(prov_secret_wellformed(secret));
     CU_ASSERT_TRUE(k->id > 0);
     CU_ASSERT_EQUAL(k->user_id, u->id);
-    CU_ASSERT_STRING_EQUAL(k->display, prov_key_display(secret, p));
+    CU_ASSERT_STRING_EQUAL(k->display, prov_secret_display(secret, p));
     CU_ASSERT_FALSE(k->has_budget);
 
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
@@ -239,7 +239,7 @@ static void test_key_create_lookup(void)
     q = apr_psprintf(p, "SELECT COUNT(*) FROM api_keys WHERE hash = '%s'", secret);
     CU_ASSERT_EQUAL(sql_i64(s, q, p), 0);
     q = apr_psprintf(p, "SELECT COUNT(*) FROM api_keys WHERE hash = '%s'",
-                     prov_key_hash(secret, p));
+                     prov_secret_hash(secret, p));
     CU_ASSERT_EQUAL(sql_i64(s, q, p), 1);
 
     CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
@@ -283,7 +283,7 @@ static void test_key_reissue(void)
     CU_ASSERT_EQUAL(a->key_id, k->id);
     CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(g->reissued_at, 1800000000);
-    CU_ASSERT_STRING_EQUAL(g->display, prov_key_display(fresh, p));
+    CU_ASSERT_STRING_EQUAL(g->display, prov_secret_display(fresh, p));
 
     fresh = NULL;
     CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, s, k->id + 10, p), APR_NOTFOUND);
