@@ -172,20 +172,20 @@ const char *prov_secret_hash(const char *s, apr_pool_t *p)
 
 int prov_secret_wellformed(const char *s)
 {
-    apr_size_t plen = sizeof(PROV_KEY_PREFIX) - 1, i;
-    if (!s || strncmp(s, PROV_KEY_PREFIX, plen))
+    apr_size_t plen = sizeof(PROV_SECRET_KEY_PREFIX) - 1, i;
+    if (!s || strncmp(s, PROV_SECRET_KEY_PREFIX, plen))
         return 0;
     s += plen;
     for (i = 0; s[i]; i++) {
         if (!strchr(b64url, s[i]))
             return 0;
     }
-    return i == PROV_KEY_RANDOM_LEN;
+    return i == PROV_SECRET_RANDOM_LEN;
 }
 
 const char *prov_secret_display(const char *secret, apr_pool_t *p)
 {
-    return apr_pstrndup(p, secret, PROV_KEY_DISPLAY_LEN);
+    return apr_pstrndup(p, secret, PROV_SECRET_DISPLAY_LEN);
 }
 
 apr_status_t prov_secret_generate(const char **secret, const char **hash_hex,
@@ -195,7 +195,7 @@ apr_status_t prov_secret_generate(const char **secret, const char **hash_hex,
     apr_status_t rv = prov_secret_token(&rnd, 32, p);
     if (rv != APR_SUCCESS)
         return rv;
-    s = apr_pstrcat(p, PROV_KEY_PREFIX, rnd, NULL);
+    s = apr_pstrcat(p, PROV_SECRET_KEY_PREFIX, rnd, NULL);
     h = prov_secret_hash(s, p);
     if (!h)
         return APR_EGENERAL;

@@ -1,4 +1,4 @@
-/* prov_secret.h: secrets. API keys (and later session and OAuth tokens) are
+/* prov_secret.h: secrets. API keys, session and OAuth tokens are
  * random from OpenSSL, carry a fixed prefix, are shown once and are stored only
  * as SHA-256 hex digests; a short display prefix is all that is ever printed or
  * logged afterwards. */
@@ -7,9 +7,9 @@
 
 #include "prov_common.h"
 
-#define PROV_KEY_PREFIX      "sk-prov-"
-#define PROV_KEY_RANDOM_LEN  43   /* base64url of 32 random bytes */
-#define PROV_KEY_DISPLAY_LEN 12   /* prefix + 4 characters of the random part */
+#define PROV_SECRET_KEY_PREFIX      "sk-prov-"
+#define PROV_SECRET_RANDOM_LEN  43   /* base64url of 32 random bytes */
+#define PROV_SECRET_DISPLAY_LEN 12   /* prefix + 4 characters of the random part */
 
 /* Makes a new key: secret (shown once), its hash (stored), its display prefix. */
 apr_status_t prov_secret_generate(const char **secret, const char **hash_hex,

@@ -15,14 +15,14 @@ static void test_generate(void)
     CU_ASSERT_EQUAL(prov_secret_generate(&s1, &h1, &d1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_secret_generate(&s2, &h2, &d2, p), APR_SUCCESS);
     CU_ASSERT_STRING_NOT_EQUAL(s1, s2);
-    CU_ASSERT_EQUAL(strncmp(s1, PROV_KEY_PREFIX, strlen(PROV_KEY_PREFIX)), 0);
-    CU_ASSERT_EQUAL(strlen(s1), strlen(PROV_KEY_PREFIX) + PROV_KEY_RANDOM_LEN);
+    CU_ASSERT_EQUAL(strncmp(s1, PROV_SECRET_KEY_PREFIX, strlen(PROV_SECRET_KEY_PREFIX)), 0);
+    CU_ASSERT_EQUAL(strlen(s1), strlen(PROV_SECRET_KEY_PREFIX) + PROV_SECRET_RANDOM_LEN);
     CU_ASSERT_TRUE(prov_secret_wellformed(s1));
     CU_ASSERT_EQUAL(strlen(h1), 64);
     CU_ASSERT_STRING_EQUAL(h1, prov_secret_hash(s1, p));
-    CU_ASSERT_EQUAL(strlen(d1), PROV_KEY_DISPLAY_LEN);
-    CU_ASSERT_EQUAL(strncmp(d1, s1, PROV_KEY_DISPLAY_LEN), 0);
-    CU_ASSERT_PTR_NULL(strstr(h1, s1 + strlen(PROV_KEY_PREFIX)));
+    CU_ASSERT_EQUAL(strlen(d1), PROV_SECRET_DISPLAY_LEN);
+    CU_ASSERT_EQUAL(strncmp(d1, s1, PROV_SECRET_DISPLAY_LEN), 0);
+    CU_ASSERT_PTR_NULL(strstr(h1, s1 + strlen(PROV_SECRET_KEY_PREFIX)));
 }
 
 static void test_wellformed(void)
