@@ -54,7 +54,6 @@ typedef enum {
     PROVIDER_FAMILY_ANTHROPIC
 } provider_family_e;
 
-
 /* What a step of a request's handling returns: PROVIDER_GO to go on, or,
  * when the step has answered (in its endpoint's error shape), what the
  * handler returns (OK, or an HTTP status). PROVIDER_GO is no value httpd

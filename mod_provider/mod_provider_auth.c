@@ -13,9 +13,14 @@
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
 #include "mod_provider_limit.h"
+#include "mod_provider_cabinet.h"
+#include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_user_access.h"
 #include "prov_json.h"
+#include "prov_signin.h"
+#include "prov_identity.h"
+#include "prov_idp.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -15,10 +15,13 @@
  * is same-origin (no-referrer would make a browser send "Origin: null"
  * with the form, which the same-site check refuses). */
 #include <string.h>
-#include "mod_provider_oauth.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
+#include "mod_provider_consent.h"
+#include "mod_provider_session.h"
+#include "prov_oauth.h"
+#include "prov_signin.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -9,6 +9,7 @@
 #include "mod_provider_api.h"
 #include "mod_provider_http.h"
 #include "mod_provider_models.h"
+#include "mod_provider_favorites.h"
 #include "prov_models.h"
 
 APLOG_USE_MODULE(provider);

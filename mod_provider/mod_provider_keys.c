@@ -8,6 +8,7 @@
 #include "mod_provider_api.h"
 #include "mod_provider_config.h"
 #include "mod_provider_http.h"
+#include "mod_provider_keys.h"
 
 APLOG_USE_MODULE(provider);
 

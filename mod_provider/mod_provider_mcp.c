@@ -8,11 +8,11 @@
  * body that is not JSON (415) or too large (413). The message itself is
  * core/mcp's (prov_mcp_handle). */
 #include <string.h>
-#include "mod_provider_oauth.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "mod_provider_docs.h"
 #include "mod_provider_http.h"
+#include "mod_provider_mcp.h"
 #include "prov_docs.h"
 
 APLOG_USE_MODULE(provider);

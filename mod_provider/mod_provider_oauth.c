@@ -14,6 +14,9 @@
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
+#include "mod_provider_consent.h"
+#include "mod_provider_mcp.h"
+#include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_cabinet.h"
 
