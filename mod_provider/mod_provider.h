@@ -20,7 +20,6 @@
 #include "prov_redact.h"
 #include "prov_ratelimit.h"
 
-
 extern module AP_MODULE_DECLARE_DATA provider_module;
 
 #define PROVIDER_HANDLER "provider-api"
