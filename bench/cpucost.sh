@@ -273,7 +273,8 @@ if [ "$PASS" != perf ]; then
     echo "steps, inclusive, per request (absent: not called):"
     per_request yes >"$W/steps"
     for f in provider_chat_handler provider_messages_handler provider_responses_handler \
-             provider_stream_run provider_stream_write ap_read_request provider_infer_begin prov_key_hash \
+             provider_stream_run provider_stream_write ap_read_request provider_infer_begin \
+             prov_secret_hash \
              prov_chat_parse prov_chat_upstream_body prov_gateway_request \
              prov_chat_relay_read prov_json_scan_render prov_chat_read_answer \
              prov_json_answer_render provider_infer_answer provider_write_json \

@@ -10,7 +10,7 @@
 #include "providerctl.h"
 #include "prov_billing.h"
 
-static json_object *key_json(const prov_apikey_t *k, const char *email)
+static json_object *key_json(const prov_key_t *k, const char *email)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(k->id));
@@ -27,13 +27,13 @@ static json_object *key_json(const prov_apikey_t *k, const char *email)
     return o;
 }
 
-static const char *budget_text(const prov_apikey_t *k, apr_pool_t *p)
+static const char *budget_text(const prov_key_t *k, apr_pool_t *p)
 {
     return k->has_budget ? ctl_credits(k->weekly_budget, p) : "none";
 }
 
 /* Prints a freshly made secret: the only time it is ever shown. */
-static void print_secret(ctl_t *ctl, const prov_apikey_t *k, const char *email,
+static void print_secret(ctl_t *ctl, const prov_key_t *k, const char *email,
                          const char *secret, const char *what)
 {
     if (ctl->json) {
@@ -50,14 +50,14 @@ static void print_secret(ctl_t *ctl, const prov_apikey_t *k, const char *email,
 }
 
 /* Finds a key by its id argument; with live set, a deleted key is a failure. */
-static int find_key(ctl_t *ctl, prov_apikey_t **k, const char *arg, int live)
+static int find_key(ctl_t *ctl, prov_key_t **k, const char *arg, int live)
 {
     apr_int64_t id = 0;
     apr_status_t rv;
     int rc = ctl_parse_id(ctl, &id, arg, "key id");
     if (rc != CTL_OK)
         return rc;
-    rv = prov_apikey_get(k, ctl->store, id, ctl->pool);
+    rv = prov_key_get(k, ctl->store, id, ctl->pool);
     if (rv == APR_NOTFOUND)
         return ctl_fail(ctl, "unknown key %s", arg);
     if (rv != APR_SUCCESS)
@@ -76,7 +76,7 @@ static const char *owner_email(ctl_t *ctl, apr_int64_t user_id)
 }
 
 /* The key's usage summary at now; CTL_OK or CTL_FAIL after saying why. */
-static int key_usage(ctl_t *ctl, prov_key_usage_t *ku, const prov_apikey_t *k)
+static int key_usage(ctl_t *ctl, prov_usage_key_t *ku, const prov_key_t *k)
 {
     apr_status_t rv = prov_usage_key_summary(ku, ctl->store, k->id, prov_now(), ctl->pool);
     if (rv != APR_SUCCESS)
@@ -84,7 +84,7 @@ static int key_usage(ctl_t *ctl, prov_key_usage_t *ku, const prov_apikey_t *k)
     return CTL_OK;
 }
 
-static json_object *key_usage_json(const prov_key_usage_t *ku)
+static json_object *key_usage_json(const prov_usage_key_t *ku)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "today", prov_usage_fields(json_object_new_object(), &ku->today));
@@ -106,7 +106,7 @@ static int key_create(ctl_t *ctl)
     const char *name = ctl_opt(ctl, "name"), *budget = ctl_opt(ctl, "budget"), *secret = NULL;
     prov_micro_t amount = 0;
     prov_user_t *u = NULL;
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_status_t rv;
     int rc;
 
@@ -115,8 +115,8 @@ static int key_create(ctl_t *ctl)
         return rc;
     if ((rc = ctl_find_user(ctl, &u, ctl->argv[0])) != CTL_OK)
         return rc;
-    rv = prov_apikey_create(&k, &secret, ctl->store, u->id, name,
-                            budget && strcmp(budget, "none"), amount, ctl->pool);
+    rv = prov_key_create(&k, &secret, ctl->store, u->id, name,
+                         budget && strcmp(budget, "none"), amount, ctl->pool);
     if (rv == APR_EINVAL)
         return ctl_usage(ctl, "the key name must be at most 200 characters without control "
                          "characters");
@@ -138,7 +138,7 @@ static int key_list(ctl_t *ctl)
 
     if (uref && (rc = ctl_find_user(ctl, &u, uref)) != CTL_OK)
         return rc;
-    rv = prov_apikey_list(&keys, ctl->store, u ? u->id : 0, ctl_flag(ctl, "all"), ctl->pool);
+    rv = prov_key_list(&keys, ctl->store, u ? u->id : 0, ctl_flag(ctl, "all"), ctl->pool);
     if (rv == APR_SUCCESS)
         rv = prov_user_list(&users, ctl->store, ctl->pool);
     if (rv != APR_SUCCESS)
@@ -150,10 +150,10 @@ static int key_list(ctl_t *ctl)
     if (ctl->json) {
         json_object *a = json_object_new_array();
         for (i = 0; i < keys->nelts; i++) {
-            const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
+            const prov_key_t *k = APR_ARRAY_IDX(keys, i, prov_key_t *);
             json_object *o = key_json(k, apr_hash_get(emails, &k->user_id,
                                                           sizeof(k->user_id)));
-            prov_key_usage_t ku;
+            prov_usage_key_t ku;
             if ((rc = key_usage(ctl, &ku, k)) != CTL_OK) {
                 json_object_put(o);
                 json_object_put(a);
@@ -168,9 +168,9 @@ static int key_list(ctl_t *ctl)
     t = ctl_table_make(ctl->pool, 9, "ID", "USER", "NAME", "PREFIX", "WEEKLY BUDGET",
                        "TODAY", "7 DAYS", "CREATED", "STATUS");
     for (i = 0; i < keys->nelts; i++) {
-        const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
+        const prov_key_t *k = APR_ARRAY_IDX(keys, i, prov_key_t *);
         const char *email = apr_hash_get(emails, &k->user_id, sizeof(k->user_id));
-        prov_key_usage_t ku;
+        prov_usage_key_t ku;
         if ((rc = key_usage(ctl, &ku, k)) != CTL_OK)
             return rc;
         ctl_table_row(t, prov_i64(k->id, ctl->pool), email, k->name,
@@ -185,8 +185,8 @@ static int key_list(ctl_t *ctl)
 
 static int key_show(ctl_t *ctl)
 {
-    prov_apikey_t *k = NULL;
-    prov_key_usage_t ku;
+    prov_key_t *k = NULL;
+    prov_usage_key_t ku;
     prov_micro_t spent = 0;
     apr_int64_t reset = 0, now = prov_now();
     const char *email, *week;
@@ -238,20 +238,20 @@ static int key_show(ctl_t *ctl)
 
 static int key_reissue(ctl_t *ctl)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     const char *secret = NULL;
     apr_status_t rv;
     int rc = find_key(ctl, &k, ctl->argv[0], 1);
 
     if (rc != CTL_OK)
         return rc;
-    rv = prov_apikey_reissue(&secret, ctl->store, k->id, ctl->pool);
+    rv = prov_key_reissue(&secret, ctl->store, k->id, ctl->pool);
     if (rv == APR_NOTFOUND)
         return ctl_fail(ctl, "key %s is deleted", ctl->argv[0]);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "reissue the key");
     /* Read back: the display prefix and reissue time have changed. */
-    if (prov_apikey_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
+    if (prov_key_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
         return ctl_fail(ctl, "key %s was reissued but cannot be read back", ctl->argv[0]);
     print_secret(ctl, k, owner_email(ctl, k->user_id), secret, "reissued");
     return CTL_OK;
@@ -259,19 +259,19 @@ static int key_reissue(ctl_t *ctl)
 
 static int key_delete(ctl_t *ctl)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_status_t rv;
     int rc = find_key(ctl, &k, ctl->argv[0], 1);
 
     if (rc != CTL_OK)
         return rc;
-    rv = prov_apikey_delete(ctl->store, k->id, ctl->pool);
+    rv = prov_key_delete(ctl->store, k->id, ctl->pool);
     if (rv == APR_NOTFOUND)
         return ctl_fail(ctl, "key %s is deleted", ctl->argv[0]);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "delete the key");
     if (ctl->json) {
-        if (prov_apikey_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
+        if (prov_key_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
             return ctl_fail(ctl, "key %s was deleted but cannot be read back", ctl->argv[0]);
         ctl_json_print(key_json(k, owner_email(ctl, k->user_id)));
     }
@@ -283,7 +283,7 @@ static int key_delete(ctl_t *ctl)
 
 static int key_budget(ctl_t *ctl)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     prov_micro_t amount = 0;
     int clear = !strcmp(ctl->argv[1], "none");
     apr_status_t rv;
@@ -293,7 +293,7 @@ static int key_budget(ctl_t *ctl)
         return rc;
     if ((rc = find_key(ctl, &k, ctl->argv[0], 1)) != CTL_OK)
         return rc;
-    rv = prov_apikey_set_budget(ctl->store, k->id, !clear, amount, ctl->pool);
+    rv = prov_key_set_budget(ctl->store, k->id, !clear, amount, ctl->pool);
     if (rv == APR_NOTFOUND)
         return ctl_fail(ctl, "key %s is deleted", ctl->argv[0]);
     if (rv != APR_SUCCESS)

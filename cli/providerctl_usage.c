@@ -108,7 +108,7 @@ static int usage_report(ctl_t *ctl)
     apr_array_header_t *rows = NULL;
     prov_user_t *u = NULL;
     prov_model_t *m = NULL;
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_status_t rv;
     int i, rc;
 
@@ -147,7 +147,7 @@ static int usage_report(ctl_t *ctl)
         f.model_id = m->id;
     }
     if (f.key_id) {
-        rv = prov_apikey_get(&k, ctl->store, f.key_id, ctl->pool);
+        rv = prov_key_get(&k, ctl->store, f.key_id, ctl->pool);
         if (rv == APR_NOTFOUND)
             return ctl_fail(ctl, "unknown key %s", kref);
         if (rv != APR_SUCCESS)

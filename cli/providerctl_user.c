@@ -158,7 +158,7 @@ static int user_show(ctl_t *ctl)
 
     if (rc != CTL_OK)
         return rc;
-    rv = prov_apikey_list(&keys, ctl->store, u->id, 0, ctl->pool);
+    rv = prov_key_list(&keys, ctl->store, u->id, 0, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the user's keys");
     rv = prov_user_identities(&ids, ctl->store, u->id, ctl->pool);

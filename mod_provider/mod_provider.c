@@ -10,8 +10,25 @@
 #include "apr_file_io.h"
 #include "ap_mpm.h"
 #include "unixd.h"
-#include "mod_provider_api.h"
+#include "mod_provider.h"
+#include "mod_provider_account.h"
+#include "mod_provider_auth.h"
+#include "mod_provider_cabinet.h"
+#include "mod_provider_chat.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_docs.h"
+#include "mod_provider_favorites.h"
+#include "mod_provider_http.h"
+#include "mod_provider_keys.h"
+#include "mod_provider_limit.h"
+#include "mod_provider_mcp.h"
+#include "mod_provider_messages.h"
+#include "mod_provider_models.h"
 #include "mod_provider_oauth.h"
+#include "mod_provider_purge.h"
+#include "mod_provider_responses.h"
+#include "mod_provider_sqlite.h"
 #include "prov_log.h"
 #include "prov_docs.h"
 #include "prov_store_sqlite.h"
@@ -62,7 +79,7 @@ static void journal_dir_make(provider_srv_conf *c, server_rec *vs, apr_pool_t *p
                      "ProviderJournalDir %s", c->journal_dir);
     else if (geteuid() == 0
              && chown(c->journal_dir, ap_unixd_config.user_id, ap_unixd_config.group_id) != 0)
-        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), vs, "PROV00385: cannot "
+        ap_log_error(APLOG_MARK, APLOG_ERR, APR_FROM_OS_ERROR(errno), vs, "PROV00387: cannot "
                      "give ProviderJournalDir %s to the server's User", c->journal_dir);
 }
 
@@ -265,7 +282,7 @@ static int map_to_storage(request_rec *r)
 static int handler(request_rec *r)
 {
     const char *ep;
-    int rc;
+    provider_step_t rc;
     if (!r->handler || strcmp(r->handler, PROVIDER_HANDLER))
         return DECLINED;
     ep = apr_table_get(r->notes, "provider-endpoint");

@@ -1,15 +1,18 @@
-/* mod_provider_api.h: the cabinet's JSON API glue (issue 14): GET
- * /v1/account and /v1/usage (mod_provider_account.c), /v1/keys...
- * (mod_provider_keys.c), the favorites under /v1/models/
- * (mod_provider_favorites.c). Every request is a signed-in user's
- * (mod_provider_session.c: the active cookie, renewed from the refresh
- * cookie when it has run out), every answer is Cache-Control: no-store, a
- * state-changing one must come from this site, and core/cabinet does the
- * work; these files speak HTTP for it. */
+/* mod_provider_api.h: the API of mod_provider_api.c, the cabinet's JSON API
+ * glue (issue 14) that the handlers of /v1/account and /v1/usage
+ * (mod_provider_account.c), /v1/keys... (mod_provider_keys.c) and the
+ * favorites under /v1/models/ (mod_provider_favorites.c) begin and end with.
+ * Every request is a signed-in user's (mod_provider_session.c: the active
+ * cookie, renewed from the refresh cookie when it has run out), every answer
+ * is Cache-Control: no-store, a state-changing one must come from this site,
+ * and core/cabinet does the work; these files speak HTTP for it. */
 #ifndef MOD_PROVIDER_API_H
 #define MOD_PROVIDER_API_H
 
-#include "mod_provider_auth.h"
+#include "mod_provider.h"
+#include "prov_error.h"
+#include "prov_json.h"
+#include "prov_session.h"
 #include "prov_cabinet.h"
 
 /* A cabinet API request under way. */
@@ -23,10 +26,11 @@ typedef struct provider_api_t {
  * HEAD), the site of a state-changing method (403 CROSS_SITE_REQUEST),
  * opens the database (503) and checks the session (401 NOT_SIGNED_IN).
  * PROVIDER_GO with api filled, or what the handler returns. */
-int provider_api_begin(provider_api_t *api, request_rec *r, int method, const char *allowed);
+provider_step_t provider_api_begin(provider_api_t *api, request_rec *r, int method,
+                                   const char *allowed);
 /* Reads the body (413 over PROV_CABINET_BODY_MAX, 400 when unreadable):
  * PROVIDER_GO, or answered. */
-int provider_api_body(provider_api_t *api, const char **body, apr_size_t *len);
+provider_step_t provider_api_body(provider_api_t *api, const char **body, apr_size_t *len);
 /* Releases the database connection early (idempotent). */
 void provider_api_close(provider_api_t *api);
 /* Closes the database and answers: json with status (json NULL: 204). */
@@ -39,11 +43,5 @@ int provider_api_error(provider_api_t *api, const prov_error_t *e);
 /* A core call's failure other than those the handler knows: 503 when the
  * database failed, logged with what. */
 int provider_api_failed(provider_api_t *api, apr_status_t rv, const char *what);
-
-/* Handlers */
-int provider_account_handler(request_rec *r);
-int provider_usage_handler(request_rec *r);
-int provider_keys_handler(request_rec *r);
-int provider_favorites_handler(request_rec *r);
 
 #endif

@@ -9,8 +9,18 @@
  * the JSON error shape. The flow is docs/internals/identity.md's. */
 #include <string.h>
 #include "mod_provider_auth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
+#include "mod_provider_limit.h"
+#include "mod_provider_cabinet.h"
+#include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_user_access.h"
+#include "prov_json.h"
+#include "prov_signin.h"
+#include "prov_identity.h"
+#include "prov_idp.h"
 
 APLOG_USE_MODULE(provider);
 

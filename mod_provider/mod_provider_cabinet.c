@@ -13,7 +13,11 @@
  * buttons. */
 #include <string.h>
 #include "apr_uri.h"
-#include "mod_provider_auth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
+#include "mod_provider_cabinet.h"
+#include "prov_json.h"
+#include "prov_idp.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -4,6 +4,9 @@
  * answer relayed with the public model id and the credits charged. It is
  * never streamed. */
 #include "mod_provider.h"
+#include "mod_provider_chat.h"
+#include "mod_provider_drive.h"
+#include "mod_provider_infer.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -7,6 +7,10 @@
 #include "apr_uri.h"
 #include "http_main.h"
 #include "mod_provider.h"
+#include "mod_provider_config.h"
+#include "mod_provider_docs.h"
+#include "prov_billing.h"
+#include "prov_idp.h"
 
 #define DEFAULT_GATEWAY_TIMEOUT 300
 #define DEFAULT_CONNECT_TIMEOUT 5

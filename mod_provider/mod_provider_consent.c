@@ -15,7 +15,13 @@
  * is same-origin (no-referrer would make a browser send "Origin: null"
  * with the form, which the same-site check refuses). */
 #include <string.h>
-#include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
+#include "mod_provider_consent.h"
+#include "mod_provider_session.h"
+#include "prov_oauth.h"
+#include "prov_signin.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -163,7 +169,7 @@ static int consent_page(request_rec *r, const prov_oauth_client_t *client,
 }
 
 /* The request's parameters: the query (GET) or the form (POST). */
-static int read_params(apr_table_t **form, request_rec *r)
+static provider_step_t read_params(apr_table_t **form, request_rec *r)
 {
     const char *text = r->args;
     prov_oauth_err_t err;
@@ -242,7 +248,8 @@ int provider_consent_handler(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go, status;
+    provider_step_t go;
+    int status;
     if (r->method_number != M_GET && r->method_number != M_POST) {
         apr_table_setn(r->err_headers_out, "Allow", "GET, POST");
         return fail_page(r, HTTP_METHOD_NOT_ALLOWED, "Authorization failed", "Use GET.");

@@ -14,7 +14,10 @@
  * Before anything runs on a new connection it is set up (prov_store_setup:
  * on SQLite the busy handler and pragmas that DBDInitSQL needed before). */
 #include "apr_optional.h"
+#include "apr_dbd.h"
+#include "mod_dbd.h"
 #include "mod_provider.h"
+#include "mod_provider_db.h"
 
 APLOG_USE_MODULE(provider);
 

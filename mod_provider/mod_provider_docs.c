@@ -9,6 +9,10 @@
  * style sheet of this site), no caching of a page that names models. */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_docs.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 #include "http_core.h"
 #include "prov_docs.h"
 

@@ -8,6 +8,10 @@
  * mod_provider_stream.c; docs/internals/transports.md walks through it. */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_drive.h"
+#include "mod_provider_http.h"
+#include "mod_provider_infer.h"
+#include "mod_provider_stream.h"
 
 APLOG_USE_MODULE(provider);
 

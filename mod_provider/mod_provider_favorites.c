@@ -7,6 +7,10 @@
  * "/v1/models/" and the final "/favorite". */
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_http.h"
+#include "mod_provider_models.h"
+#include "mod_provider_favorites.h"
+#include "prov_models.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -17,7 +21,7 @@ static int favorites_list(request_rec *r)
     provider_api_t api;
     apr_array_header_t *models = NULL;
     apr_status_t rv;
-    int st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
+    provider_step_t st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
     if (st != PROVIDER_GO)
         return st;
     rv = prov_favorite_list(&models, api.store, api.sess->user_id, 1, r->pool);
@@ -32,7 +36,7 @@ static int favorite_change(request_rec *r, const char *public_id)
     provider_api_t api;
     int put = r->method_number == M_PUT;
     apr_status_t rv;
-    int st = provider_api_begin(&api, r, put ? M_PUT : M_DELETE, "PUT, DELETE");
+    provider_step_t st = provider_api_begin(&api, r, put ? M_PUT : M_DELETE, "PUT, DELETE");
     if (st != PROVIDER_GO)
         return st;
     rv = put ? prov_favorite_add(api.store, api.sess->user_id, public_id, r->pool)

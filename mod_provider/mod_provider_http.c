@@ -6,16 +6,17 @@
 #include <stdarg.h>
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 #include "prov_header.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 
 const char *provider_request_id(request_rec *r)
 {
     const char *id = apr_table_get(r->notes, "provider-request-id");
     if (!id) {
-        if (prov_request_id(&id, apr_time_now(), r->pool) != APR_SUCCESS)
+        if (prov_secret_request_id(&id, apr_time_now(), r->pool) != APR_SUCCESS)
             id = apr_psprintf(r->pool, "req_%013" APR_UINT64_T_HEX_FMT "%lx",
                               (apr_uint64_t)apr_time_now(), (unsigned long)r->connection->id);
         apr_table_setn(r->notes, "provider-request-id", id);

@@ -12,11 +12,15 @@
  * are answered here too: in our words, its own only in the log (masked). */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_infer.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 
 #include "prov_estimate.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_money.h"
 
 static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
@@ -73,11 +77,11 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
         return fail(in, PROV_E_INVALID_API_KEY, NULL, allow_x_api_key
                     ? "Missing API key: send 'Authorization: Bearer <API_KEY>' or 'x-api-key'."
                     : "Missing API key: send 'Authorization: Bearer <API_KEY>'.");
-    if (!prov_key_wellformed(secret))
+    if (!prov_secret_wellformed(secret))
         return fail(in, PROV_E_INVALID_API_KEY, NULL, "Invalid API key.");
     in->secret = secret;
     in->auth = in->lookups
-        ? prov_cache_get_auth(in->lookups, prov_key_hash(secret, r->pool), prov_now(), r->pool)
+        ? prov_cache_get_auth(in->lookups, prov_secret_hash(secret, r->pool), prov_now(), r->pool)
         : NULL;
     if (!in->auth) {
         if ((st = key_from_db(in)) != PROVIDER_GO)

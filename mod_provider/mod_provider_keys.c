@@ -6,6 +6,9 @@
  * in a log line. */
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
+#include "mod_provider_keys.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -67,7 +70,7 @@ static int keys_all(request_rec *r)
     json_object *o = NULL;
     apr_status_t rv;
     int post = r->method_number == M_POST;
-    int st = provider_api_begin(&api, r, post ? M_POST : M_GET, "GET, HEAD, POST");
+    provider_step_t st = provider_api_begin(&api, r, post ? M_POST : M_GET, "GET, HEAD, POST");
     if (st != PROVIDER_GO)
         return st;
     if (!post) {
@@ -97,7 +100,7 @@ static int keys_one(request_rec *r, keys_path_e what, const char *segment)
     apr_int64_t id = 0;
     json_object *o = NULL;
     apr_status_t rv;
-    int st = provider_api_begin(&api, r, methods[what], allowed[what]);
+    provider_step_t st = provider_api_begin(&api, r, methods[what], allowed[what]);
     if (st != PROVIDER_GO)
         return st;
     if (prov_cabinet_key_id(&id, segment) != APR_SUCCESS)

@@ -14,7 +14,11 @@
 #include "apr_global_mutex.h"
 #include "util_mutex.h"
 #include "mod_provider.h"
+#include "mod_provider_limit.h"
+#include "mod_provider_config.h"
+#include "mod_provider_http.h"
 #include "prov_mcp.h"
+#include "prov_json.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -87,7 +91,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         return;
     rv = apr_global_mutex_child_init(&mutex, apr_global_mutex_lockfile(mutex), pchild);
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00782: this child cannot use the "
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00787: this child cannot use the "
                      "mutex of the anonymous endpoints' limits: it does not limit them");
         mutex = NULL;
     }
@@ -172,7 +176,7 @@ static int refuse(request_rec *r, prov_rl_class_e c, int retry_after)
     return OK;
 }
 
-int provider_limit_check(request_rec *r, provider_endpoint_e ep)
+provider_step_t provider_limit_check(request_rec *r, provider_endpoint_e ep)
 {
     provider_srv_conf *c = provider_conf(r);
     prov_rl_class_e cls = classify(r, ep);

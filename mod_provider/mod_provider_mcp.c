@@ -8,7 +8,11 @@
  * body that is not JSON (415) or too large (413). The message itself is
  * core/mcp's (prov_mcp_handle). */
 #include <string.h>
-#include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_docs.h"
+#include "mod_provider_http.h"
+#include "mod_provider_mcp.h"
 #include "prov_docs.h"
 
 APLOG_USE_MODULE(provider);
@@ -87,7 +91,7 @@ static int json_body(request_rec *r)
            && (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
 }
 
-int provider_mcp_method_check(request_rec *r)
+provider_step_t provider_mcp_method_check(request_rec *r)
 {
     if (r->method_number == M_POST)
         return PROVIDER_GO;
@@ -153,6 +157,6 @@ int provider_mcp_serve(request_rec *r, const prov_mcp_server_t *srv, apr_int64_t
 /* POST /v1/mcp */
 int provider_mcp_handler(request_rec *r)
 {
-    int go = provider_mcp_method_check(r);
+    provider_step_t go = provider_mcp_method_check(r);
     return go == PROVIDER_GO ? provider_mcp_serve(r, &prov_mcp_public, 0) : go;
 }

@@ -11,6 +11,11 @@
  * driver takes it up to its model, this file does the rest. */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_messages.h"
+#include "mod_provider_drive.h"
+#include "mod_provider_http.h"
+#include "mod_provider_infer.h"
+#include "mod_provider_stream.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -2,6 +2,10 @@
  * catalog models that the gateway lists right now, with their rate card;
  * and that rendering for a list of models (a user's favorites too). */
 #include "mod_provider.h"
+#include "mod_provider_models.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
 
 APLOG_USE_MODULE(provider);
 #include "prov_models.h"

@@ -11,6 +11,12 @@
  * ProviderPublicURL: without it none of this is served (404). */
 #include <string.h>
 #include "mod_provider_oauth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_db.h"
+#include "mod_provider_http.h"
+#include "mod_provider_consent.h"
+#include "mod_provider_mcp.h"
+#include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_cabinet.h"
 
@@ -50,7 +56,7 @@ static int metadata(request_rec *r, const char *json)
 }
 
 /* Reads a form body (application/x-www-form-urlencoded) into *form, or answers. */
-static int read_form(apr_table_t **form, request_rec *r)
+static provider_step_t read_form(apr_table_t **form, request_rec *r)
 {
     const char *type = apr_table_get(r->headers_in, "Content-Type"), *body = NULL;
     apr_size_t len = 0;
@@ -114,7 +120,7 @@ static int oauth_token(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go = read_form(&form, r);
+    provider_step_t go = read_form(&form, r);
     if (go != PROVIDER_GO)
         return go;
     if (!(store = provider_db_open(r, &e)))
@@ -140,7 +146,7 @@ static int oauth_revoke(request_rec *r)
     prov_error_t *e = NULL;
     prov_store_t *store;
     apr_status_t rv;
-    int go = read_form(&form, r);
+    provider_step_t go = read_form(&form, r);
     if (go != PROVIDER_GO)
         return go;
     if (!apr_table_get(form, "token"))

@@ -8,6 +8,9 @@
 #include <string.h>
 #include "apr_thread_proc.h"
 #include "mod_provider.h"
+#include "mod_provider_purge.h"
+#include "mod_provider_db.h"
+#include "mod_provider_limit.h"
 #include "prov_purge.h"
 
 APLOG_USE_MODULE(provider);

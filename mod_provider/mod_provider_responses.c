@@ -11,6 +11,10 @@
  * figure. */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_responses.h"
+#include "mod_provider_drive.h"
+#include "mod_provider_infer.h"
+#include "mod_provider_stream.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -8,7 +8,8 @@
  * moves them between cookies and the database, and checks that a
  * state-changing request comes from this site (Origin, else Referer). */
 #include <string.h>
-#include "mod_provider_auth.h"
+#include "mod_provider_config.h"
+#include "mod_provider_session.h"
 
 static const char *const names[] = { "provider-session", "provider-refresh", "provider-signin" };
 

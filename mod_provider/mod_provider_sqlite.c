@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <pwd.h>
 #include "mod_provider.h"
+#include "mod_provider_sqlite.h"
 #include "apr_lib.h"
 #include "http_core.h"
 #include "ap_mpm.h"

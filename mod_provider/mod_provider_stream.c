@@ -25,6 +25,9 @@
  * written. */
 #include <string.h>
 #include "mod_provider.h"
+#include "mod_provider_stream.h"
+#include "mod_provider_http.h"
+#include "mod_provider_infer.h"
 
 APLOG_USE_MODULE(provider);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <apr_lib.h>
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 #include "prov_money.h"
 #include "prov_user_access.h"
@@ -121,9 +121,9 @@ static prov_user_t *user_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_
 
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
  * deleted_at */
-static prov_apikey_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
-    prov_apikey_t *k = apr_pcalloc(p, sizeof(*k));
+    prov_key_t *k = apr_pcalloc(p, sizeof(*k));
     k->id = prov_store_get_i64(s, row, 0, 0);
     k->user_id = prov_store_get_i64(s, row, 1, 0);
     k->name = dup_or_null(prov_store_get(s, row, 2), p);
@@ -328,9 +328,9 @@ fail:
 
 /* ---- API keys ------------------------------------------------------------ */
 
-apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_store_t *s,
-                                apr_int64_t user_id, const char *name, int has_budget,
-                                prov_micro_t weekly_budget, apr_pool_t *p)
+apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,
+                             apr_int64_t user_id, const char *name, int has_budget,
+                             prov_micro_t weekly_budget, apr_pool_t *p)
 {
     prov_user_t *u = NULL;
     apr_dbd_row_t *row = NULL;
@@ -345,7 +345,7 @@ apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_sto
     rv = user_by_id(&u, s, user_id, p);
     if (rv != APR_SUCCESS)
         return rv;
-    rv = prov_key_generate(&sec, &hash, &display, p);
+    rv = prov_secret_generate(&sec, &hash, &display, p);
     if (rv != APR_SUCCESS)
         return rv;
     rv = prov_store_select_one(&row, s, "key_add",
@@ -357,7 +357,7 @@ apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_sto
     if (rv != APR_SUCCESS)
         return rv;
     {
-        prov_apikey_t *nk = apr_pcalloc(p, sizeof(*nk));
+        prov_key_t *nk = apr_pcalloc(p, sizeof(*nk));
         nk->id = prov_store_get_i64(s, row, 0, 0);
         nk->user_id = user_id;
         nk->name = nm ? apr_pstrdup(p, nm) : NULL;
@@ -374,12 +374,12 @@ apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_sto
     return APR_SUCCESS;
 }
 
-apr_status_t prov_apikey_reissue(const char **secret, prov_store_t *s, apr_int64_t key_id,
-                                 apr_pool_t *p)
+apr_status_t prov_key_reissue(const char **secret, prov_store_t *s, apr_int64_t key_id,
+                              apr_pool_t *p)
 {
     const char *sec, *hash, *display;
     int n = 0;
-    apr_status_t rv = prov_key_generate(&sec, &hash, &display, p);
+    apr_status_t rv = prov_secret_generate(&sec, &hash, &display, p);
 
     if (rv != APR_SUCCESS)
         return rv;
@@ -396,7 +396,7 @@ apr_status_t prov_apikey_reissue(const char **secret, prov_store_t *s, apr_int64
     return APR_SUCCESS;
 }
 
-apr_status_t prov_apikey_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t *p)
+apr_status_t prov_key_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t *p)
 {
     int n = 0;
     apr_status_t rv = prov_store_exec(s, &n, "key_delete",
@@ -409,8 +409,8 @@ apr_status_t prov_apikey_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t 
     return APR_SUCCESS;
 }
 
-apr_status_t prov_apikey_set_budget(prov_store_t *s, apr_int64_t key_id, int has_budget,
-                                    prov_micro_t weekly_budget, apr_pool_t *p)
+apr_status_t prov_key_set_budget(prov_store_t *s, apr_int64_t key_id, int has_budget,
+                                 prov_micro_t weekly_budget, apr_pool_t *p)
 {
     int n = 0;
     apr_status_t rv;
@@ -425,8 +425,8 @@ apr_status_t prov_apikey_set_budget(prov_store_t *s, apr_int64_t key_id, int has
     return n == 0 ? APR_NOTFOUND : APR_SUCCESS;
 }
 
-apr_status_t prov_apikey_get(prov_apikey_t **k, prov_store_t *s, apr_int64_t key_id,
-                             apr_pool_t *p)
+apr_status_t prov_key_get(prov_key_t **k, prov_store_t *s, apr_int64_t key_id,
+                          apr_pool_t *p)
 {
     apr_dbd_row_t *row = NULL;
     apr_status_t rv = prov_store_select_one(&row, s, "key_get", PROV_ARGS(prov_i64(key_id, p)), p);
@@ -435,8 +435,8 @@ apr_status_t prov_apikey_get(prov_apikey_t **k, prov_store_t *s, apr_int64_t key
     return rv;
 }
 
-apr_status_t prov_apikey_list(apr_array_header_t **keys, prov_store_t *s, apr_int64_t user_id,
-                              int include_deleted, apr_pool_t *p)
+apr_status_t prov_key_list(apr_array_header_t **keys, prov_store_t *s, apr_int64_t user_id,
+                           int include_deleted, apr_pool_t *p)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
@@ -446,9 +446,9 @@ apr_status_t prov_apikey_list(apr_array_header_t **keys, prov_store_t *s, apr_in
                                         PROV_ARGS(uid, uid, include_deleted ? "1" : "0"), p);
     if (rv != APR_SUCCESS)
         return rv;
-    arr = apr_array_make(p, 8, sizeof(prov_apikey_t *));
+    arr = apr_array_make(p, 8, sizeof(prov_key_t *));
     while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS)
-        APR_ARRAY_PUSH(arr, prov_apikey_t *) = key_from_row(s, row, p);
+        APR_ARRAY_PUSH(arr, prov_key_t *) = key_from_row(s, row, p);
     if (rv != APR_EOF)
         return rv;
     *keys = arr;
@@ -466,9 +466,9 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     apr_status_t rv;
 
     /* A malformed value never reaches the database (and costs no hash). */
-    if (!prov_key_wellformed(secret))
+    if (!prov_secret_wellformed(secret))
         return APR_NOTFOUND;
-    hash = prov_key_hash(secret, p);
+    hash = prov_secret_hash(secret, p);
     if (!hash)
         return APR_EGENERAL;
     /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance */

@@ -2,7 +2,7 @@
  * prepaid balance and their API keys (prov_account.h, this header), their
  * sign-in identities and cabinet sessions as the administrator sees and
  * revokes them (prov_user_access), the secrets behind keys, random and
- * stored as digests (prov_keys), plans and subscriptions (prov_plans), the
+ * stored as digests (prov_secret), plans and subscriptions (prov_plans), the
  * model catalog and its rate card (prov_models), the public catalog as the
  * gateway offers it right now (prov_catalog), usage reports read from the
  * ledger (prov_usage), and the hot path's small caches of keys and models
@@ -26,7 +26,7 @@ typedef struct prov_user_t {
     apr_int64_t created_at;
 } prov_user_t;
 
-typedef struct prov_apikey_t {
+typedef struct prov_key_t {
     apr_int64_t id;
     apr_int64_t user_id;
     const char *name;         /* may be NULL */
@@ -36,7 +36,7 @@ typedef struct prov_apikey_t {
     apr_int64_t created_at;
     apr_int64_t reissued_at;  /* 0 = never */
     apr_int64_t deleted_at;   /* 0 = live */
-} prov_apikey_t;
+} prov_key_t;
 
 /* What the inference checks need about the caller, from one query. */
 typedef struct prov_auth_t {
@@ -72,24 +72,24 @@ apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_in
                               prov_micro_t amount, const char *reason, apr_pool_t *p);
 
 /* Creates a key; *secret is the only copy of the key ever produced. */
-apr_status_t prov_apikey_create(prov_apikey_t **k, const char **secret, prov_store_t *s,
-                                apr_int64_t user_id, const char *name, int has_budget,
-                                prov_micro_t weekly_budget, apr_pool_t *p);
+apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,
+                             apr_int64_t user_id, const char *name, int has_budget,
+                             prov_micro_t weekly_budget, apr_pool_t *p);
 /* Replaces the secret of a live key (the old one stops working at once). */
-apr_status_t prov_apikey_reissue(const char **secret, prov_store_t *s, apr_int64_t key_id,
-                                 apr_pool_t *p);
+apr_status_t prov_key_reissue(const char **secret, prov_store_t *s, apr_int64_t key_id,
+                              apr_pool_t *p);
 /* Marks a key deleted; APR_NOTFOUND when unknown or already deleted. */
-apr_status_t prov_apikey_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t *p);
+apr_status_t prov_key_delete(prov_store_t *s, apr_int64_t key_id, apr_pool_t *p);
 /* Sets (has_budget) or clears the weekly budget of a live key. */
-apr_status_t prov_apikey_set_budget(prov_store_t *s, apr_int64_t key_id, int has_budget,
-                                    prov_micro_t weekly_budget, apr_pool_t *p);
+apr_status_t prov_key_set_budget(prov_store_t *s, apr_int64_t key_id, int has_budget,
+                                 prov_micro_t weekly_budget, apr_pool_t *p);
 /* One key by id (deleted ones too); APR_NOTFOUND. */
-apr_status_t prov_apikey_get(prov_apikey_t **k, prov_store_t *s, apr_int64_t key_id,
-                             apr_pool_t *p);
-/* Keys (prov_apikey_t*), of one user when user_id > 0, live ones unless
+apr_status_t prov_key_get(prov_key_t **k, prov_store_t *s, apr_int64_t key_id,
+                          apr_pool_t *p);
+/* Keys (prov_key_t*), of one user when user_id > 0, live ones unless
  * include_deleted. */
-apr_status_t prov_apikey_list(apr_array_header_t **keys, prov_store_t *s, apr_int64_t user_id,
-                              int include_deleted, apr_pool_t *p);
+apr_status_t prov_key_list(apr_array_header_t **keys, prov_store_t *s, apr_int64_t user_id,
+                           int include_deleted, apr_pool_t *p);
 
 /* The hot-path lookup: secret -> key and user. APR_NOTFOUND when the secret is
  * malformed, unknown or deleted (the caller answers 401 for all three). */

@@ -69,24 +69,24 @@ static apr_hash_t *copy_ids(apr_hash_t *ids, apr_pool_t *p)
     return out;
 }
 
-static apr_status_t fetch(apr_hash_t **ids, prov_gateway_t *gw, apr_pool_t *p)
+static apr_status_t fetch(apr_hash_t **ids, prov_gateway_t *gateway, apr_pool_t *p)
 {
-    prov_gw_response_t *resp = NULL;
-    apr_status_t rv = prov_gateway_request(&resp, gw, "/v1/models", NULL, 0, NULL, p);
+    prov_gw_response_t *answer = NULL;
+    apr_status_t rv = prov_gateway_request(&answer, gateway, "/v1/models", NULL, 0, NULL, p);
     if (rv != APR_SUCCESS)
         return rv;
-    if (resp->status != 200) {
+    if (answer->status != 200) {
         prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00040: the gateway's model list answered "
-                 "HTTP %d", resp->status);
+                 "HTTP %d", answer->status);
         return APR_EGENERAL;
     }
-    if ((rv = prov_catalog_parse_list(ids, resp->body, resp->len, p)) != APR_SUCCESS)
+    if ((rv = prov_catalog_parse_list(ids, answer->body, answer->len, p)) != APR_SUCCESS)
         prov_log(PROV_LOG_WARN, rv, "PROV00041: the gateway's model list is malformed");
     return rv;
 }
 
 apr_status_t prov_catalog_available(apr_hash_t **out, int *stale, prov_catalog_cache_t *c,
-                                    prov_gateway_t *gw, apr_pool_t *p)
+                                    prov_gateway_t *gateway, apr_pool_t *p)
 {
     apr_int64_t now = prov_now();
     apr_hash_t *fresh = NULL;
@@ -106,7 +106,7 @@ apr_status_t prov_catalog_available(apr_hash_t **out, int *stale, prov_catalog_c
     apr_thread_mutex_unlock(c->mutex);
 
     /* Asked without the lock: a slow gateway must not stall every reader. */
-    rv = fetch(&fresh, gw, p);
+    rv = fetch(&fresh, gateway, p);
 
     apr_thread_mutex_lock(c->mutex);
     if (rv == APR_SUCCESS) {

@@ -17,7 +17,7 @@ apr_status_t prov_catalog_cache_create(prov_catalog_cache_t **c, apr_int64_t ttl
  * returns the last known list with *stale = 1, or APR_EGENERAL when there has
  * never been one. */
 apr_status_t prov_catalog_available(apr_hash_t **ids, int *stale, prov_catalog_cache_t *c,
-                                    prov_gateway_t *gw, apr_pool_t *p);
+                                    prov_gateway_t *gateway, apr_pool_t *p);
 /* Parses a gateway /v1/models body into a hash of ids; APR_EINVAL when malformed. */
 apr_status_t prov_catalog_parse_list(apr_hash_t **ids, const char *body, apr_size_t len,
                                      apr_pool_t *p);

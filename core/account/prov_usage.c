@@ -115,10 +115,10 @@ static apr_status_t key_total(prov_usage_row_t *out, prov_store_t *s, apr_int64_
     return APR_SUCCESS;
 }
 
-apr_status_t prov_usage_key_summary(prov_key_usage_t *out, prov_store_t *s, apr_int64_t key_id,
+apr_status_t prov_usage_key_summary(prov_usage_key_t *out, prov_store_t *s, apr_int64_t key_id,
                                     apr_int64_t now, apr_pool_t *p)
 {
-    prov_key_usage_t k;
+    prov_usage_key_t k;
     apr_int64_t day0 = now - now % DAY_SECONDS, week0 = now - 7 * DAY_SECONDS;
     apr_status_t rv;
 

@@ -38,12 +38,12 @@ typedef struct prov_usage_row_t {
 apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
                                const prov_usage_filter_t *f, apr_pool_t *p);
 
-typedef struct prov_key_usage_t {
+typedef struct prov_usage_key_t {
     prov_usage_row_t today;   /* since 00:00 UTC of now's day */
     prov_usage_row_t week;    /* the last seven days (now - 7 * 86400) */
-} prov_key_usage_t;
+} prov_usage_key_t;
 
-apr_status_t prov_usage_key_summary(prov_key_usage_t *out, prov_store_t *s, apr_int64_t key_id,
+apr_status_t prov_usage_key_summary(prov_usage_key_t *out, prov_store_t *s, apr_int64_t key_id,
                                     apr_int64_t now, apr_pool_t *p);
 
 /* Adds a row's figures to o (requests, the four token kinds by name, credits

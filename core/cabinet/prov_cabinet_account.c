@@ -87,11 +87,11 @@ static apr_status_t key_names(apr_hash_t **names, prov_store_t *s, apr_int64_t u
     apr_array_header_t *keys = NULL;
     apr_hash_t *h = apr_hash_make(p);
     int i;
-    apr_status_t rv = prov_apikey_list(&keys, s, user_id, 1, p);
+    apr_status_t rv = prov_key_list(&keys, s, user_id, 1, p);
     if (rv != APR_SUCCESS)
         return rv;
     for (i = 0; i < keys->nelts; i++) {
-        const prov_apikey_t *k = APR_ARRAY_IDX(keys, i, prov_apikey_t *);
+        const prov_key_t *k = APR_ARRAY_IDX(keys, i, prov_key_t *);
         apr_hash_set(h, prov_i64(k->id, p), APR_HASH_KEY_STRING, k->name ? k->name : "");
     }
     *names = h;

@@ -1,5 +1,5 @@
 /* prov_cabinet_keys.c: a user's own API keys as the cabinet shows and
- * changes them. The changes are account's (prov_apikey_*: a secret is made
+ * changes them. The changes are account's (prov_key_*: a secret is made
  * as `providerctl key create` makes it, shown once and stored as a digest);
  * this file makes sure the key is the user's and live first, so that
  * another user's key id answers exactly as an unknown one, and renders a
@@ -20,11 +20,11 @@
 
 /* The user's live key key_id; APR_NOTFOUND when it is unknown, deleted or
  * another user's. */
-static apr_status_t own_key(prov_apikey_t **k, prov_store_t *s, apr_int64_t user_id,
+static apr_status_t own_key(prov_key_t **k, prov_store_t *s, apr_int64_t user_id,
                             apr_int64_t key_id, apr_pool_t *p)
 {
-    prov_apikey_t *found = NULL;
-    apr_status_t rv = prov_apikey_get(&found, s, key_id, p);
+    prov_key_t *found = NULL;
+    apr_status_t rv = prov_key_get(&found, s, key_id, p);
     if (rv == APR_SUCCESS && (found->user_id != user_id || found->deleted_at))
         rv = APR_NOTFOUND;
     if (rv == APR_SUCCESS)
@@ -69,10 +69,10 @@ static apr_status_t daily_json(json_object **out, prov_store_t *s, apr_int64_t k
     return APR_SUCCESS;
 }
 
-static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apikey_t *k,
+static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_t *k,
                              apr_int64_t now, apr_pool_t *p)
 {
-    prov_key_usage_t ku;
+    prov_usage_key_t ku;
     prov_micro_t week = 0;
     apr_int64_t reset = 0;
     json_object *o, *daily = NULL;
@@ -109,8 +109,8 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apik
 static apr_status_t key_answer(json_object **out, prov_store_t *s, apr_int64_t key_id,
                                const char *secret, apr_int64_t now, apr_pool_t *p)
 {
-    prov_apikey_t *k = NULL;
-    apr_status_t rv = prov_apikey_get(&k, s, key_id, p);
+    prov_key_t *k = NULL;
+    apr_status_t rv = prov_key_get(&k, s, key_id, p);
     if (rv == APR_SUCCESS)
         rv = key_json(out, s, k, now, p);
     if (rv == APR_SUCCESS && secret)
@@ -127,14 +127,14 @@ apr_status_t prov_cabinet_keys(json_object **out, prov_store_t *s, apr_int64_t u
     apr_status_t rv;
     if (user_id <= 0)
         return APR_EINVAL;
-    if ((rv = prov_apikey_list(&keys, s, user_id, 0, p)) != APR_SUCCESS)
+    if ((rv = prov_key_list(&keys, s, user_id, 0, p)) != APR_SUCCESS)
         return rv;
     o = prov_json_own(json_object_new_object(), p);
     a = json_object_new_array();
     json_object_object_add(o, "data", a);
     for (i = 0; i < keys->nelts; i++) {
         json_object *k = NULL;
-        rv = key_json(&k, s, APR_ARRAY_IDX(keys, i, prov_apikey_t *), now, p);
+        rv = key_json(&k, s, APR_ARRAY_IDX(keys, i, prov_key_t *), now, p);
         if (rv != APR_SUCCESS)
             return rv;
         json_object_array_add(a, json_object_get(k));
@@ -147,13 +147,13 @@ apr_status_t prov_cabinet_key_create(json_object **out, prov_store_t *s, apr_int
                                      const prov_cabinet_key_req_t *req, apr_int64_t now,
                                      apr_pool_t *p)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     const char *secret = NULL;
     apr_status_t rv;
     if (!req->name || !*req->name)
         return APR_EINVAL;
-    rv = prov_apikey_create(&k, &secret, s, user_id, req->name, req->has_budget, req->budget,
-                            p);
+    rv = prov_key_create(&k, &secret, s, user_id, req->name, req->has_budget, req->budget,
+                         p);
     if (rv != APR_SUCCESS)
         return rv;
     prov_log(PROV_LOG_INFO, 0, "PROV00600: key %" APR_INT64_T_FMT " (%s...) made in the "
@@ -164,11 +164,11 @@ apr_status_t prov_cabinet_key_create(json_object **out, prov_store_t *s, apr_int
 apr_status_t prov_cabinet_key_reissue(json_object **out, prov_store_t *s, apr_int64_t user_id,
                                       apr_int64_t key_id, apr_int64_t now, apr_pool_t *p)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     const char *secret = NULL;
     apr_status_t rv = own_key(&k, s, user_id, key_id, p);
     if (rv == APR_SUCCESS)
-        rv = prov_apikey_reissue(&secret, s, key_id, p);
+        rv = prov_key_reissue(&secret, s, key_id, p);
     if (rv != APR_SUCCESS)
         return rv;
     prov_log(PROV_LOG_INFO, 0, "PROV00601: key %" APR_INT64_T_FMT " reissued in the cabinet "
@@ -179,10 +179,10 @@ apr_status_t prov_cabinet_key_reissue(json_object **out, prov_store_t *s, apr_in
 apr_status_t prov_cabinet_key_delete(prov_store_t *s, apr_int64_t user_id, apr_int64_t key_id,
                                      apr_pool_t *p)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_status_t rv = own_key(&k, s, user_id, key_id, p);
     if (rv == APR_SUCCESS)
-        rv = prov_apikey_delete(s, key_id, p);
+        rv = prov_key_delete(s, key_id, p);
     if (rv == APR_SUCCESS)
         prov_log(PROV_LOG_INFO, 0, "PROV00602: key %" APR_INT64_T_FMT " deleted in the "
                  "cabinet by user %" APR_INT64_T_FMT, key_id, user_id);
@@ -193,10 +193,10 @@ apr_status_t prov_cabinet_key_budget(json_object **out, prov_store_t *s, apr_int
                                      apr_int64_t key_id, const prov_cabinet_key_req_t *req,
                                      apr_int64_t now, apr_pool_t *p)
 {
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_status_t rv = own_key(&k, s, user_id, key_id, p);
     if (rv == APR_SUCCESS)
-        rv = prov_apikey_set_budget(s, key_id, req->has_budget, req->budget, p);
+        rv = prov_key_set_budget(s, key_id, req->has_budget, req->budget, p);
     if (rv != APR_SUCCESS)
         return rv;
     prov_log(PROV_LOG_INFO, 0, "PROV00603: key %" APR_INT64_T_FMT " budget set in the "

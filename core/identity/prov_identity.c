@@ -9,7 +9,7 @@
 #include <string.h>
 #include <apr_lib.h>
 #include "prov_identity.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 
 #define EMAIL_MAX 254
@@ -84,7 +84,7 @@ static apr_status_t email_for(const char **email, prov_store_t *s, const prov_cl
         if (rv != APR_SUCCESS)
             return rv;
     }
-    if ((rv = prov_random_bytes(rnd, sizeof(rnd))) != APR_SUCCESS)
+    if ((rv = prov_secret_bytes(rnd, sizeof(rnd))) != APR_SUCCESS)
         return rv;
     for (i = 0; i < sizeof(rnd); i++) {
         hex[2 * i] = "0123456789abcdef"[rnd[i] >> 4];

@@ -104,7 +104,7 @@ static void set_options(CURL *h, const char *url, const char *form, struct curl_
     }
 }
 
-apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
+apr_status_t prov_idp_http(prov_idp_http_answer_t **answer, const char **why, const char *url,
                            const char *form, const char *authorization, apr_time_t deadline,
                            apr_pool_t *p)
 {
@@ -139,11 +139,11 @@ apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const 
 
     rv = status_of(cc, &sink);
     if (rv == APR_SUCCESS) {
-        prov_idp_http_resp_t *r = apr_pcalloc(p, sizeof(*r));
+        prov_idp_http_answer_t *r = apr_pcalloc(p, sizeof(*r));
         r->status = (int)code;
         r->body = sink.buf ? apr_pstrmemdup(p, sink.buf, sink.len) : "";
         r->len = sink.len;
-        *resp = r;
+        *answer = r;
     }
     else {
         *why = rv == APR_ENOSPC ? apr_psprintf(p, "the answer is larger than %d bytes",

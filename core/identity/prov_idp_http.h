@@ -26,11 +26,11 @@ int prov_idp_url_ok(const char *url);
  * NULL when url is not one prov_idp_url_ok takes. */
 const char *prov_idp_origin(const char *url, apr_pool_t *p);
 
-typedef struct prov_idp_http_resp_t {
+typedef struct prov_idp_http_answer_t {
     int status;
     const char *body;            /* NUL-terminated, in p */
     apr_size_t len;
-} prov_idp_http_resp_t;
+} prov_idp_http_answer_t;
 
 /* GET url, or POST form (application/x-www-form-urlencoded) when form is
  * not NULL; authorization is the whole Authorization header value or NULL.
@@ -41,7 +41,7 @@ typedef struct prov_idp_http_resp_t {
  * APR_ECONNREFUSED (no connection), APR_ENOSPC (answer too large) or
  * APR_EGENERAL (another transport failure: *why, for a log line, names
  * libcurl's error only, never the URL's query or the form). */
-apr_status_t prov_idp_http(prov_idp_http_resp_t **resp, const char **why, const char *url,
+apr_status_t prov_idp_http(prov_idp_http_answer_t **answer, const char **why, const char *url,
                            const char *form, const char *authorization, apr_time_t deadline,
                            apr_pool_t *p);
 

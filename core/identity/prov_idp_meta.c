@@ -142,7 +142,7 @@ static int jwks_ok(const char **why, const prov_idp_t *idp, json_object *doc, ap
 static apr_status_t fetch_doc(char **copy, const char **why, prov_idp_t *idp, const char *url,
                               check_fn *check, apr_time_t deadline, apr_pool_t *p)
 {
-    prov_idp_http_resp_t *r = NULL;
+    prov_idp_http_answer_t *r = NULL;
     json_object *doc = NULL;
     apr_status_t rv = prov_idp_http(&r, why, url, NULL, NULL, deadline, p);
 

@@ -6,7 +6,7 @@
  * they are hashed and looked up; none is ever logged. */
 #include "prov_session.h"
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_signin_int.h"
 #include "prov_log.h"
 
@@ -39,8 +39,8 @@ apr_status_t prov_session_create(prov_session_t **sess, const char **active,
         return rv;
     if (u->blocked)
         return APR_EACCES;
-    if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS
-        || (rv = prov_random_token(&r, TOKEN_BYTES, p)) != APR_SUCCESS)
+    if ((rv = prov_secret_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS
+        || (rv = prov_secret_token(&r, TOKEN_BYTES, p)) != APR_SUCCESS)
         return rv;
     if ((rv = prov_store_exec(s, &n, "session_purge", PROV_ARGS(prov_i64(now, p)), p))
         != APR_SUCCESS)
@@ -51,8 +51,8 @@ apr_status_t prov_session_create(prov_session_t **sess, const char **active,
     x->refresh_expires = now + PROV_SESSION_REFRESH_TTL;
     x->created_at = now;
     rv = prov_store_select_one(&row, s, "session_add",
-                               PROV_ARGS(prov_i64(user_id, p), prov_key_hash(a, p),
-                                         prov_key_hash(r, p), prov_i64(x->active_expires, p),
+                               PROV_ARGS(prov_i64(user_id, p), prov_secret_hash(a, p),
+                                         prov_secret_hash(r, p), prov_i64(x->active_expires, p),
                                          prov_i64(x->refresh_expires, p), prov_i64(now, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
@@ -77,7 +77,7 @@ apr_status_t prov_session_lookup(prov_session_t **sess, prov_store_t *s, const c
     if (!prov_signin_token_ok(active))
         return APR_NOTFOUND;
     rv = prov_store_select_one(&row, s, "session_touch",
-                               PROV_ARGS(until, until, prov_key_hash(active, p), at, at), p);
+                               PROV_ARGS(until, until, prov_secret_hash(active, p), at, at), p);
     if (rv == APR_SUCCESS)
         *sess = from_row(s, row, p);
     return rv;
@@ -93,11 +93,11 @@ apr_status_t prov_session_renew(prov_session_t **sess, const char **active, prov
 
     if (!prov_signin_token_ok(refresh))
         return APR_NOTFOUND;
-    if ((rv = prov_random_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS)
+    if ((rv = prov_secret_token(&a, TOKEN_BYTES, p)) != APR_SUCCESS)
         return rv;
     rv = prov_store_select_one(&row, s, "session_renew",
-                               PROV_ARGS(prov_key_hash(a, p), until, until,
-                                         prov_key_hash(refresh, p), at), p);
+                               PROV_ARGS(prov_secret_hash(a, p), until, until,
+                                         prov_secret_hash(refresh, p), at), p);
     if (rv != APR_SUCCESS)
         return rv;
     *sess = from_row(s, row, p);
@@ -136,9 +136,9 @@ apr_status_t prov_session_revoke_token(prov_store_t *s, const char *token, apr_i
     apr_status_t rv;
     if (!prov_signin_token_ok(token))
         return APR_NOTFOUND;
-    h = prov_key_hash(token, p);
+    h = prov_secret_hash(token, p);
     rv = revoke_rows(s, "session_revoke_token", PROV_ARGS(prov_i64(now, p), h, h), p);
     if (rv == APR_SUCCESS)
-        prov_log(PROV_LOG_INFO, 0, "PROV00532: a session revoked (logout)");
+        prov_log(PROV_LOG_INFO, 0, "PROV00533: a session revoked (logout)");
     return rv;
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "prov_signin.h"
 #include "prov_signin_int.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 
 #define SECRET_BYTES 32          /* 256 bits: state, nonce, verifier, binding */
@@ -57,11 +57,11 @@ static apr_status_t draw(const char **state, const char **nonce, const char **ve
                          const char **binding, apr_pool_t *p)
 {
     apr_status_t rv;
-    if ((rv = prov_random_token(state, SECRET_BYTES, p)) != APR_SUCCESS
-        || (rv = prov_random_token(nonce, SECRET_BYTES, p)) != APR_SUCCESS
-        || (rv = prov_random_token(verifier, SECRET_BYTES, p)) != APR_SUCCESS)
+    if ((rv = prov_secret_token(state, SECRET_BYTES, p)) != APR_SUCCESS
+        || (rv = prov_secret_token(nonce, SECRET_BYTES, p)) != APR_SUCCESS
+        || (rv = prov_secret_token(verifier, SECRET_BYTES, p)) != APR_SUCCESS)
         return rv;
-    return prov_random_token(binding, SECRET_BYTES, p);
+    return prov_secret_token(binding, SECRET_BYTES, p);
 }
 
 apr_status_t prov_signin_endpoints(prov_idp_endpoints_t **ep, const char **reason,
@@ -92,7 +92,7 @@ static apr_status_t store_record(prov_store_t *s, const char *state, const char 
                   != APR_SUCCESS)
         return rv;
     return prov_store_exec(s, &n, "signin_state_add",
-                           PROV_ARGS(prov_key_hash(state, p), provider, sealed, return_path,
+                           PROV_ARGS(prov_secret_hash(state, p), provider, sealed, return_path,
                                      link_session ? prov_i64(link_session, p) : NULL,
                                      prov_i64(now, p), prov_i64(now + PROV_SIGNIN_TTL, p),
                                      client), p);
@@ -164,7 +164,7 @@ apr_status_t prov_signin_take(prov_prelogin_t **out, const char **reason, prov_s
     *reason = PROV_SIGNIN_R_EXPIRED;
     if (!prov_signin_token_ok(state))
         return APR_NOTFOUND;
-    rv = prov_store_select_one(&row, s, "signin_state_take", PROV_ARGS(prov_key_hash(state, p)),
+    rv = prov_store_select_one(&row, s, "signin_state_take", PROV_ARGS(prov_secret_hash(state, p)),
                                p);
     if (rv == APR_NOTFOUND) {
         prov_log(PROV_LOG_INFO, 0, "PROV00512: identity provider %s: a callback with an "
@@ -183,7 +183,7 @@ apr_status_t prov_signin_take(prov_prelogin_t **out, const char **reason, prov_s
     pl->link_session = prov_store_get_i64(s, row, 3, 0);
     expires = prov_store_get_i64(s, row, 4, 0);
     if (expires <= now) {
-        prov_log(PROV_LOG_INFO, 0, "PROV00512: identity provider %s: a callback with an "
+        prov_log(PROV_LOG_INFO, 0, "PROV00514: identity provider %s: a callback with an "
                  "expired state", provider);
         return APR_NOTFOUND;
     }

@@ -55,7 +55,7 @@ static apr_status_t token_request(json_object **tokens, const char **reason, pro
                                   const char *public_url, const char *code,
                                   apr_time_t deadline, apr_pool_t *p)
 {
-    prov_idp_http_resp_t *r = NULL;
+    prov_idp_http_answer_t *r = NULL;
     const char *why = NULL, *err = NULL;
     const char *form = apr_pstrcat(p, "grant_type=authorization_code&code=",
         prov_signin_urlencode(code, p), "&redirect_uri=",
@@ -125,7 +125,7 @@ static void profile_from(prov_claims_t *c, json_object *o, apr_pool_t *p)
 static apr_status_t userinfo(json_object **info, prov_idp_t *idp, const char *url,
                              const char *access_token, apr_time_t deadline, apr_pool_t *p)
 {
-    prov_idp_http_resp_t *r = NULL;
+    prov_idp_http_answer_t *r = NULL;
     const char *why = NULL, *err = NULL;
     apr_status_t rv = prov_idp_http(&r, &why, url, NULL,
                                     apr_pstrcat(p, "Bearer ", access_token, NULL), deadline, p);
@@ -227,7 +227,7 @@ static apr_status_t plain_identity(prov_claims_t *c, const char **reason, prov_i
 
     if (!access) {
         *reason = PROV_SIGNIN_R_UNVERIFIED;
-        prov_log(PROV_LOG_WARN, 0, "PROV00522: identity provider %s: the token endpoint's "
+        prov_log(PROV_LOG_WARN, 0, "PROV00529: identity provider %s: the token endpoint's "
                  "answer has no access_token", idp->name);
         return APR_EGENERAL;
     }

@@ -22,7 +22,7 @@ static json_object *time_json(apr_int64_t t, apr_pool_t *p)
     return t ? json_object_new_string(prov_cabinet_time(t, p)) : NULL;
 }
 
-static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_apikey_t *k,
+static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_t *k,
                              apr_int64_t now, apr_pool_t *p)
 {
     prov_micro_t spent = 0;
@@ -55,7 +55,7 @@ static apr_status_t limits(json_object *r, prov_store_t *s, apr_int64_t user_id,
     int i;
     apr_status_t rv = prov_cabinet_account(&account, s, user_id, now, p);
     if (rv == APR_SUCCESS)
-        rv = prov_apikey_list(&keys, s, user_id, 0, p);
+        rv = prov_key_list(&keys, s, user_id, 0, p);
     if (rv != APR_SUCCESS)
         return rv;
     for (i = 0; fields[i]; i++) {
@@ -66,7 +66,7 @@ static apr_status_t limits(json_object *r, prov_store_t *s, apr_int64_t user_id,
     json_object_object_add(r, "keys", a);
     for (i = 0; i < keys->nelts; i++) {
         json_object *k = NULL;
-        rv = key_json(&k, s, APR_ARRAY_IDX(keys, i, const prov_apikey_t *), now, p);
+        rv = key_json(&k, s, APR_ARRAY_IDX(keys, i, const prov_key_t *), now, p);
         if (rv != APR_SUCCESS)
             return rv;
         json_object_array_add(a, k);

@@ -8,7 +8,7 @@
  * and the access-token check of the protected resource. Every code and
  * token is 256 random bits stored only as its SHA-256; all state is in the
  * database, so several nodes share it. It calls identity (its encoders:
- * base64url, form encoding, the S256 challenge), account (prov_keys: random
+ * base64url, form encoding, the S256 challenge), account (prov_secret: random
  * tokens and hashes), store and base. docs/internals/mcp-oauth.md tells
  * the flow. */
 /* prov_oauth.h: what the glue calls. Times are the caller's "now". */

@@ -11,7 +11,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include "prov_oauth.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_signin_int.h"
 
 #define STATE_MAX 512
@@ -146,13 +146,13 @@ apr_status_t prov_oauth_code_issue(const char **code, prov_store_t *s,
                                    apr_int64_t now, apr_pool_t *p)
 {
     const char *c = NULL;
-    apr_status_t rv = prov_random_token(&c, 32, p);
+    apr_status_t rv = prov_secret_token(&c, 32, p);
     if (rv != APR_SUCCESS)
         return rv;
     /* Used codes are kept a day, so that a late replay is still caught. */
     rv = prov_store_exec(s, NULL, "oauth_code_purge", PROV_ARGS(prov_i64(now - 86400, p)), p);
     if (rv == APR_SUCCESS)
-        rv = prov_store_exec(s, NULL, "oauth_code_add", PROV_ARGS(prov_key_hash(c, p),
+        rv = prov_store_exec(s, NULL, "oauth_code_add", PROV_ARGS(prov_secret_hash(c, p),
                              a->client_id, prov_i64(user_id, p), a->redirect_uri,
                              a->code_challenge, a->scope, a->resource, prov_i64(now, p),
                              prov_i64(now + PROV_OAUTH_CODE_TTL, p)), p);

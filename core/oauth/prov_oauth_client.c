@@ -8,7 +8,7 @@
 #include <apr_uri.h>
 #include "prov_oauth.h"
 #include "prov_json.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 
 #define URI_MAX 2000
@@ -306,7 +306,7 @@ apr_status_t prov_oauth_register(prov_oauth_client_t **c, prov_oauth_err_t *err,
     if ((rv = read_redirects(&uris, err, o, p)) != APR_SUCCESS
         || (rv = read_metadata(&name, err, o)) != APR_SUCCESS)
         return rv;
-    if ((rv = prov_random_token(&id, 24, p)) != APR_SUCCESS)
+    if ((rv = prov_secret_token(&id, 24, p)) != APR_SUCCESS)
         return rv;
     id = apr_pstrcat(p, "mcp-", id, NULL);
     rv = prov_store_exec(s, NULL, "oauth_client_add", PROV_ARGS(id, name ? apr_pstrdup(p, name)

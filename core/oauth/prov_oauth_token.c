@@ -11,7 +11,7 @@
 #include "prov_oauth.h"
 #include "prov_account.h"
 #include "prov_json.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 #include "prov_signin_int.h"
 
@@ -51,14 +51,14 @@ static apr_status_t issue(prov_oauth_tokens_t *t, prov_store_t *s, apr_int64_t g
     const char *access = NULL, *refresh = NULL, *g = prov_i64(grant_id, p);
     apr_int64_t until = granted + PROV_OAUTH_GRANT_TTL;
     apr_status_t rv;
-    if ((rv = prov_random_token(&access, 32, p)) != APR_SUCCESS
-        || (rv = prov_random_token(&refresh, 32, p)) != APR_SUCCESS)
+    if ((rv = prov_secret_token(&access, 32, p)) != APR_SUCCESS
+        || (rv = prov_secret_token(&refresh, 32, p)) != APR_SUCCESS)
         return rv;
-    rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_key_hash(access, p), g,
+    rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_secret_hash(access, p), g,
                          "access", prov_i64(now, p),
                          prov_i64(earlier(now + PROV_OAUTH_ACCESS_TTL, until), p)), p);
     if (rv == APR_SUCCESS)
-        rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_key_hash(refresh, p), g,
+        rv = prov_store_exec(s, NULL, "oauth_token_add", PROV_ARGS(prov_secret_hash(refresh, p), g,
                              "refresh", prov_i64(now, p),
                              prov_i64(earlier(now + PROV_OAUTH_REFRESH_TTL, until), p)), p);
     if (rv != APR_SUCCESS)
@@ -137,7 +137,7 @@ static apr_status_t by_code(prov_oauth_tokens_t *t, prov_oauth_err_t *err, prov_
         return rv;
     if (!prov_signin_token_ok(code))
         return refuse(err, "invalid_grant", "The code is unknown, expired or already used.");
-    hash = prov_key_hash(code, p);
+    hash = prov_secret_hash(code, p);
     rv = prov_store_select_one(&row, s, "oauth_code_take", PROV_ARGS(prov_i64(now, p), hash), p);
     if (rv == APR_NOTFOUND) {
         if ((rv = replay(t, s, "oauth_grant_revoke_code", hash, now, p)) != APR_SUCCESS)
@@ -180,7 +180,7 @@ static apr_status_t by_refresh(prov_oauth_tokens_t *t, prov_oauth_err_t *err, pr
         return refuse(err, "invalid_request", "refresh_token and client_id are required.");
     if (!prov_signin_token_ok(refresh))
         return refuse(err, "invalid_grant", "The refresh token is unknown, expired or revoked.");
-    hash = prov_key_hash(refresh, p);
+    hash = prov_secret_hash(refresh, p);
     rv = prov_store_select_one(&row, s, "oauth_refresh_take", PROV_ARGS(now_s, hash, now_s), p);
     if (rv == APR_NOTFOUND) {
         if ((rv = replay(t, s, "oauth_grant_revoke_refresh", hash, now, p)) != APR_SUCCESS)
@@ -242,7 +242,7 @@ apr_status_t prov_oauth_revoke(prov_store_t *s, const char *token, const char *c
     apr_status_t rv;
     if (!prov_signin_token_ok(token))
         return APR_SUCCESS;
-    hash = prov_key_hash(token, p);
+    hash = prov_secret_hash(token, p);
     rv = prov_store_select_one(&row, s, "oauth_token_find", PROV_ARGS(hash), p);
     if (rv == APR_NOTFOUND)
         return APR_SUCCESS;
@@ -272,7 +272,7 @@ apr_status_t prov_oauth_access_check(prov_oauth_access_t **a, prov_store_t *s,
     if (!prov_signin_token_ok(token))
         return APR_NOTFOUND;
     rv = prov_store_select_one(&row, s, "oauth_access_check",
-                               PROV_ARGS(prov_key_hash(token, p), prov_i64(now, p)), p);
+                               PROV_ARGS(prov_secret_hash(token, p), prov_i64(now, p)), p);
     if (rv != APR_SUCCESS)
         return rv;
     x = apr_pcalloc(p, sizeof(*x));

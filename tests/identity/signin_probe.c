@@ -25,7 +25,7 @@
 #include "prov_identity.h"
 #include "prov_session.h"
 #include "prov_signin.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_log.h"
 
 static void to_stderr(void *baton, prov_log_level_e level, apr_status_t rv, const char *msg)
@@ -96,7 +96,7 @@ static int finish(prov_store_t *s, prov_idp_t *idp, const char *public_url, cons
     state = param(uri.query, "state", p);
     if ((rv = prov_signin_take(&pl, &reason, s, idp->name, state, binding, prov_now(), p)))
         return fail("take", rv, reason);
-    if (wrong_verifier && (rv = prov_random_token(&pl->verifier, 32, p)) != APR_SUCCESS)
+    if (wrong_verifier && (rv = prov_secret_token(&pl->verifier, 32, p)) != APR_SUCCESS)
         return fail("verifier", rv, NULL);
     rv = prov_signin_exchange(&c, &reason, idp, pl, public_url, param(uri.query, "code", p),
                               prov_now(), p);

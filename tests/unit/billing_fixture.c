@@ -28,8 +28,8 @@ void bf_fill(bf_fixture_t *f, apr_pool_t *p, prov_store_t *s, const char *email,
     if (balance)
         CU_ASSERT_EQUAL_FATAL(prov_balance_add(NULL, f->s, f->u->id, balance, "test", f->p),
                               APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&f->k, &f->secret, f->s, f->u->id, "k",
-                                             has_budget, budget, f->p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&f->k, &f->secret, f->s, f->u->id, "k",
+                                          has_budget, budget, f->p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_model_add(&f->m, f->s, "m1", "up-m1", NULL, NULL, f->p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_auth_lookup(&f->auth, f->s, f->secret, f->p), APR_SUCCESS);

@@ -22,7 +22,7 @@ typedef struct bf_fixture_t {
     prov_store_t *s;
     prov_store_source_t *src;
     prov_user_t *u;
-    prov_apikey_t *k;
+    prov_key_t *k;
     prov_model_t *m;
     prov_auth_t *auth;
     const char *secret;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "unit_tests.h"
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_money.h"
 #include "prov_user_access.h"
 
@@ -212,18 +212,18 @@ static void test_key_create_lookup(void)
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u = mkuser(s, "k@example.com", p);
-    prov_apikey_t *k = NULL, *g = NULL;
+    prov_key_t *k = NULL, *g = NULL;
     prov_auth_t *a = NULL;
     const char *secret = NULL, *q;
 
     CU_ASSERT_EQUAL(prov_balance_add(NULL, s, u->id, 3000000, NULL, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u->id, "laptop", 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_create(&k, &secret, s, u->id, "laptop", 0, 0, p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(k);
     CU_ASSERT_PTR_NOT_NULL_FATAL(secret);
-    CU_ASSERT_TRUE(prov_key_wellformed(secret));
+    CU_ASSERT_TRUE(prov_secret_wellformed(secret));
     CU_ASSERT_TRUE(k->id > 0);
     CU_ASSERT_EQUAL(k->user_id, u->id);
-    CU_ASSERT_STRING_EQUAL(k->display, prov_key_display(secret, p));
+    CU_ASSERT_STRING_EQUAL(k->display, prov_secret_display(secret, p));
     CU_ASSERT_FALSE(k->has_budget);
 
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
@@ -239,10 +239,10 @@ static void test_key_create_lookup(void)
     q = apr_psprintf(p, "SELECT COUNT(*) FROM api_keys WHERE hash = '%s'", secret);
     CU_ASSERT_EQUAL(sql_i64(s, q, p), 0);
     q = apr_psprintf(p, "SELECT COUNT(*) FROM api_keys WHERE hash = '%s'",
-                     prov_key_hash(secret, p));
+                     prov_secret_hash(secret, p));
     CU_ASSERT_EQUAL(sql_i64(s, q, p), 1);
 
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k->id, p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(g->name, "laptop");
     CU_ASSERT_EQUAL(g->deleted_at, 0);
 
@@ -257,8 +257,8 @@ static void test_key_create_lookup(void)
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s,
         "sk-prov-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", p), APR_NOTFOUND);
     CU_ASSERT_PTR_NULL(a);
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id + 10, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u->id + 10, NULL, 0, 0, p),
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k->id + 10, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_create(&k, &secret, s, u->id + 10, NULL, 0, 0, p),
                     APR_NOTFOUND);
     apr_pool_destroy(p);
 }
@@ -268,25 +268,25 @@ static void test_key_reissue(void)
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u = mkuser(s, "r@example.com", p);
-    prov_apikey_t *k = NULL, *g = NULL;
+    prov_key_t *k = NULL, *g = NULL;
     prov_auth_t *a = NULL;
     const char *old = NULL, *fresh = NULL;
 
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k, &old, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k, &old, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
     prov_clock_set(1800000000);
-    CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, s, k->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_reissue(&fresh, s, k->id, p), APR_SUCCESS);
     prov_clock_set(0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fresh);
     CU_ASSERT_STRING_NOT_EQUAL(old, fresh);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, old, p), APR_NOTFOUND);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, fresh, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(a->key_id, k->id);
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(g->reissued_at, 1800000000);
-    CU_ASSERT_STRING_EQUAL(g->display, prov_key_display(fresh, p));
+    CU_ASSERT_STRING_EQUAL(g->display, prov_secret_display(fresh, p));
 
     fresh = NULL;
-    CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, s, k->id + 10, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_reissue(&fresh, s, k->id + 10, p), APR_NOTFOUND);
     CU_ASSERT_PTR_NULL(fresh);
     apr_pool_destroy(p);
 }
@@ -296,27 +296,27 @@ static void test_key_delete(void)
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u = mkuser(s, "d@example.com", p);
-    prov_apikey_t *k1 = NULL, *k2 = NULL, *g = NULL;
+    prov_key_t *k1 = NULL, *k2 = NULL, *g = NULL;
     prov_auth_t *a = NULL;
     apr_array_header_t *keys = NULL;
     const char *s1 = NULL, *s2 = NULL, *fresh = NULL;
 
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k1, &s1, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k2, &s2, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_apikey_delete(s, k1->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k1, &s1, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k2, &s2, s, u->id, NULL, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_delete(s, k1->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, s1, p), APR_NOTFOUND);
     /* Keys are independent: the other one still works. */
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, s2, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_apikey_delete(s, k1->id, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, s, k1->id, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k1->id, 1, 1000000, p), APR_NOTFOUND);
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k1->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_delete(s, k1->id, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_reissue(&fresh, s, k1->id, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k1->id, 1, 1000000, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k1->id, p), APR_SUCCESS);
     CU_ASSERT_TRUE(g->deleted_at > 0);
 
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, u->id, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, u->id, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(keys->nelts, 1);
-    CU_ASSERT_EQUAL(APR_ARRAY_IDX(keys, 0, prov_apikey_t *)->id, k2->id);
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, u->id, 1, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(APR_ARRAY_IDX(keys, 0, prov_key_t *)->id, k2->id);
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, u->id, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(keys->nelts, 2);
     apr_pool_destroy(p);
 }
@@ -326,35 +326,35 @@ static void test_key_budget(void)
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u = mkuser(s, "bud@example.com", p);
-    prov_apikey_t *k = NULL, *g = NULL;
+    prov_key_t *k = NULL, *g = NULL;
     prov_auth_t *a = NULL;
     const char *secret = NULL;
 
-    CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u->id, NULL, 1, -1, p), APR_EINVAL);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k, &secret, s, u->id, NULL, 1, 5000000, p),
+    CU_ASSERT_EQUAL(prov_key_create(&k, &secret, s, u->id, NULL, 1, -1, p), APR_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k, &secret, s, u->id, NULL, 1, 5000000, p),
                           APR_SUCCESS);
     CU_ASSERT_TRUE(k->has_budget);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
     CU_ASSERT_TRUE(a->has_budget);
     CU_ASSERT_EQUAL(a->weekly_budget, 5000000);
 
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k->id, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k->id, 0, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
     CU_ASSERT_FALSE(a->has_budget);
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k->id, p), APR_SUCCESS);
     CU_ASSERT_FALSE(g->has_budget);
 
     /* Zero is a real budget (the key can spend nothing), not "none". */
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k->id, 1, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k->id, 1, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_auth_lookup(&a, s, secret, p), APR_SUCCESS);
     CU_ASSERT_TRUE(a->has_budget);
     CU_ASSERT_EQUAL(a->weekly_budget, 0);
 
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k->id, 1, 7250000, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_apikey_get(&g, s, k->id, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k->id, 1, 7250000, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_get(&g, s, k->id, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(g->weekly_budget, 7250000);
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k->id, 1, -5, p), APR_EINVAL);
-    CU_ASSERT_EQUAL(prov_apikey_set_budget(s, k->id + 9, 1, 5, p), APR_NOTFOUND);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k->id, 1, -5, p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_key_set_budget(s, k->id + 9, 1, 5, p), APR_NOTFOUND);
     apr_pool_destroy(p);
 }
 
@@ -363,23 +363,23 @@ static void test_key_list_filter(void)
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
     prov_user_t *u1 = mkuser(s, "one@example.com", p), *u2 = mkuser(s, "two@example.com", p);
-    prov_apikey_t *k = NULL;
+    prov_key_t *k = NULL;
     apr_array_header_t *keys = NULL;
     const char *secret;
     int i;
 
     for (i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u1->id, NULL, 0, 0, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_apikey_create(&k, &secret, s, u2->id, "ci", 0, 0, p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_key_create(&k, &secret, s, u1->id, NULL, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_create(&k, &secret, s, u2->id, "ci", 0, 0, p), APR_SUCCESS);
 
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, 0, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, 0, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(keys->nelts, 4);
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, u1->id, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, u1->id, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(keys->nelts, 3);
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, u2->id, 0, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, u2->id, 0, p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(keys->nelts, 1);
-    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(keys, 0, prov_apikey_t *)->name, "ci");
-    CU_ASSERT_EQUAL(prov_apikey_list(&keys, s, u2->id + 10, 1, p), APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(keys, 0, prov_key_t *)->name, "ci");
+    CU_ASSERT_EQUAL(prov_key_list(&keys, s, u2->id + 10, 1, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(keys->nelts, 0);
     apr_pool_destroy(p);
 }

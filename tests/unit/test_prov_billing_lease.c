@@ -315,9 +315,9 @@ static void test_lease_sequential_refused(void)
         apr_sleep(2 * PROV_LEASE_LONE_GAP);
         bf_hold_store(&f);
         if (i == 0)
-            CU_ASSERT_EQUAL(prov_apikey_delete(f.s, f.k->id, f.p), APR_SUCCESS);
+            CU_ASSERT_EQUAL(prov_key_delete(f.s, f.k->id, f.p), APR_SUCCESS);
         if (i == 1)
-            CU_ASSERT_EQUAL(prov_apikey_reissue(&fresh, f.s, f.k->id, f.p), APR_SUCCESS);
+            CU_ASSERT_EQUAL(prov_key_reissue(&fresh, f.s, f.k->id, f.p), APR_SUCCESS);
         if (i == 2)
             CU_ASSERT_EQUAL(prov_user_set_blocked(&revoked, f.s, f.u->id, 1, f.p), APR_SUCCESS);
         bf_release_store(&f);

@@ -420,14 +420,14 @@ static void test_keys_owner(void)
 {
     fixture_t f;
     prov_cabinet_key_req_t req = { "bobs", 1, 3000000 }, none = { NULL, 0, 0 };
-    prov_apikey_t *theirs = NULL, *after = NULL;
+    prov_key_t *theirs = NULL, *after = NULL;
     const char *secret = NULL;
     json_object *o = NULL;
     apr_int64_t ids[3];
     int i;
     setup(&f);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&theirs, &secret, f.s, f.bob->id, "bobs", 1,
-                                             3000000, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&theirs, &secret, f.s, f.bob->id, "bobs", 1,
+                                          3000000, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_cabinet_key_create(&o, f.s, f.ann->id, &req, T0, f.p),
                           APR_SUCCESS);
     ids[0] = theirs->id;
@@ -443,7 +443,7 @@ static void test_keys_owner(void)
         CU_ASSERT_EQUAL(prov_cabinet_key_delete(f.s, f.ann->id, ids[i], f.p), APR_NOTFOUND);
         CU_ASSERT_PTR_NULL(o);
     }
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_get(&after, f.s, theirs->id, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_key_get(&after, f.s, theirs->id, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(after->deleted_at, 0);
     CU_ASSERT_EQUAL(after->reissued_at, 0);
     CU_ASSERT_EQUAL(after->weekly_budget, 3000000);
@@ -490,14 +490,14 @@ static void test_keys_reissue_budget(void)
 static void test_usage_days(void)
 {
     fixture_t f;
-    prov_apikey_t *k1 = NULL, *k2 = NULL;
+    prov_key_t *k1 = NULL, *k2 = NULL;
     const char *secret;
     json_object *o = NULL;
     apr_int64_t day0 = T0 - T0 % DAY;
     setup(&f);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k1, &secret, f.s, f.ann->id, "one", 0, 0, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k1, &secret, f.s, f.ann->id, "one", 0, 0, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_apikey_create(&k2, &secret, f.s, f.ann->id, NULL, 0, 0, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_key_create(&k2, &secret, f.s, f.ann->id, NULL, 0, 0, f.p),
                           APR_SUCCESS);
     ledger(&f, f.ann->id, k1->id, day0, 100000);
     ledger(&f, f.ann->id, k2->id, day0 - 1, 200000);

@@ -218,7 +218,7 @@ static void test_plain_endpoints(void)
 static void test_http_failures(void)
 {
     fx_t f;
-    prov_idp_http_resp_t *r = NULL;
+    prov_idp_http_answer_t *r = NULL;
     const char *why = NULL;
     char *big;
     fx_begin(&f);
@@ -331,7 +331,7 @@ static void test_single_flight(void)
 static void test_deadline(void)
 {
     fx_t f;
-    prov_idp_http_resp_t *r = NULL;
+    prov_idp_http_answer_t *r = NULL;
     prov_idp_endpoints_t *ep = NULL;
     const char *why = NULL;
     apr_time_t t;

@@ -11,7 +11,7 @@
 #include "unit_tests.h"
 #include "prov_oauth.h"
 #include "prov_account.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 #include "prov_signin_int.h"
 
 #define T0 APR_INT64_C(1800000000)
@@ -236,7 +236,7 @@ static void test_grant_life(void)
                        prov_test_dump(s, "SELECT * FROM oauth_tokens", p), NULL);
     CU_ASSERT_PTR_NULL(strstr(rows, code));
     CU_ASSERT_PTR_NULL(strstr(rows, t.access_token));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_key_hash(t.access_token, p)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_secret_hash(t.access_token, p)));
     /* the code again: refused, and what it gave is revoked */
     CU_ASSERT_EQUAL(prov_oauth_token(&r, &err, s, form(code, NULL, c->client_id, VERIFIER, p),
                     T0 + 61, p), APR_EINVAL);

@@ -13,7 +13,7 @@
 #include "prov_session.h"
 #include "prov_account.h"
 #include "prov_user_access.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 
 #define T0 APR_INT64_C(1800000000)
 #define DAY 86400
@@ -52,8 +52,8 @@ static void test_create_lookup(void)
     rows = prov_test_dump(s, "SELECT * FROM sessions", p);
     CU_ASSERT_PTR_NULL(strstr(rows, a));
     CU_ASSERT_PTR_NULL(strstr(rows, r));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_key_hash(a, p)));
-    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_key_hash(r, p)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_secret_hash(a, p)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rows, prov_secret_hash(r, p)));
     /* a lookup extends the active term by 5 minutes from now */
     CU_ASSERT_EQUAL_FATAL(prov_session_lookup(&y, s, a, T0 + 299, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(y->id, x->id);

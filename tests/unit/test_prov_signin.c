@@ -14,7 +14,7 @@
 #include "prov_signin.h"
 #include "prov_signin_int.h"
 #include "prov_idp_meta.h"
-#include "prov_keys.h"
+#include "prov_secret.h"
 
 #define T0 APR_INT64_C(1800000000)
 #define PUBLIC "https://api.example.com"
@@ -173,7 +173,7 @@ static void test_begin_plain(void)
     CU_ASSERT_EQUAL(strlen(apr_table_get(q, "code_challenge")), 43);
     /* the row: the state's hash, none of the secrets */
     row = prov_test_dump(s, "SELECT * FROM signin_states", p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(row, prov_key_hash(state, p)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, prov_secret_hash(state, p)));
     CU_ASSERT_PTR_NULL(strstr(row, state));
     CU_ASSERT_PTR_NULL(strstr(row, st->binding));
     CU_ASSERT_PTR_NOT_NULL(strstr(row, "|/cabinet/keys|NULL|"));

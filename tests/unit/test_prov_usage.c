@@ -255,7 +255,7 @@ static void test_usage_key_summary(void)
 {
     apr_pool_t *p = tpool();
     prov_store_t *s = prov_test_store(p);
-    prov_key_usage_t k;
+    prov_usage_key_t k;
 
     ledger(s, 1, 5, 1, DAY0 - 7 * DAY,     "ok", 1, 1, 0, 0, 1, p);     /* out of the week */
     ledger(s, 1, 5, 1, DAY0 - 7 * DAY + 3600, "ok", 10, 1, 0, 0, 10, p);

@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     prov_test_suite_money();
-    prov_test_suite_keys();
+    prov_test_suite_secret();
     prov_test_suite_error();
     prov_test_suite_store();
     prov_test_suite_store_sqlite();

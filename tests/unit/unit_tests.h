@@ -33,7 +33,7 @@ int prov_test_listen(int backlog, int rcvbuf, int *port);
 const char *prov_test_dump(prov_store_t *s, const char *sql, apr_pool_t *p);
 
 void prov_test_suite_money(void);
-void prov_test_suite_keys(void);
+void prov_test_suite_secret(void);
 void prov_test_suite_error(void);
 void prov_test_suite_store(void);
 void prov_test_suite_store_sqlite(void);

@@ -1,16 +1,16 @@
-/* prov_keys.c: random secrets from OpenSSL, their SHA-256 digests (what is
+/* prov_secret.c: random secrets from OpenSSL, their SHA-256 digests (what is
  * stored) and display prefixes (what is shown after creation). */
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include "prov_keys.h"
+#include "prov_secret.h"
 
 static const char b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-apr_status_t prov_random_bytes(unsigned char *buf, apr_size_t n)
+apr_status_t prov_secret_bytes(unsigned char *buf, apr_size_t n)
 {
     return RAND_bytes(buf, (int)n) == 1 ? APR_SUCCESS : APR_EGENERAL;
 }
@@ -41,13 +41,13 @@ static char *b64url_encode(const unsigned char *in, apr_size_t n, apr_pool_t *p)
     return out;
 }
 
-apr_status_t prov_random_token(const char **out, apr_size_t n, apr_pool_t *p)
+apr_status_t prov_secret_token(const char **out, apr_size_t n, apr_pool_t *p)
 {
     unsigned char buf[64];
     apr_status_t rv;
     if (n > sizeof(buf))
         return APR_EINVAL;
-    rv = prov_random_bytes(buf, n);
+    rv = prov_secret_bytes(buf, n);
     if (rv != APR_SUCCESS)
         return rv;
     *out = b64url_encode(buf, n, p);
@@ -84,7 +84,7 @@ static apr_status_t rid_next(apr_uint64_t *v)
     pthread_once(&rid_once, rid_init);
     pthread_mutex_lock(&rid_mutex);
     if (!rid_seeded) {
-        rv = prov_random_bytes((unsigned char *)&rid_seed, sizeof(rid_seed));
+        rv = prov_secret_bytes((unsigned char *)&rid_seed, sizeof(rid_seed));
         if (rv == APR_SUCCESS)
             rid_seeded = 1;
     }
@@ -98,7 +98,7 @@ static apr_status_t rid_next(apr_uint64_t *v)
     return APR_SUCCESS;
 }
 
-apr_status_t prov_request_id(const char **out, apr_int64_t usec, apr_pool_t *p)
+apr_status_t prov_secret_request_id(const char **out, apr_int64_t usec, apr_pool_t *p)
 {
     unsigned char buf[9];
     apr_uint64_t a = 0, b = 0;
@@ -152,7 +152,7 @@ static int sha256(const char *s, unsigned char *md, unsigned int *mdlen)
         && EVP_DigestFinal_ex(c, md, mdlen);
 }
 
-const char *prov_key_hash(const char *s, apr_pool_t *p)
+const char *prov_secret_hash(const char *s, apr_pool_t *p)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0, i;
@@ -170,37 +170,37 @@ const char *prov_key_hash(const char *s, apr_pool_t *p)
     return hex;
 }
 
-int prov_key_wellformed(const char *s)
+int prov_secret_wellformed(const char *s)
 {
-    apr_size_t plen = sizeof(PROV_KEY_PREFIX) - 1, i;
-    if (!s || strncmp(s, PROV_KEY_PREFIX, plen))
+    apr_size_t plen = sizeof(PROV_SECRET_KEY_PREFIX) - 1, i;
+    if (!s || strncmp(s, PROV_SECRET_KEY_PREFIX, plen))
         return 0;
     s += plen;
     for (i = 0; s[i]; i++) {
         if (!strchr(b64url, s[i]))
             return 0;
     }
-    return i == PROV_KEY_RANDOM_LEN;
+    return i == PROV_SECRET_RANDOM_LEN;
 }
 
-const char *prov_key_display(const char *secret, apr_pool_t *p)
+const char *prov_secret_display(const char *secret, apr_pool_t *p)
 {
-    return apr_pstrndup(p, secret, PROV_KEY_DISPLAY_LEN);
+    return apr_pstrndup(p, secret, PROV_SECRET_DISPLAY_LEN);
 }
 
-apr_status_t prov_key_generate(const char **secret, const char **hash_hex,
-                               const char **display, apr_pool_t *p)
+apr_status_t prov_secret_generate(const char **secret, const char **hash_hex,
+                                  const char **display, apr_pool_t *p)
 {
     const char *rnd, *s, *h;
-    apr_status_t rv = prov_random_token(&rnd, 32, p);
+    apr_status_t rv = prov_secret_token(&rnd, 32, p);
     if (rv != APR_SUCCESS)
         return rv;
-    s = apr_pstrcat(p, PROV_KEY_PREFIX, rnd, NULL);
-    h = prov_key_hash(s, p);
+    s = apr_pstrcat(p, PROV_SECRET_KEY_PREFIX, rnd, NULL);
+    h = prov_secret_hash(s, p);
     if (!h)
         return APR_EGENERAL;
     *secret = s;
     *hash_hex = h;
-    *display = prov_key_display(s, p);
+    *display = prov_secret_display(s, p);
     return APR_SUCCESS;
 }
