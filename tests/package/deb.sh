@@ -12,8 +12,9 @@
 # (apt-get purge: /var/lib/mod_provider and /etc/mod_provider go), dbd
 # disabled again if it was not enabled before, and checks that it was.
 #
-# Needs root and a machine where the package is not installed and the system
-# apache2 is stopped for it and started again after; otherwise it FAILS (it never skips). TAP output,
+# Needs root and a machine where the package is not installed; otherwise it
+# FAILS (it never skips). A running system apache2 is stopped for the test
+# and started again after. TAP output,
 # exit status 0 when every case passed. About two minutes (the build).
 set -eu
 
