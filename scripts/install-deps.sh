@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs, from Debian 12's packages, everything that builds, runs, tests and
 # benchmarks mod_provider (chromium: the browser tests, driven by npm
-# playwright-core; zsh: the setup guides' scripts run in bash and zsh).
+# playwright-core; zsh: the setup guides' scripts run in bash and zsh;
+# dpkg-dev, debhelper, lintian, git: tests/package/deb.sh builds and checks
+# the Debian package from a copy of the tree; apache2-dev has dh_apache2).
 # Idempotent; needs root. Used by the README quick start.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -10,7 +12,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
  libaprutil1-dbd-sqlite3 libaprutil1-dbd-pgsql sqlite3 libsqlite3-dev
  libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev libcjose-dev libjansson-dev
  curl wrk postgresql valgrind strace iproute2 util-linux chromium zsh
- clang libclang-rt-14-dev"
+ clang libclang-rt-14-dev
+ dpkg-dev debhelper lintian git"
 # Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""

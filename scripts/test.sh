@@ -2,8 +2,9 @@
 # scripts/test.sh: the whole test run (the README's test command, and CI's):
 # installs the Debian packages, builds with warnings as errors and with
 # AddressSanitizer/UBSan, and runs `make check` (the CUnit unit tests, the
-# integration suite against a real apache2, the client compatibility suite)
-# and a smoke run of the libFuzzer harnesses (tests/fuzz, built with clang).
+# integration suite against a real apache2, the client compatibility suite),
+# a smoke run of the libFuzzer harnesses (tests/fuzz, built with clang) and
+# the Debian package test (tests/package/deb.sh: root only).
 # With PROVIDER_TEST_PGSQL=1 (CI sets it: .ci/run) the integration suite then
 # runs a second time on PostgreSQL (a throwaway cluster, see
 # tests/integration/lib/pg.js); the first `make check` is always on SQLite.
@@ -84,6 +85,19 @@ if [ "$fuzz_status" -ne 0 ]; then
   status=$fuzz_status
 fi
 
+# The Debian package as an operator installs it (tests/package/deb.sh:
+# builds it, installs it, serves and charges one chat completion through the
+# system apache2, purges it; about two minutes). Root only: as another user
+# it fails, it does not skip.
+echo "==================== Debian package ===================="
+deb_status=0
+PROV_SRCDIR="$root" sh tests/package/deb.sh >tests/package/deb.log 2>&1 || deb_status=$?
+cat tests/package/deb.log
+logs="$logs tests/package/deb.log"
+if [ "$deb_status" -ne 0 ]; then
+  status=$deb_status
+fi
+
 # The integration suite again, on PostgreSQL.
 if [ "$pgsql" = 1 ]; then
   echo "==================== integration suite on PostgreSQL ===================="
@@ -108,7 +122,7 @@ for l in $logs; do
       # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
       set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
-    *providerctl*.log|*fuzz/smoke.log)
+    *providerctl*.log|*fuzz/smoke.log|*package/deb.log)
       # TAP: "ok N - ..." / "not ok N - ..."
       p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
       passed=$((passed + p)); failed=$((failed + f)) ;;
