@@ -1,5 +1,5 @@
 /* mod_provider_api.h: the API of mod_provider_api.c, the cabinet's JSON API
- * glue (issue 14) that the handlers of /v1/account and /v1/usage
+ * glue that the handlers of /v1/account and /v1/usage
  * (mod_provider_account.c), /v1/keys... (mod_provider_keys.c) and the
  * favorites under /v1/models/ (mod_provider_favorites.c) begin and end with.
  * Every request is a signed-in user's (mod_provider_session.c: the active

@@ -1,4 +1,4 @@
-/* core/cabinet/: the cabinet's JSON API without HTTP (issue 14; the
+/* core/cabinet/: the cabinet's JSON API without HTTP (the
  * contract is the README's "Cabinet API"): what a signed-in user may see and
  * change of their own account, and the checks of what they send. It
  * composes account (the user, keys and their usage, favorites, the usage
