@@ -1,0 +1,13 @@
+-- 011_ledger_status.sql (SQLite): ledger.status takes only the names of the
+-- status table (core/store/prov_ledger.c; docs/internals/billing.md, "Ledger
+-- statuses"); the list below is that table's, in its order, and a unit test
+-- (test_prov_store) holds the two together. SQLite cannot add a CHECK to an
+-- existing column: rebuilding the table would copy every ledger row, its
+-- indexes and the views over it inside the migration's transaction (the
+-- database locked and its size doubled for the time of the copy of a large
+-- ledger). Two triggers check every row written from now on instead, at no
+-- cost to the migration; the rows already written were written by code that
+-- knew no other name. A statement with another status fails (ABORT: the
+-- transaction is rolled back by its owner, as for any constraint).
+CREATE TRIGGER ledger_status_insert BEFORE INSERT ON ledger WHEN NEW.status NOT IN ('reserved', 'ok', 'no_usage', 'estimated', 'client_cut', 'client_gone', 'cut', 'max_duration', 'timeout', 'error', 'failed', 'refused', 'malformed', 'undelivered', 'expired', 'released') BEGIN SELECT RAISE(ABORT, 'ledger.status: not a ledger status'); END;
+CREATE TRIGGER ledger_status_update BEFORE UPDATE OF status ON ledger WHEN NEW.status NOT IN ('reserved', 'ok', 'no_usage', 'estimated', 'client_cut', 'client_gone', 'cut', 'max_duration', 'timeout', 'error', 'failed', 'refused', 'malformed', 'undelivered', 'expired', 'released') BEGIN SELECT RAISE(ABORT, 'ledger.status: not a ledger status'); END;
