@@ -98,7 +98,7 @@ apr_status_t prov_batch_lease_sweep(batch_t *b, apr_int64_t hold_timeout);
 
 /* ---- prov_batch_expire.c --------------------------------------------------- */
 
-/* Releases the holds older than hold_timeout (status "expired"). */
+/* Releases the holds older than hold_timeout (PROV_STATUS_EXPIRED). */
 apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count);
 /* A dead process's journal records, each settlement once, then its leases. */
 apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op);

@@ -141,8 +141,9 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
 void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
                            prov_micro_t charge, apr_int64_t now);
 /* Replaces the hold by charge for tokens t and completes the ledger row with
- * status ("ok", "cut", ...). Once only: when the row is no longer reserved
- * (settled, released or expired) returns APR_EINCOMPLETE and moves nothing. */
+ * status (prov_ledger.h: PROV_STATUS_OK, _CUT, ...). Once only: when the row
+ * is no longer reserved (settled, released or expired) returns
+ * APR_EINCOMPLETE and moves nothing. */
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
                                  const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                  apr_int64_t now, apr_pool_t *p);
@@ -212,10 +213,10 @@ apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr
 apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
                                        prov_status_e status, apr_int64_t now, apr_pool_t *p);
 
-/* Returns the hold: no charge, the ledger row records status ("failed"...). */
+/* Returns the hold: no charge, the ledger row records status (PROV_STATUS_FAILED, ...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   prov_status_e status, apr_int64_t now, apr_pool_t *p);
-/* Releases (status "expired") holds older than the hold timeout; *n counts
+/* Releases (PROV_STATUS_EXPIRED) holds older than the hold timeout; *n counts
  * them. Runs by itself inside batches now and then; exposed for tests. */
 apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
                                  apr_pool_t *p);
