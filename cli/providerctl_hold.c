@@ -126,7 +126,7 @@ static int hold_release(ctl_t *ctl)
         if (!strcmp(APR_ARRAY_IDX(holds, i, prov_hold_t).id, id))
             h = &APR_ARRAY_IDX(holds, i, prov_hold_t);
     }
-    if (h && (rv = prov_billing_hold_release(&found, src, id, "released", prov_now(),
+    if (h && (rv = prov_billing_hold_release(&found, src, id, PROV_STATUS_RELEASED, prov_now(),
                                              ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "release the hold");
     if (!found)

@@ -41,7 +41,7 @@ static int relay(provider_infer_t *in, const prov_relay_t *rl, const prov_tokens
 {
     const char *perr = NULL, *out;
     json_object *tree;
-    provider_infer_settle(in, tokens, "ok");
+    provider_infer_settle(in, tokens);
     out = prov_relay_render(rl, in->model->public_id, in->charge, in->r->pool);
     if (!out && (tree = prov_json_parse(rl->body, rl->len, &perr, in->r->pool)))
         out = prov_relay_render_tree(tree, in->model->public_id, in->charge, in->r->pool);
@@ -67,7 +67,7 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
     if (rv != APR_SUCCESS)
         return provider_infer_gateway_failed(in, rv);
     if (resp->status != HTTP_OK) {
-        provider_infer_release(in, "refused");
+        provider_infer_release(in, PROV_END_REFUSED);
         return provider_gateway_refusal(r, t->family, resp);
     }
     if (t->relay_read) {
@@ -77,18 +77,18 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
     }
     rv = t->read_answer(&answer, &tokens, resp->body, resp->len, r->pool);
     if (rv == APR_EINVAL) {
-        provider_infer_release(in, "malformed");
+        provider_infer_release(in, PROV_END_MALFORMED);
         return provider_fail(r, t->family, PROV_E_GATEWAY_ERROR, NULL,
                              "The model gateway sent an answer that is not %s. "
                              "Nothing was charged.", t->answer_kind);
     }
     if (rv == APR_SUCCESS)
-        provider_infer_settle(in, &tokens, "ok");
+        provider_infer_settle(in, &tokens);
     else {
         /* no usage, or none that can be read: the estimate */
         prov_estimate_answer(&d, t->answer_bytes(answer));
         d.unreadable = rv == PROV_USAGE_UNREADABLE;
-        provider_infer_bill(in, &d, "ok", "no_usage");
+        provider_infer_bill(in, &d, PROV_END_COMPLETE);
     }
     return provider_infer_answer(in, t->render(in, answer));
 }

@@ -177,7 +177,7 @@ static void set_cap(provider_infer_t *in)
 {
     prov_worst_t *w = &in->worst;
     request_rec *r = in->r;
-    in->hold = in->res->hold;
+    in->hold = in->res->row.hold;
     in->cap = prov_worst_cap(w, in->hold);
     in->max_output = prov_i64_mul_sat(in->cap, w->choices);
     in->forward_cap = in->cap != in->call.max_output ? in->cap : 0;
@@ -229,7 +229,7 @@ void provider_infer_close(provider_infer_t *in)
 
 /* The second database phase: short, after the gateway has answered. */
 static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
-                   const char *status)
+                   prov_status_e status)
 {
     request_rec *r = in->r;
     apr_status_t rv;
@@ -243,16 +243,17 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
     if (rv != APR_SUCCESS && rv != APR_EINCOMPLETE)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
                       "%s; its hold of %s credits stays reserved", in->request_id,
-                      t ? "settled" : "released", prov_money_format(in->res->hold, r->pool));
+                      t ? "settled" : "released", prov_money_format(in->res->row.hold, r->pool));
 }
 
 /* Stages a settlement (release: no charge) for provider_infer_commit. */
 static void stage(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
-                  const char *status, int release)
+                  prov_status_e status, int release)
 {
     static const prov_tokens_t none = { 0, 0, 0, 0 };
     in->charge = charge;
-    in->staged = status;
+    in->staged = 1;
+    in->staged_status = status;
     in->staged_release = release;
     in->staged_tokens = t ? *t : none;
     if (!in->r->sent_bodyct)
@@ -272,15 +273,14 @@ static void log_absurd(provider_infer_t *in, const prov_tokens_t *t, prov_micro_
                   prov_money_format(in->hold, in->r->pool));
 }
 
-prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
-                                   const char *status)
+prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t)
 {
     prov_delivery_t d;
     memset(&d, 0, sizeof(d));
     d.reported = *t;
     d.usage = PROV_USAGE_FINAL;
     d.started = d.complete = 1;
-    return provider_infer_bill(in, &d, status, status);
+    return provider_infer_bill(in, &d, PROV_END_COMPLETE);
 }
 
 /* What the settlement of d noticed about the gateway's usage, for the
@@ -306,7 +306,7 @@ static void log_usage(provider_infer_t *in, const prov_delivery_t *d, unsigned n
 }
 
 prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
-                                 const char *reported_status, const char *release_status)
+                                 prov_ending_e end)
 {
     prov_bill_e how;
     prov_tokens_t t;
@@ -314,9 +314,7 @@ prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
     prov_micro_t charge = prov_estimate_bill(&how, &t, &notes, d, &in->eff, in->input_estimate,
                                              in->max_output, in->hold);
     log_usage(in, d, notes, how, charge);
-    stage(in, &t, charge, how == PROV_BILL_ESTIMATED ? PROV_STATUS_ESTIMATED
-                          : how == PROV_BILL_REPORTED ? reported_status : release_status,
-          how == PROV_BILL_RELEASE);
+    stage(in, &t, charge, prov_ending_status(end, how), how == PROV_BILL_RELEASE);
     return charge;
 }
 
@@ -339,8 +337,8 @@ void provider_infer_commit(provider_infer_t *in)
 {
     if (!in->staged)
         return;
-    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged);
-    in->staged = NULL;
+    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged_status);
+    in->staged = 0;
 }
 
 int provider_infer_answer(provider_infer_t *in, const char *json)
@@ -356,10 +354,10 @@ int provider_infer_answer(provider_infer_t *in, const char *json)
 int provider_infer_undelivered(provider_infer_t *in, int write)
 {
     request_rec *r = in->r;
-    in->staged = NULL;
+    in->staged = 0;
     in->charge = 0;
     apr_table_unset(r->headers_out, "x-provider-credits");
-    provider_infer_release(in, "undelivered");
+    provider_infer_release(in, PROV_END_UNDELIVERED);
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "PROV00342: request %s: the answer could not "
                   "be delivered; nothing was charged", in->request_id);
     if (write == PROVIDER_WRITE_FAILED)
@@ -368,14 +366,17 @@ int provider_infer_undelivered(provider_infer_t *in, int write)
                 "The service failed to write its answer. Nothing was charged.");
 }
 
-void provider_infer_release(provider_infer_t *in, const char *status)
+void provider_infer_release(provider_infer_t *in, prov_ending_e end)
 {
-    finish(in, NULL, 0, status);
+    finish(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
 }
 
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
 {
-    provider_infer_release(in, rv == APR_TIMEUP ? "timeout" : "failed");
+    prov_ending_facts_t f;
+    memset(&f, 0, sizeof(f));
+    f.rv = rv;
+    provider_infer_release(in, prov_ending_classify(&f));
     if (rv == APR_TIMEUP)
         return fail(in, PROV_E_GATEWAY_TIMEOUT, NULL,
                     "The model did not answer in time. Nothing was charged.");

@@ -12,6 +12,7 @@
 #include "prov_billing.h"
 #include "prov_worst.h"
 #include "prov_estimate.h"
+#include "prov_ending.h"
 #include "prov_gateway.h"
 #include "prov_gwerror.h"
 
@@ -53,7 +54,8 @@ typedef struct provider_infer_t {
     prov_reservation_t *res;
     prov_micro_t charge;          /* after provider_infer_settle */
     /* The settlement staged until the answer is out (provider_infer_commit). */
-    const char *staged;           /* its ledger status; NULL when none */
+    int staged;                   /* one is staged */
+    prov_status_e staged_status;  /* its ledger status */
     int staged_release;           /* no charge */
     prov_tokens_t staged_tokens;
 } provider_infer_t;
@@ -87,20 +89,19 @@ void provider_infer_close(provider_infer_t *in);
 int provider_infer_progress(provider_infer_t *in, const prov_delivery_t *d);
 /* Stages the charge of the gateway's usage t at the model's rates (an absurd
  * t: at most the hold, with a warning; no input at all: the input estimate)
- * with status and sets x-provider-credits while headers are unsent; returns
- * the charge. Nothing is committed before provider_infer_commit or
- * provider_infer_answer. The same as provider_infer_bill of a complete
- * answer with that final usage. */
-prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t,
-                                   const char *status);
+ * as a complete answer (status ok) and sets x-provider-credits while headers
+ * are unsent; returns the charge. Nothing is committed before
+ * provider_infer_commit or provider_infer_answer. The same as
+ * provider_infer_bill of a complete answer with that final usage. */
+prov_micro_t provider_infer_settle(provider_infer_t *in, const prov_tokens_t *t);
 /* Stages the settlement of what d delivered by prov_estimate's rule (the
- * reported usage with status reported_status, an estimate at most the hold
- * with status "estimated", or a release with release_status) and sets
+ * reported usage, an estimate at most the hold, or a release), its ledger
+ * status the one prov_ending_status gives a request that ended so, and sets
  * x-provider-credits while headers are unsent; returns the charge. Logs an
  * absurd report (PROV00300), unreadable ones (PROV00305) and a report of no
  * input replaced by the estimate (PROV00306). */
 prov_micro_t provider_infer_bill(provider_infer_t *in, const prov_delivery_t *d,
-                                 const char *reported_status, const char *release_status);
+                                 prov_ending_e end);
 /* Commits the staged settlement: completes the ledger row. */
 void provider_infer_commit(provider_infer_t *in);
 /* Writes json as the 200 answer; commits the staged settlement once the
@@ -112,8 +113,9 @@ int provider_infer_answer(provider_infer_t *in, const char *json);
  * when nothing was sent, answers 500 INTERNAL_ERROR in the transport's
  * shape. Returns what the handler returns. */
 int provider_infer_undelivered(provider_infer_t *in, int write);
-/* Returns the hold without a charge now; the ledger row records status. */
-void provider_infer_release(provider_infer_t *in, const char *status);
+/* Returns the hold without a charge now; the ledger row records the status
+ * of a release of a request that ended so (prov_ending_status). */
+void provider_infer_release(provider_infer_t *in, prov_ending_e end);
 /* A gateway transport failure (prov_gateway_* result): release, 504/502. */
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
 

@@ -151,24 +151,24 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     int failed = prov_messages_stream_failed(s);
     prov_delivery_t d;
     prov_micro_t charge;
+    prov_ending_e end;
 
     if (failed)
         provider_log_gateway_error(r, prov_messages_stream_error(s));
     prov_messages_stream_delivery(s, &d);
-    if (d.complete) {
-        provider_infer_bill(in, &d, "ok", "no_usage");
+    end = provider_stream_ending(x, rv, d.complete, failed);
+    if (end == PROV_END_COMPLETE) {
+        provider_infer_bill(in, &d, end);
         return provider_stream_commit(in, x);
     }
     r->connection->keepalive = AP_CONN_CLOSE;
-    if (x->client_gone) {
-        d.client_left = 1;
-        provider_infer_bill(in, &d, "client_cut", "client_gone");
+    d.client_left = end == PROV_END_CLIENT_LEFT;
+    charge = provider_infer_bill(in, &d, end);
+    if (end == PROV_END_CLIENT_LEFT) {
         provider_infer_commit(in);
         return OK;
     }
-    charge = provider_infer_bill(in, &d, failed ? "error" : x->too_long ? "max_duration" : "cut",
-                                 failed ? "error" : provider_stream_cut_status(x, rv));
-    if (!failed) {
+    if (end != PROV_END_GATEWAY_ERROR) {
         prov_error_t *e = provider_stream_cut_error(x, rv, "The model gateway ended the stream "
                                                     "before the message was complete", charge);
         const char *ev = prov_messages_error_event(e, charge, r->pool);

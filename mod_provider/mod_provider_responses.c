@@ -134,28 +134,24 @@ static int stream_end(provider_infer_t *in, provider_stream_t *x, apr_status_t r
     const prov_gwerror_t *gw_error = prov_resp_stream_error(s);
     prov_delivery_t d;
     prov_micro_t charge;
+    prov_ending_e end;
 
     if (gw_error)
         provider_log_gateway_error(r, gw_error);
     prov_resp_stream_delivery(s, &d);
     d.complete = prov_resp_stream_finished(s) && !x->malformed && !x->client_gone
                  && (rv == APR_SUCCESS || d.usage == PROV_USAGE_FINAL);
-    if (d.complete) {
-        charge = provider_infer_bill(in, &d, "ok", "no_usage");
+    end = provider_stream_ending(x, rv, d.complete, gw_error != NULL);
+    if (end == PROV_END_COMPLETE) {
+        charge = provider_infer_bill(in, &d, end);
         prov_resp_stream_complete(s, charge);
         return provider_stream_commit(in, x);
     }
     r->connection->keepalive = AP_CONN_CLOSE;
     d.client_left = x->client_gone;
-    charge = provider_infer_bill(in, &d, x->client_gone ? "client_cut" : gw_error ? "error"
-                                 : x->too_long ? "max_duration" : "cut",
-                                 x->client_gone ? "client_gone" : gw_error ? "error"
-                                 : x->malformed ? "malformed" : provider_stream_cut_status(x, rv));
+    charge = provider_infer_bill(in, &d, end);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, rv, r, "PROV00140: responses stream %s cut short "
-                  "(%s); charged %s credits", in->request_id,
-                  x->client_gone ? "client went away" : gw_error ? "gateway error"
-                  : x->malformed ? "malformed gateway stream"
-                  : x->too_long ? "ProviderStreamMaxDuration" : "gateway stream ended",
+                  "(%s); charged %s credits", in->request_id, prov_ending_name(end),
                   prov_money_format(charge, r->pool));
     if (!x->client_gone) {
         prov_error_t *e = failed_error(x, gw_error, rv, charge);

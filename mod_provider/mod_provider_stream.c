@@ -235,9 +235,26 @@ static apr_status_t on_tick(void *baton)
     return APR_SUCCESS;
 }
 
-const char *provider_stream_cut_status(const provider_stream_t *x, apr_status_t rv)
+/* What x saw of its end, for prov_ending_classify. */
+static void stream_facts(prov_ending_facts_t *f, const provider_stream_t *x, apr_status_t rv)
 {
-    return x->too_long ? "max_duration" : rv == APR_TIMEUP ? "timeout" : "cut";
+    memset(f, 0, sizeof(*f));
+    f->started = x->started;
+    f->client_left = x->client_gone;
+    f->refused = !x->started && x->status != 0 && x->status != HTTP_OK;
+    f->too_long = x->too_long;
+    f->malformed = x->malformed;
+    f->rv = rv;
+}
+
+prov_ending_e provider_stream_ending(const provider_stream_t *x, apr_status_t rv, int complete,
+                                     int gateway_error)
+{
+    prov_ending_facts_t f;
+    stream_facts(&f, x, rv);
+    f.complete = complete;
+    f.gateway_error = gateway_error;
+    return prov_ending_classify(&f);
 }
 
 prov_error_t *provider_stream_cut_error(const provider_stream_t *x, apr_status_t rv,
@@ -264,36 +281,36 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
     const prov_gwerror_t *early = x->how->early_error ? x->how->early_error(x->translator)
                                                       : NULL;
     provider_family_e family = in->family;
+    prov_ending_facts_t f;
+    prov_ending_e end;
 
-    if (x->client_gone) {
-        provider_infer_release(in, "client_gone");
+    stream_facts(&f, x, rv);
+    f.refused = f.refused || early;  /* an error event before anything was sent */
+    end = prov_ending_classify(&f);
+    if (end == PROV_END_TIMEOUT || end == PROV_END_UNREACHABLE)
+        return provider_infer_gateway_failed(in, rv);
+    provider_infer_release(in, end);
+    if (end == PROV_END_CLIENT_LEFT) {
         r->connection->keepalive = AP_CONN_CLOSE;
         return OK;
     }
-    if (x->status != 0 && x->status != HTTP_OK) {
+    if (end == PROV_END_REFUSED && x->status != 0 && x->status != HTTP_OK) {
         prov_gw_response_t resp;
         memset(&resp, 0, sizeof(resp));
         resp.status = x->status;
         resp.body = x->refusal ? x->refusal : "";
         resp.len = x->refusal_len;
         resp.retry_after = x->retry_after;
-        provider_infer_release(in, "refused");
         return provider_gateway_refusal(r, family, &resp);
     }
-    if (early) {
+    if (end == PROV_END_REFUSED) {
         prov_gwerror_t g = *early;
         g.early = 1;
         provider_log_gateway_error(r, early);
-        provider_infer_release(in, "refused");
         return provider_send_error(r, family, prov_gwerror_client(&g, r->pool));
     }
-    if (x->too_long) {
-        provider_infer_release(in, "max_duration");
+    if (end == PROV_END_MAX_DURATION)
         return provider_send_error(r, family, provider_stream_cut_error(x, rv, NULL, 0));
-    }
-    if (rv != APR_SUCCESS && !x->malformed)
-        return provider_infer_gateway_failed(in, rv);
-    provider_infer_release(in, "malformed");
     return provider_fail(r, family, PROV_E_GATEWAY_ERROR, NULL, "%s", x->how->malformed);
 }
 

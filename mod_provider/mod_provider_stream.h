@@ -89,13 +89,15 @@ int provider_stream_finish(provider_stream_t *x);
 int provider_stream_commit(provider_infer_t *in, provider_stream_t *x);
 /* Non-zero when the client has gone (noticed now or before). */
 int provider_stream_gone(provider_stream_t *x);
+/* How the stream ended (prov_ending_classify of what x saw; rv: the
+ * gateway transfer's result; complete and gateway_error: the transport's
+ * judgement of its last events). */
+prov_ending_e provider_stream_ending(const provider_stream_t *x, apr_status_t rv, int complete,
+                                     int gateway_error);
 /* A stream the client has, cut short (not complete, not left by the client,
- * not ended by a gateway error event; rv: the transfer's result): its
- * ledger status when nothing is reported ("max_duration", "timeout" or
- * "cut"), and the error the client is told, naming the limit or the
- * gateway (what_cut: the transport's words for a gateway cut) and the
- * charge. */
-const char *provider_stream_cut_status(const provider_stream_t *x, apr_status_t rv);
+ * not ended by a gateway error event; rv: the transfer's result): the error
+ * the client is told, naming the limit or the gateway (what_cut: the
+ * transport's words for a gateway cut) and the charge. */
 prov_error_t *provider_stream_cut_error(const provider_stream_t *x, apr_status_t rv,
                                         const char *what_cut, prov_micro_t charge);
 /* Streams the gateway's answer to body at path through how and settles it;

@@ -27,10 +27,10 @@ static apr_status_t begin(batch_t *b, prov_op_t *ops, prov_slot_t *work)
         if (op->kind == PROV_OP_RESERVE)
             APR_ARRAY_PUSH(ids, apr_int64_t) = op->auth->user_id;
         else if (op->kind == PROV_OP_SETTLE)
-            APR_ARRAY_PUSH(ids, apr_int64_t) = op->res->user_id;
+            APR_ARRAY_PUSH(ids, apr_int64_t) = op->res->row.user_id;
         else if (op->kind == PROV_OP_REPLAY) {
             for (i = 0; i < op->nrecs; i++)
-                APR_ARRAY_PUSH(ids, apr_int64_t) = op->recs[i].user_id;
+                APR_ARRAY_PUSH(ids, apr_int64_t) = op->recs[i].row.user_id;
         }
     }
     for (w = work; w; w = w->work_next)
@@ -154,11 +154,10 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
  * answer at once. With no batch running, it leads its own batch and returns
  * the result, as a reservation always does. */
 prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
-                                   prov_micro_t charge, const char *status, apr_int64_t now)
+                                   prov_micro_t charge, prov_status_e status, apr_int64_t now)
 {
-    apr_size_t lid = strlen(r->request_id) + 1, lt = strlen(r->transport) + 1,
-               ls = strlen(status) + 1;
-    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + lid + lt + ls);
+    apr_size_t lid = strlen(r->row.request_id) + 1, lt = strlen(r->row.transport) + 1;
+    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + lid + lt);
     prov_reservation_t *cr;
     char *str;
     if (!c)
@@ -171,9 +170,9 @@ prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_token
     cr = (prov_reservation_t *)(c + 1);
     *cr = *r;
     str = (char *)(cr + 1);
-    cr->request_id = memcpy(str, r->request_id, lid);
-    cr->transport = memcpy(str + lid, r->transport, lt);
-    c->status = memcpy(str + lid + lt, status, ls);
+    cr->row.request_id = memcpy(str, r->row.request_id, lid);
+    cr->row.transport = memcpy(str + lid, r->row.transport, lt);
+    c->status = status;
     cr->windows.plan_name = NULL;
     cr->slot = cr->entry = NULL;
     c->res = cr;

@@ -17,8 +17,6 @@
  * plan name a lease keeps for the reservations drawn from it. */
 #define PROV_LEASE_ID_MAX 48
 #define PROV_PLAN_NAME_MAX 65     /* providerctl takes 64 characters; and the NUL */
-/* Room for a ledger status ("ok", "cut", "failed", ...) kept with an entry. */
-#define PROV_ENTRY_STATUS_MAX 24
 
 typedef enum {
     PROV_OP_RESERVE = 0,
@@ -56,15 +54,10 @@ typedef struct prov_entry_t {
     prov_entry_state_e state;
     int complete;                   /* WRITING: written as a settled row */
     int settled;                    /* WRITING: settled while its hold was written */
-    apr_int64_t user_id, key_id, model_id, created_at, settled_at;
+    prov_ledger_row_t row;          /* its row as it will be written (status, charge,
+                                     * tokens and settled_at once settled) */
     apr_time_t drawn_at;            /* wall clock: old holds are written */
-    int from_plan;
-    prov_micro_t hold, charge;
-    prov_tokens_t tokens;
-    char *request_id, *transport;
-    char status[PROV_ENTRY_STATUS_MAX];
     int jticket;                    /* its settlement's journal record (0: none) */
-    prov_micro_t floor;             /* its input estimate's charge (ledger.floor_credits) */
     const char *owner;              /* the journal of its lease's table (L->owner), for
                                      * a row written as a hold; "" or NULL: none */
     struct prov_entry_t *next;
@@ -132,7 +125,7 @@ typedef struct prov_op_t {
     prov_reservation_t *res;
     prov_tokens_t tokens;
     prov_micro_t charge;
-    const char *status;
+    prov_status_e status;
     /* results */
     apr_status_t rv;
     prov_reservation_t *out;        /* reserve: the reservation, or NULL ... */
@@ -171,7 +164,7 @@ typedef struct prov_op_t {
 /* A settlement nobody waits for, copied out of r (malloc; the engine frees
  * it once committed). NULL without memory. */
 prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
-                                   prov_micro_t charge, const char *status, apr_int64_t now);
+                                   prov_micro_t charge, prov_status_e status, apr_int64_t now);
 
 /* Runs ops (a list) and the leases' work (slots linked by work_next) in one
  * transaction on s at engine time now (0: the latest of the ops'); sweep:

@@ -101,7 +101,7 @@ apr_status_t prov_batch_flush(batch_t *b)
 /* Writes r's row (label: its status before, reserved or expired) with
  * tokens t, charge and status at b->now; *n: rows written (0 or 1). */
 static apr_status_t settle_row(batch_t *b, const char *label, const prov_reservation_t *r,
-                               const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                               const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                int *n)
 {
     apr_pool_t *p = b->p;
@@ -109,7 +109,7 @@ static apr_status_t settle_row(batch_t *b, const char *label, const prov_reserva
     return prov_store_exec(b->s, n, label,
         PROV_ARGS(prov_i64(t->input, p), prov_i64(t->output, p), prov_i64(t->cache, p),
                   prov_i64(t->reasoning, p), prov_i64(charge, p), prov_i64(charge, p),
-                  status, prov_i64(b->now, p), r->request_id), p);
+                  prov_ledger_status_name(status), prov_i64(b->now, p), r->row.request_id), p);
 }
 
 /* Moves amount of r's funding into (amount > 0) or out of the buckets of
@@ -118,9 +118,10 @@ static void charge_move(batch_t *b, const prov_reservation_t *r, prov_micro_t am
 {
     if (!amount)
         return;
-    prov_batch_usage(b, r->user_id, r->key_id, r->created_at, amount, r->from_plan, 0);
-    if (!r->from_plan)
-        prov_batch_balance(b, r->user_id, prov_i64_sub_sat(0, amount));
+    prov_batch_usage(b, r->row.user_id, r->row.key_id, r->row.created_at, amount,
+                     r->row.from_plan, 0);
+    if (!r->row.from_plan)
+        prov_batch_balance(b, r->row.user_id, prov_i64_sub_sat(0, amount));
 }
 
 /* A settlement that comes after the sweep expired its row: the expiry gave
@@ -128,7 +129,7 @@ static void charge_move(batch_t *b, const prov_reservation_t *r, prov_micro_t am
  * week and the plan windows or the balance, whichever funded the hold).
  * Once: the row leaves 'expired' in the statement that finds it. */
 static apr_status_t settle_late(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
-                                prov_micro_t charge, const char *status, int *moved)
+                                prov_micro_t charge, prov_status_e status, int *moved)
 {
     char buf[32];
     int n = 0;
@@ -139,13 +140,13 @@ static apr_status_t settle_late(batch_t *b, const prov_reservation_t *r, const p
     charge_move(b, r, charge);
     prov_log(PROV_LOG_WARN, APR_SUCCESS, "PROV00058: request %s was settled (%s, %s credits) "
              "after its hold expired: charged late. ProviderHoldTimeout should stay above "
-             "ProviderStreamMaxDuration", r->request_id, status,
+             "ProviderStreamMaxDuration", r->row.request_id, prov_ledger_status_name(status),
              prov_money_format_buf(buf, charge));
     return APR_SUCCESS;
 }
 
 apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
-                               prov_micro_t charge, const char *status, int *moved)
+                               prov_micro_t charge, prov_status_e status, int *moved)
 {
     int n = 0;
     apr_status_t rv = settle_row(b, "bill_ledger_settle", r, t, charge, status, &n);
@@ -155,11 +156,11 @@ apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const pr
     if (n != 1)                      /* settled or released before, or expired */
         return settle_late(b, r, t, charge, status, moved);
     *moved = 1;
-    charge_move(b, r, prov_i64_sub_sat(charge, r->hold));
+    charge_move(b, r, prov_i64_sub_sat(charge, r->row.hold));
     return APR_SUCCESS;
 }
 
-apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, const char *status,
+apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, prov_status_e status,
                                     int *moved)
 {
     static const prov_tokens_t none = { 0, 0, 0, 0 };
@@ -167,7 +168,7 @@ apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, con
     apr_status_t rv = settle_row(b, "bill_ledger_settle", r, &none, 0, status, &n);
     *moved = rv == APR_SUCCESS && n == 1;
     if (*moved)
-        charge_move(b, r, prov_i64_sub_sat(0, r->hold));
+        charge_move(b, r, prov_i64_sub_sat(0, r->row.hold));
     return rv;
 }
 

@@ -23,13 +23,13 @@ static apr_status_t select_holds(apr_array_header_t **rows, batch_t *b, const ch
         prov_reservation_t *r = apr_array_push(*rows);
         const char *source = prov_store_get(b->s, row, 3);
         memset(r, 0, sizeof(*r));
-        r->request_id = prov_store_get(b->s, row, 0);
-        r->user_id = prov_store_get_i64(b->s, row, 1, 0);
-        r->key_id = prov_store_get_i64(b->s, row, 2, 0);
-        r->from_plan = source && !strcmp(source, "plan");
-        r->hold = prov_store_get_i64(b->s, row, 4, 0);
-        r->created_at = prov_store_get_i64(b->s, row, 5, 0);
-        r->floor = prov_store_get_i64(b->s, row, 6, 0);
+        r->row.request_id = prov_store_get(b->s, row, 0);
+        r->row.user_id = prov_store_get_i64(b->s, row, 1, 0);
+        r->row.key_id = prov_store_get_i64(b->s, row, 2, 0);
+        r->row.from_plan = source && !strcmp(source, "plan");
+        r->row.hold = prov_store_get_i64(b->s, row, 4, 0);
+        r->row.created_at = prov_store_get_i64(b->s, row, 5, 0);
+        r->row.floor = prov_store_get_i64(b->s, row, 6, 0);
     }
     return rv == APR_EOF ? APR_SUCCESS : rv;
 }
@@ -44,7 +44,7 @@ apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count)
         return rv;
     for (i = 0; i < stale->nelts; i++) {
         prov_reservation_t *r = &APR_ARRAY_IDX(stale, i, prov_reservation_t);
-        if ((rv = prov_batch_release_row(b, r, "expired", &moved)) != APR_SUCCESS)
+        if ((rv = prov_batch_release_row(b, r, PROV_STATUS_EXPIRED, &moved)) != APR_SUCCESS)
             return rv;
         *count += moved;
     }
@@ -74,7 +74,8 @@ static apr_status_t charge_floors(batch_t *b, const char *owner, int *count)
         b->now = prov_now();
     for (i = 0; i < rows->nelts; i++) {
         prov_reservation_t *r = &APR_ARRAY_IDX(rows, i, prov_reservation_t);
-        prov_micro_t charge = r->floor < 0 ? 0 : r->floor < r->hold ? r->floor : r->hold;
+        const prov_ledger_row_t *w = &r->row;
+        prov_micro_t charge = w->floor < 0 ? 0 : w->floor < w->hold ? w->floor : w->hold;
         if ((rv = prov_batch_settle(b, r, &none, charge, PROV_JOURNAL_PROGRESS_STATUS, &moved))
             != APR_SUCCESS)
             return rv;
@@ -102,18 +103,12 @@ apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
     op->swept = op->progressed = op->floors = 0;
     for (i = 0; i < op->nrecs && rv == APR_SUCCESS; i++) {
         const prov_journal_rec_t *j = &op->recs[i];
+        const prov_ledger_row_t *w = &j->row;
         prov_reservation_t r;
         memset(&r, 0, sizeof(r));
-        r.request_id = j->request_id;
-        r.user_id = j->user_id;
-        r.key_id = j->key_id;
-        r.model_id = j->model_id;
-        r.transport = j->transport;
-        r.hold = j->hold;
-        r.from_plan = j->from_plan;
-        r.created_at = j->created_at;
-        b->now = j->settled_at;      /* the row says when it was settled */
-        rv = prov_batch_settle(b, &r, &j->tokens, j->charge, j->status, &moved);
+        r.row = *w;
+        b->now = w->settled_at;      /* the row says when it was settled */
+        rv = prov_batch_settle(b, &r, &w->tokens, w->charge, w->status, &moved);
         b->now = now;
         if (rv != APR_SUCCESS || moved || !j->drawn) {
             op->swept += moved;
@@ -122,17 +117,17 @@ apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
         }
         n = 0;
         rv = prov_store_exec(b->s, &n, "bill_ledger_replay",
-            PROV_ARGS(j->request_id, prov_i64(j->user_id, p), prov_i64(j->key_id, p),
-                      prov_i64(j->model_id, p), j->transport, prov_i64(j->tokens.input, p),
-                      prov_i64(j->tokens.output, p), prov_i64(j->tokens.cache, p),
-                      prov_i64(j->tokens.reasoning, p), prov_i64(j->hold, p),
-                      prov_i64(j->charge, p), prov_i64(j->from_plan ? j->charge : 0, p),
-                      prov_batch_source(j->from_plan), j->status, prov_i64(j->created_at, p),
-                      prov_i64(j->settled_at, p)), p);
+            PROV_ARGS(w->request_id, prov_i64(w->user_id, p), prov_i64(w->key_id, p),
+                      prov_i64(w->model_id, p), w->transport, prov_i64(w->tokens.input, p),
+                      prov_i64(w->tokens.output, p), prov_i64(w->tokens.cache, p),
+                      prov_i64(w->tokens.reasoning, p), prov_i64(w->hold, p),
+                      prov_i64(w->charge, p), prov_i64(w->from_plan ? w->charge : 0, p),
+                      prov_batch_source(w->from_plan), prov_ledger_status_name(w->status),
+                      prov_i64(w->created_at, p), prov_i64(w->settled_at, p)), p);
         if (rv == APR_SUCCESS && n == 1) {
-            prov_batch_usage(b, j->user_id, j->key_id, j->created_at, j->charge, j->from_plan, 1);
-            if (!j->from_plan)
-                prov_batch_balance(b, j->user_id, -j->charge);
+            prov_batch_usage(b, w->user_id, w->key_id, w->created_at, w->charge, w->from_plan, 1);
+            if (!w->from_plan)
+                prov_batch_balance(b, w->user_id, -w->charge);
             op->swept++;
             op->progressed += j->progress;
         }

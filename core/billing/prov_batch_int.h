@@ -59,10 +59,10 @@ apr_status_t prov_batch_flush(batch_t *b);
  * (PROV00058). *moved: 0 when the row was neither (settled or released
  * before: nothing moved), so that a settlement lands exactly once. */
 apr_status_t prov_batch_settle(batch_t *b, const prov_reservation_t *r, const prov_tokens_t *t,
-                               prov_micro_t charge, const char *status, int *moved);
+                               prov_micro_t charge, prov_status_e status, int *moved);
 /* Gives r's reserved row back with status and no charge (an expiry, a hold
  * released by hand); *moved: 0 when it was no longer reserved. */
-apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, const char *status,
+apr_status_t prov_batch_release_row(batch_t *b, const prov_reservation_t *r, prov_status_e status,
                                     int *moved);
 /* The account (balance, blocked, plan windows), key (secret, budget, week)
  * and model (enabled) as this batch sees them, read once per batch. */
@@ -98,7 +98,7 @@ apr_status_t prov_batch_lease_sweep(batch_t *b, apr_int64_t hold_timeout);
 
 /* ---- prov_batch_expire.c --------------------------------------------------- */
 
-/* Releases the holds older than hold_timeout (status "expired"). */
+/* Releases the holds older than hold_timeout (PROV_STATUS_EXPIRED). */
 apr_status_t prov_batch_sweep(batch_t *b, apr_int64_t hold_timeout, int *count);
 /* A dead process's journal records, each settlement once, then its leases. */
 apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op);

@@ -37,22 +37,8 @@ static apr_status_t insert_complete(batch_t *b, const prov_entry_t *taken)
     apr_array_header_t *rows = apr_array_make(b->p, 8, sizeof(prov_ledger_row_t));
     const prov_entry_t *e;
     for (e = taken; e; e = e->next) {
-        prov_ledger_row_t *r;
-        if (!e->complete)
-            continue;
-        r = apr_array_push(rows);
-        r->request_id = e->request_id;
-        r->transport = e->transport;
-        r->status = e->status;
-        r->user_id = e->user_id;
-        r->key_id = e->key_id;
-        r->model_id = e->model_id;
-        r->tokens = e->tokens;
-        r->hold = e->hold;
-        r->charge = e->charge;
-        r->from_plan = e->from_plan;
-        r->created_at = e->created_at;
-        r->settled_at = e->settled_at;
+        if (e->complete)
+            *(prov_ledger_row_t *)apr_array_push(rows) = e->row;
     }
     return prov_store_bill_ledger_insert(b->s, (const prov_ledger_row_t *)rows->elts,
                                          rows->nelts, b->p);
@@ -71,19 +57,21 @@ apr_status_t prov_batch_lease_write(batch_t *b, prov_slot_t *w)
     if ((rv = insert_complete(b, w->taken)) != APR_SUCCESS)
         return rv;
     for (e = w->taken; e; e = e->next) {
-        prov_micro_t amount = e->complete ? e->charge : e->hold;
+        prov_micro_t amount = e->complete ? e->row.charge : e->row.hold;
         if (!e->complete) {
             rv = prov_store_exec(b->s, NULL, "bill_ledger_reserve",
-                PROV_ARGS(e->request_id, prov_i64(e->user_id, p), prov_i64(e->key_id, p),
-                          prov_i64(e->model_id, p), e->transport, prov_i64(e->hold, p),
-                          prov_batch_source(e->from_plan), prov_i64(e->created_at, p),
-                          e->owner && e->owner[0] ? e->owner : NULL, prov_i64(e->floor, p)), p);
+                PROV_ARGS(e->row.request_id, prov_i64(e->row.user_id, p), prov_i64(e->row.key_id,
+                                                                                   p),
+                          prov_i64(e->row.model_id, p), e->row.transport, prov_i64(e->row.hold, p),
+                          prov_batch_source(e->row.from_plan), prov_i64(e->row.created_at, p),
+                          e->owner && e->owner[0] ? e->owner : NULL, prov_i64(e->row.floor, p)), p);
             if (rv != APR_SUCCESS)
                 return rv;
         }
-        prov_batch_usage(b, e->user_id, e->key_id, e->created_at, amount, e->from_plan, 1);
-        if (!e->from_plan)
-            prov_batch_balance(b, e->user_id, -amount);
+        prov_batch_usage(b, e->row.user_id, e->row.key_id, e->row.created_at, amount,
+                         e->row.from_plan, 1);
+        if (!e->row.from_plan)
+            prov_batch_balance(b, e->row.user_id, -amount);
     }
     if (!w->id[0])
         return APR_SUCCESS;
@@ -264,7 +252,7 @@ apr_status_t prov_batch_lease_grant(batch_t *b, prov_op_t *op)
     w.user_id = op->auth->user_id;
     w.key_id = op->auth->key_id;
     w.model_id = op->model_id;
-    w.from_plan = op->out->from_plan;
+    w.from_plan = op->out->row.from_plan;
     if ((rv = lease_valid(&ok, b, &w, op->auth->key_hash, &a, &k)) != APR_SUCCESS)
         return rv;
     if (!ok || op->lease_unit <= 0)

@@ -223,15 +223,15 @@ static apr_status_t take_hold(batch_t *b, prov_op_t *op, acct_t *a, keyw_t *k, i
     }
 
     r = apr_pcalloc(p, sizeof(*r));
-    r->request_id = apr_pstrdup(p, op->request_id);
-    r->user_id = auth->user_id;
-    r->key_id = auth->key_id;
-    r->model_id = op->model_id;
-    r->transport = apr_pstrdup(p, op->transport);
-    r->hold = hold;
-    r->floor = op->floor;
-    r->from_plan = from_plan;
-    r->created_at = b->now;
+    r->row.request_id = apr_pstrdup(p, op->request_id);
+    r->row.user_id = auth->user_id;
+    r->row.key_id = auth->key_id;
+    r->row.model_id = op->model_id;
+    r->row.transport = apr_pstrdup(p, op->transport);
+    r->row.hold = hold;
+    r->row.floor = op->floor;
+    r->row.from_plan = from_plan;
+    r->row.created_at = b->now;
     if (a->plan.has_plan) {
         r->windows = a->plan;
         r->windows.plan_name = a->plan.plan_name ? apr_pstrdup(p, a->plan.plan_name) : NULL;

@@ -148,8 +148,8 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
                                       hold, now, p);
         if (drawn) {
             (*r)->queue = q;
-            (*r)->floor = floor;
-            ((prov_entry_t *)(*r)->entry)->floor = floor;
+            (*r)->row.floor = floor;
+            ((prov_entry_t *)(*r)->entry)->row.floor = floor;
         }
         else {
             op.auth = auth;
@@ -189,23 +189,12 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
 
 /* A journal record of r: its settlement (or progress) at now. */
 static void journal_rec(prov_journal_rec_t *rec, const prov_reservation_t *r,
-                        const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                        const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                         apr_int64_t now)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
     memset(rec, 0, sizeof(*rec));
-    rec->request_id = r->request_id;
-    rec->transport = r->transport;
-    rec->status = status;
-    rec->user_id = r->user_id;
-    rec->key_id = r->key_id;
-    rec->model_id = r->model_id;
-    rec->created_at = r->created_at;
-    rec->settled_at = now;
-    rec->tokens = t ? *t : none;
-    rec->hold = r->hold;
-    rec->charge = charge;
-    rec->from_plan = r->from_plan;
+    rec->row = r->row;
+    prov_ledger_row_settle(&rec->row, t, charge, status, now);
     rec->drawn = r->entry != NULL;
 }
 
@@ -216,7 +205,7 @@ static void journal_rec(prov_journal_rec_t *rec, const prov_reservation_t *r,
  * thread (*used: the caller uncounts it once it holds the mutex again). */
 static int journal_note(int *used, const prov_store_source_t *src,
                         prov_reservation_t *r, const prov_tokens_t *t, prov_micro_t charge,
-                        const char *status, apr_int64_t now)
+                        prov_status_e status, apr_int64_t now)
 {
     static volatile apr_time_t failed_at;
     prov_journal_rec_t rec;
@@ -243,7 +232,7 @@ static int journal_note(int *used, const prov_store_source_t *src,
         && apr_time_now() - failed_at > JOURNAL_LOG_EVERY) {
         failed_at = apr_time_now();
         prov_log(PROV_LOG_ERR, rv, "PROV00382: request %s could not be journaled; if this "
-                 "process dies before its row is written, the row is lost", r->request_id);
+                 "process dies before its row is written, the row is lost", r->row.request_id);
     }
     /* The settlement stands for the request from here: its floor may go. */
     prov_journal_done_kept(j, r->floor_ticket);
@@ -287,13 +276,13 @@ void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
  * charged), kept until its settlement is journaled (journal_note). */
 static void journal_floor(prov_reservation_t *r, apr_int64_t now)
 {
-    if (r && r->entry && r->floor > 0)
-        journal_progress(r, NULL, r->floor < r->hold ? r->floor : r->hold, now,
+    if (r && r->entry && r->row.floor > 0)
+        journal_progress(r, NULL, r->row.floor < r->row.hold ? r->row.floor : r->row.hold, now,
                          &r->floor_ticket);
 }
 
 static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
-                           const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                           const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                            apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
@@ -326,7 +315,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
          * writes its row (and returns the lease once its key is idle). */
         if (!writer && (rv = prov_queue_flush(src, now, p)) != APR_SUCCESS)
             prov_log(PROV_LOG_ERR, rv, "PROV00055: request %s was settled but not "
-                     "written yet; the next batch writes it", r->request_id);
+                     "written yet; the next batch writes it", r->row.request_id);
         return APR_SUCCESS;
     }
     memset(&op, 0, sizeof(op));
@@ -351,14 +340,14 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
 }
 
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
-                                 const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                                 const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                  apr_int64_t now, apr_pool_t *p)
 {
     return finish(src, r, t, charge, status, now, p);
 }
 
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
-                                  const char *status, apr_int64_t now, apr_pool_t *p)
+                                  prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
     return finish(src, r, NULL, 0, status, now, p);
 }

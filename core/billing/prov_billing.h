@@ -31,6 +31,7 @@
 #include "prov_error.h"
 #include "prov_money.h"
 #include "prov_store.h"
+#include "prov_ledger.h"
 #include "prov_account.h"
 #include "prov_models.h"
 
@@ -73,15 +74,8 @@ typedef struct prov_plan_windows_t {
 } prov_plan_windows_t;
 
 typedef struct prov_reservation_t {
-    const char *request_id;
-    apr_int64_t user_id;
-    apr_int64_t key_id;
-    apr_int64_t model_id;
-    const char *transport;
-    prov_micro_t hold;
-    prov_micro_t floor;             /* the charge of its input estimate alone */
-    int from_plan;                  /* funded by the plan (else by the balance) */
-    apr_int64_t created_at;
+    prov_ledger_row_t row;          /* its ledger row as held: request, key, model,
+                                     * transport, hold, floor, funding, created_at */
     int settled;                    /* settled or released: nothing more to do */
     int leased;                     /* drawn from this process's lease */
     prov_plan_windows_t windows;    /* filled when the account has a plan */
@@ -147,10 +141,11 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
 void prov_billing_progress(const prov_reservation_t *r, const prov_tokens_t *t,
                            prov_micro_t charge, apr_int64_t now);
 /* Replaces the hold by charge for tokens t and completes the ledger row with
- * status ("ok", "cut", ...). Once only: when the row is no longer reserved
- * (settled, released or expired) returns APR_EINCOMPLETE and moves nothing. */
+ * status (prov_ledger.h: PROV_STATUS_OK, _CUT, ...). Once only: when the row
+ * is no longer reserved (settled, released or expired) returns
+ * APR_EINCOMPLETE and moves nothing. */
 apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservation_t *r,
-                                 const prov_tokens_t *t, prov_micro_t charge, const char *status,
+                                 const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                  apr_int64_t now, apr_pool_t *p);
 /* A writer thread for the queue of src's channel: it writes what requests
  * drew from leases (in groups, after their answers) and returns a lease
@@ -216,12 +211,12 @@ apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr
  * expired or unknown). A request whose hold was released and that still
  * ends is not charged. */
 apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
-                                       const char *status, apr_int64_t now, apr_pool_t *p);
+                                       prov_status_e status, apr_int64_t now, apr_pool_t *p);
 
-/* Returns the hold: no charge, the ledger row records status ("failed"...). */
+/* Returns the hold: no charge, the ledger row records status (PROV_STATUS_FAILED, ...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
-                                  const char *status, apr_int64_t now, apr_pool_t *p);
-/* Releases (status "expired") holds older than the hold timeout; *n counts
+                                  prov_status_e status, apr_int64_t now, apr_pool_t *p);
+/* Releases (PROV_STATUS_EXPIRED) holds older than the hold timeout; *n counts
  * them. Runs by itself inside batches now and then; exposed for tests. */
 apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
                                  apr_pool_t *p);

@@ -39,7 +39,7 @@ apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr
 }
 
 apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
-                                       const char *status, apr_int64_t now, apr_pool_t *p)
+                                       prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
     apr_status_t rv;

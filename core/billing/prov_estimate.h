@@ -13,9 +13,6 @@
 #include "prov_json.h"
 #include "prov_money.h"
 
-/* The ledger status of a settlement by estimate. */
-#define PROV_STATUS_ESTIMATED "estimated"
-
 /* What a transport's answer reader returns when the answer carries a usage
  * report that cannot be read (docs/internals/billing.md, "How usage reports
  * are read"): it counts as no usage. */

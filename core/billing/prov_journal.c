@@ -316,26 +316,27 @@ static char *put_i64(char *o, const char *end, apr_int64_t v)
 static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
 {
     char *o = buf, *end = buf + len;
-    const apr_int64_t mid[] = { r->tokens.input, r->tokens.output, r->tokens.cache,
-                                r->tokens.reasoning, r->hold, r->charge,
-                                r->from_plan ? 1 : 0, r->drawn ? 1 : 0 };
+    const apr_int64_t mid[] = { r->row.tokens.input, r->row.tokens.output, r->row.tokens.cache,
+                                r->row.tokens.reasoning, r->row.hold, r->row.charge,
+                                r->row.from_plan ? 1 : 0, r->drawn ? 1 : 0 };
     int i;
     o[0] = r->progress ? 'P' : 'S';
     o[1] = '\t';
     o += 2;
-    if (!(o = put_text(o, end, r->request_id)) || !(o = put_i64(o, end, r->user_id))
-        || !(o = put_i64(o, end, r->key_id)) || !(o = put_i64(o, end, r->model_id)))
+    if (!(o = put_text(o, end, r->row.request_id)) || !(o = put_i64(o, end, r->row.user_id))
+        || !(o = put_i64(o, end, r->row.key_id)) || !(o = put_i64(o, end, r->row.model_id)))
         return -1;
     *o++ = '\t';
-    if (end - o < 2 || !(o = put_text(o, end, r->transport)))
+    if (end - o < 2 || !(o = put_text(o, end, r->row.transport)))
         return -1;
     for (i = 0; i < (int)(sizeof(mid) / sizeof(mid[0])); i++) {
         if (!(o = put_i64(o, end, mid[i])))
             return -1;
     }
     *o++ = '\t';
-    if (end - o < 2 || !(o = put_text(o, end, r->status)) || !(o = put_i64(o, end, r->created_at))
-        || !(o = put_i64(o, end, r->settled_at)) || end - o < 1)
+    if (end - o < 2 || !(o = put_text(o, end, prov_ledger_status_name(r->row.status)))
+        || !(o = put_i64(o, end, r->row.created_at))
+        || !(o = put_i64(o, end, r->row.settled_at)) || end - o < 1)
         return -1;
     *o++ = '\n';
     return (int)(o - buf);

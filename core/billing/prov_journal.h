@@ -20,6 +20,7 @@
 #define PROV_JOURNAL_H
 
 #include "prov_common.h"
+#include "prov_ledger.h"
 
 /* Records handed to a replay call at most (one billing batch). */
 #define PROV_JOURNAL_CHUNK 512
@@ -37,21 +38,14 @@ typedef struct prov_journal_t prov_journal_t;
 
 /* A progress record's status: what its request is settled as when its
  * process died with no settlement of it in the journal. */
-#define PROV_JOURNAL_PROGRESS_STATUS "estimated"
+#define PROV_JOURNAL_PROGRESS_STATUS PROV_STATUS_ESTIMATED
 
 /* One settlement (a line starting "S"), or the progress of a request in
  * flight ("P": the charge it would be settled at were it cut now; status
  * PROV_JOURNAL_PROGRESS_STATUS): what the engine needs to write or settle
  * its row. */
 typedef struct prov_journal_rec_t {
-    const char *request_id;
-    const char *transport;
-    const char *status;
-    apr_int64_t user_id, key_id, model_id;
-    apr_int64_t created_at, settled_at;
-    prov_tokens_t tokens;
-    prov_micro_t hold, charge;
-    int from_plan;
+    prov_ledger_row_t row;          /* (its floor is not journaled) */
     int drawn;                      /* drawn from a lease: its row may not exist yet */
     int progress;                   /* a progress record, not a settlement */
     int keep;                       /* ... that keeps its segment until done (the

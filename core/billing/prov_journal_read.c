@@ -65,22 +65,24 @@ static int parse_rec(prov_journal_rec_t *r, char *line, apr_pool_t *p)
             return 0;
     }
     memset(r, 0, sizeof(*r));
-    r->request_id = get_text(f[1], p);
-    r->user_id = v[2];
-    r->key_id = v[3];
-    r->model_id = v[4];
-    r->transport = get_text(f[5], p);
-    r->tokens.input = v[6];
-    r->tokens.output = v[7];
-    r->tokens.cache = v[8];
-    r->tokens.reasoning = v[9];
-    r->hold = v[10];
-    r->charge = v[11];
-    r->from_plan = v[12] != 0;
+    /* a status the ledger does not know: a bad record */
+    if (prov_ledger_status_parse(&r->row.status, f[14]) != APR_SUCCESS)
+        return 0;
+    r->row.request_id = get_text(f[1], p);
+    r->row.user_id = v[2];
+    r->row.key_id = v[3];
+    r->row.model_id = v[4];
+    r->row.transport = get_text(f[5], p);
+    r->row.tokens.input = v[6];
+    r->row.tokens.output = v[7];
+    r->row.tokens.cache = v[8];
+    r->row.tokens.reasoning = v[9];
+    r->row.hold = v[10];
+    r->row.charge = v[11];
+    r->row.from_plan = v[12] != 0;
     r->drawn = v[13] != 0;
-    r->status = get_text(f[14], p);
-    r->created_at = v[15];
-    r->settled_at = v[16];
+    r->row.created_at = v[15];
+    r->row.settled_at = v[16];
     r->progress = f[0][0] == 'P';
     return 1;
 }
@@ -113,10 +115,10 @@ static apr_status_t take(replay_t *x, const prov_journal_rec_t *r)
 {
     if (r->progress) {
         prov_journal_rec_t *keep = apr_pmemdup(x->p, r, sizeof(*r));
-        apr_hash_set(x->progress, keep->request_id, APR_HASH_KEY_STRING, keep);
+        apr_hash_set(x->progress, keep->row.request_id, APR_HASH_KEY_STRING, keep);
         return APR_SUCCESS;
     }
-    apr_hash_set(x->progress, r->request_id, APR_HASH_KEY_STRING, NULL);
+    apr_hash_set(x->progress, r->row.request_id, APR_HASH_KEY_STRING, NULL);
     x->recs[x->n++] = *r;
     return hand_over(x, 0);
 }

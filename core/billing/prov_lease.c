@@ -208,7 +208,7 @@ void prov_entry_free(prov_entry_t *e)
 
 prov_micro_t prov_entry_amount(const prov_entry_t *e)
 {
-    return e->state == PROV_ENT_SETTLED ? e->charge : e->hold;
+    return e->state == PROV_ENT_SETTLED ? e->row.charge : e->row.hold;
 }
 
 /* Whether a slot still has a lease held in the database or entries. */
@@ -241,6 +241,7 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
     prov_reservation_t *r;
     prov_entry_t *e;
+    char *str;
     apr_size_t lid, lt;
 
     /* keep_idle 0: no writer thread to write the entry (a lease a stopped
@@ -259,32 +260,28 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
     lt = strlen(transport) + 1;
     if ((e = calloc(1, sizeof(*e) + lid + lt)) == NULL)
         return 0;
-    e->request_id = memcpy((char *)(e + 1), request_id, lid);
-    e->transport = memcpy(e->request_id + lid, transport, lt);
+    r = apr_pcalloc(p, sizeof(*r));
+    r->row.request_id = apr_pstrdup(p, request_id);
+    r->row.user_id = auth->user_id;
+    r->row.key_id = auth->key_id;
+    r->row.model_id = model_id;
+    r->row.transport = apr_pstrdup(p, transport);
+    r->row.hold = hold;
+    r->row.from_plan = s->from_plan;
+    r->row.created_at = now;
+    e->row = r->row;                /* the same row, its strings the entry's own */
+    str = (char *)(e + 1);
+    e->row.request_id = memcpy(str, request_id, lid);
+    e->row.transport = memcpy(str + lid, transport, lt);
     e->slot = s;
     e->state = PROV_ENT_INFLIGHT;
-    e->user_id = auth->user_id;
-    e->key_id = auth->key_id;
-    e->model_id = model_id;
-    e->created_at = now;
     e->drawn_at = apr_time_now();
-    e->from_plan = s->from_plan;
-    e->hold = hold;
     e->owner = L->owner;            /* the table's: "" while it has no journal */
     prov_slot_pend(s, e);
     s->drawn = prov_i64_add_sat(s->drawn, hold);
     prov_slot_busy(L, s);
     s->last_draw = e->drawn_at;
 
-    r = apr_pcalloc(p, sizeof(*r));
-    r->request_id = apr_pstrdup(p, request_id);
-    r->user_id = auth->user_id;
-    r->key_id = auth->key_id;
-    r->model_id = model_id;
-    r->transport = apr_pstrdup(p, transport);
-    r->hold = hold;
-    r->from_plan = s->from_plan;
-    r->created_at = now;
     r->leased = 1;
     r->windows = s->windows;
     r->windows.plan_name = s->windows.has_plan ? apr_pstrdup(p, s->plan_name) : NULL;
@@ -308,8 +305,8 @@ int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
         || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op->transport,
                             op->request_id, op->hold, op->now, op->p))
         return 0;
-    op->out->floor = op->floor;
-    ((prov_entry_t *)op->out->entry)->floor = op->floor;
+    op->out->row.floor = op->floor;
+    ((prov_entry_t *)op->out->entry)->row.floor = op->floor;
     /* in flight once: the draw counted it again */
     op->slot = NULL;
     prov_slot_unbusy(L, s);
@@ -317,9 +314,8 @@ int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
 }
 
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
-                      prov_micro_t charge, const char *status, apr_int64_t now)
+                      prov_micro_t charge, prov_status_e status, apr_int64_t now)
 {
-    static const prov_tokens_t none = { 0, 0, 0, 0 };
     prov_slot_t *s = r->slot;
     prov_entry_t *e = r->entry;
 
@@ -337,13 +333,10 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
         prov_slot_maybe_free(L, s);
         return PROV_LEASE_SETTLE_QUEUE;
     }
-    e->tokens = t ? *t : none;
-    e->charge = charge;
-    e->settled_at = now;
-    apr_cpystrn(e->status, status, sizeof(e->status));
+    prov_ledger_row_settle(&e->row, t, charge, status, now);
     if (e->state == PROV_ENT_INFLIGHT) {
         e->state = PROV_ENT_SETTLED;
-        e->slot->drawn = prov_i64_add_sat(e->slot->drawn, prov_i64_sub_sat(charge, e->hold));
+        e->slot->drawn = prov_i64_add_sat(e->slot->drawn, prov_i64_sub_sat(charge, e->row.hold));
         if (!e->slot->settled_n++)
             e->slot->settled_since = apr_time_now();
     }

@@ -81,7 +81,7 @@ int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op);
 
 /* Records the end of r: PROV_LEASE_SETTLE_*. */
 int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens_t *t,
-                      prov_micro_t charge, const char *status, apr_int64_t now);
+                      prov_micro_t charge, prov_status_e status, apr_int64_t now);
 /* Before a batch runs ops: decides which leases it renews or returns, hands
  * it their unwritten entries, and marks the reservations that may be
  * granted a lease. Returns the work list. */

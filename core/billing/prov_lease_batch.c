@@ -177,15 +177,9 @@ static void requeue_settled(done_t *d, const prov_entry_t *e)
     prov_reservation_t r;
     prov_op_t *c;
     memset(&r, 0, sizeof(r));
-    r.request_id = e->request_id;
-    r.user_id = e->user_id;
-    r.key_id = e->key_id;
-    r.model_id = e->model_id;
-    r.transport = e->transport;
-    r.hold = e->hold;
-    r.from_plan = e->from_plan;
-    r.created_at = e->created_at;
-    c = prov_batch_async_settle(&r, &e->tokens, e->charge, e->status, e->settled_at);
+    r.row = e->row;
+    c = prov_batch_async_settle(&r, &e->row.tokens, e->row.charge, e->row.status,
+                                e->row.settled_at);
     if (c) {
         c->jticket = e->jticket;
         c->next = d->requeue;
@@ -194,7 +188,7 @@ static void requeue_settled(done_t *d, const prov_entry_t *e)
     else {
         prov_log(PROV_LOG_ERR, APR_ENOMEM, "PROV00053: request %s was not "
                  "settled (no memory); its hold stays until it expires",
-                 e->request_id);
+                 e->row.request_id);
     }
 }
 
@@ -230,7 +224,7 @@ static void entry_back(prov_slot_t *s, prov_entry_t *e)
     if (e->complete || e->settled) {
         if (!e->complete)
             s->drawn = prov_i64_add_sat(s->drawn,
-                                        prov_i64_sub_sat(e->charge, e->hold));
+                                        prov_i64_sub_sat(e->row.charge, e->row.hold));
         e->state = PROV_ENT_SETTLED;
         if (!s->settled_n++)
             s->settled_since = apr_time_now();
@@ -291,7 +285,7 @@ static void lease_open(prov_slot_t *s, const prov_op_t *op, apr_int64_t now)
     memcpy(s->id, op->lease_id, sizeof(s->id));
     free(s->key_hash);
     s->key_hash = op->auth->key_hash ? strdup(op->auth->key_hash) : NULL;
-    s->from_plan = op->out->from_plan;
+    s->from_plan = op->out->row.from_plan;
     s->amount = op->granted;
     s->drawn = 0;
     s->unit = op->lease_unit;

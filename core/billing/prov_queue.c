@@ -94,7 +94,7 @@ static apr_status_t lead(prov_queue_t *q, prov_op_t *batch, prov_slot_t *work,
         const prov_entry_t *e;
         for (w = work; w; w = w->work_next) {
             for (e = w->taken; e; e = e->next) {
-                apr_int64_t t = e->complete ? e->settled_at : e->created_at;
+                apr_int64_t t = e->complete ? e->row.settled_at : e->row.created_at;
                 if (t > now)
                     now = t;
             }
@@ -156,8 +156,8 @@ static void complete(const prov_queue_t *q, prov_op_t *batch, prov_op_t *mine)
             if (o->rv != APR_SUCCESS && o->rv != APR_EINCOMPLETE)
                 prov_log(PROV_LOG_ERR, o->rv, "PROV00052: request %s was not %s; its hold "
                          "of %" APR_INT64_T_FMT " micro-credits stays reserved until it "
-                         "expires", o->res->request_id, o->charge ? "settled" : "released",
-                         o->res->hold);
+                         "expires", o->res->row.request_id, o->charge ? "settled" : "released",
+                         o->res->row.hold);
             o->done = 1;
             if (o != mine)
                 free(o);

@@ -27,6 +27,10 @@ static apr_status_t select_int(int *out, prov_store_t *s, const char *sql, apr_p
     apr_dbd_row_t *row = NULL;
     const char *v = NULL;
     int rc = apr_dbd_select(s->driver, p, s->handle, &res, sql, 1);
+    /* Once more when a migration changed the schema under it (SQLite's
+     * SQLITE_SCHEMA: another process migrating while this one checks). */
+    if (rc)
+        rc = apr_dbd_select(s->driver, p, s->handle, &res, sql, 1);
     if (rc) {
         prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00020: schema query failed: %s",
                  apr_dbd_error(s->driver, s->handle, rc));

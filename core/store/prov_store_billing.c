@@ -84,7 +84,7 @@ static apr_status_t insert_rows(prov_store_t *s, const prov_ledger_row_t *e, int
         a[10] = &e->charge;
         a[11] = &plan[i];
         a[12] = source_of(e->from_plan);
-        a[13] = e->status;
+        a[13] = prov_ledger_status_name(e->status);
         a[14] = &e->created_at;
         a[15] = &e->settled_at;
     }
@@ -142,7 +142,7 @@ static const char *ledger_value(const prov_ledger_row_t *e, int c, apr_pool_t *p
     case 0: return array_text(e->request_id, p);
     case 4: return array_text(e->transport, p);
     case 12: return array_text(source_of(e->from_plan), p);
-    case 13: return array_text(e->status, p);
+    case 13: return array_text(prov_ledger_status_name(e->status), p);
     default: return apr_psprintf(p, "%" APR_INT64_T_FMT, v[c]);
     }
 }

@@ -11,6 +11,7 @@
 #define PROV_STORE_BILLING_H
 
 #include "prov_store.h"
+#include "prov_ledger.h"
 
 /* What one batch adds to one usage bucket. */
 typedef struct prov_bucket_delta_t {
@@ -20,18 +21,6 @@ typedef struct prov_bucket_delta_t {
     apr_int64_t requests;
 } prov_bucket_delta_t;
 
-/* A ledger row written whole: a request drawn from a lease and settled
- * before its row was written. */
-typedef struct prov_ledger_row_t {
-    const char *request_id;
-    const char *transport;
-    const char *status;
-    apr_int64_t user_id, key_id, model_id;
-    prov_tokens_t tokens;
-    prov_micro_t hold, charge;
-    int from_plan;                  /* plan_credits = charge, source 'plan' */
-    apr_int64_t created_at, settled_at;
-} prov_ledger_row_t;
 
 /* Adds the n deltas to their buckets (made when missing) in one statement
  * (PostgreSQL: deferred); each bucket appears once in d, as ON CONFLICT
@@ -42,7 +31,8 @@ apr_status_t prov_store_bill_buckets_add(prov_store_t *s, const prov_bucket_delt
  * one deferred statement, SQLite one prepared statement a user. */
 apr_status_t prov_store_bill_balances_add(prov_store_t *s, const apr_int64_t *ids,
                                           const prov_micro_t *amounts, int n, apr_pool_t *p);
-/* Inserts the n rows, in order: PostgreSQL one deferred statement (the
+/* Inserts the n rows, in order, written whole (a request drawn from a
+ * lease and settled before its row was written): PostgreSQL one deferred statement (the
  * columns as arrays, unnested); SQLite one prepared statement a row
  * (no round trips, and cheaper than parsing a long one). */
 apr_status_t prov_store_bill_ledger_insert(prov_store_t *s, const prov_ledger_row_t *rows, int n,

@@ -49,12 +49,12 @@ static apr_status_t replayed(void *baton, const char *owner, const prov_journal_
     int i;
     FUZZ_CHECK(owner && *owner && n >= 0 && n <= PROV_JOURNAL_CHUNK && !s->last);
     for (i = 0; i < n; i++)
-        FUZZ_CHECK(recs[i].request_id && recs[i].transport && recs[i].status);
+        FUZZ_CHECK(recs[i].row.request_id && recs[i].row.transport
+                   && recs[i].row.status < PROV_STATUS__COUNT);
     if (n) {
         s->rec = recs[n - 1];
-        s->rec.request_id = apr_pstrdup(s->p, recs[n - 1].request_id);
-        s->rec.transport = apr_pstrdup(s->p, recs[n - 1].transport);
-        s->rec.status = apr_pstrdup(s->p, recs[n - 1].status);
+        s->rec.row.request_id = apr_pstrdup(s->p, recs[n - 1].row.request_id);
+        s->rec.row.transport = apr_pstrdup(s->p, recs[n - 1].row.transport);
     }
     s->n += n;
     s->calls++;
@@ -112,21 +112,21 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
     seen_t s;
     int n = 0, ticket = 0;
     memset(&r, 0, sizeof(r));
-    r.request_id = take_text(&data, &size, 64, p);
-    r.transport = take_text(&data, &size, 16, p);
-    r.status = take_text(&data, &size, 16, p);
-    r.user_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.key_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.model_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.tokens.input = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.tokens.output = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.tokens.cache = (apr_int64_t)fuzz_take_u64(&data, &size, 4);
-    r.tokens.reasoning = (apr_int64_t)fuzz_take_u64(&data, &size, 4);
-    r.hold = (prov_micro_t)fuzz_take_u64(&data, &size, 8);
-    r.charge = (prov_micro_t)fuzz_take_u64(&data, &size, 8);
-    r.created_at = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.settled_at = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
-    r.from_plan = fuzz_take(&data, &size) & 1;
+    r.row.request_id = take_text(&data, &size, 64, p);
+    r.row.transport = take_text(&data, &size, 16, p);
+    r.row.status = (prov_status_e)(fuzz_take(&data, &size) % PROV_STATUS__COUNT);
+    r.row.user_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.key_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.model_id = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.tokens.input = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.tokens.output = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.tokens.cache = (apr_int64_t)fuzz_take_u64(&data, &size, 4);
+    r.row.tokens.reasoning = (apr_int64_t)fuzz_take_u64(&data, &size, 4);
+    r.row.hold = (prov_micro_t)fuzz_take_u64(&data, &size, 8);
+    r.row.charge = (prov_micro_t)fuzz_take_u64(&data, &size, 8);
+    r.row.created_at = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.settled_at = (apr_int64_t)fuzz_take_u64(&data, &size, 8);
+    r.row.from_plan = fuzz_take(&data, &size) & 1;
     r.drawn = fuzz_take(&data, &size) & 1;
     r.progress = fuzz_take(&data, &size) & 1;
 
@@ -138,7 +138,7 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
          * files; the progress comes back after it. */
         prov_journal_rec_t other = r;
         other.progress = 0;
-        other.request_id = apr_pstrcat(p, r.request_id, "+", NULL);
+        other.row.request_id = apr_pstrcat(p, r.row.request_id, "+", NULL);
         FUZZ_CHECK(prov_journal_append(j, &other, &ticket) == APR_SUCCESS && ticket > 0);
     }
     prov_journal_close(j);          /* outstanding: its files stay for a replay */
@@ -148,14 +148,16 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
                == APR_SUCCESS);
     FUZZ_CHECK(n == 1 && s.n == 1 + r.progress);
     FUZZ_CHECK(s.rec.progress == r.progress);
-    FUZZ_CHECK(!strcmp(s.rec.request_id, r.request_id) && !strcmp(s.rec.transport, r.transport)
-               && !strcmp(s.rec.status, r.status));
-    FUZZ_CHECK(s.rec.user_id == r.user_id && s.rec.key_id == r.key_id
-               && s.rec.model_id == r.model_id);
-    FUZZ_CHECK(!memcmp(&s.rec.tokens, &r.tokens, sizeof(r.tokens)));
-    FUZZ_CHECK(s.rec.hold == r.hold && s.rec.charge == r.charge);
-    FUZZ_CHECK(s.rec.created_at == r.created_at && s.rec.settled_at == r.settled_at);
-    FUZZ_CHECK(s.rec.from_plan == r.from_plan && s.rec.drawn == r.drawn);
+    FUZZ_CHECK(!strcmp(s.rec.row.request_id, r.row.request_id) && !strcmp(s.rec.row.transport,
+                                                                          r.row.transport)
+               && s.rec.row.status == r.row.status);
+    FUZZ_CHECK(s.rec.row.user_id == r.row.user_id && s.rec.row.key_id == r.row.key_id
+               && s.rec.row.model_id == r.row.model_id);
+    FUZZ_CHECK(!memcmp(&s.rec.row.tokens, &r.row.tokens, sizeof(r.row.tokens)));
+    FUZZ_CHECK(s.rec.row.hold == r.row.hold && s.rec.row.charge == r.row.charge);
+    FUZZ_CHECK(s.rec.row.created_at == r.row.created_at
+               && s.rec.row.settled_at == r.row.settled_at);
+    FUZZ_CHECK(s.rec.row.from_plan == r.row.from_plan && s.rec.drawn == r.drawn);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

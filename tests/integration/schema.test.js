@@ -2,12 +2,19 @@
 // missing or older than it needs answers 503 SERVICE_UNAVAILABLE in the
 // transport's shape and says why in the error log (run `providerctl db
 // migrate`), and serves again once the schema is migrated, without a restart.
+// The migrated ledger takes only the statuses of the status table
+// (core/store/prov_ledger.c; migration 011), written or changed.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, BACKEND } from './lib/server.js';
 import { assertOpenAIError } from './lib/helpers.js';
 import fs from 'node:fs';
+
+// core/store/prov_ledger.c's table, in its order.
+const STATUSES = ['reserved', 'ok', 'no_usage', 'estimated', 'client_cut', 'client_gone', 'cut',
+  'max_duration', 'timeout', 'error', 'failed', 'refused', 'malformed', 'undelivered', 'expired',
+  'released'];
 
 const T0 = 1790000000;
 
@@ -52,5 +59,20 @@ describe('a database without the schema', { timeout: 120000 }, () => {
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json.object, 'list');
     });
+  });
+
+  it('takes only the ledger statuses of the table, inserted or updated', () => {
+    const row = (id, status) => `INSERT INTO ledger (request_id, user_id, key_id, model_id,
+      transport, status, created_at) VALUES ('${id}', 1, 1, 1, 'chat', '${status}', ${T0})`;
+    stack.exec(STATUSES.map((st, i) => row(`st-${i}`, st)).join(';\n'));
+    const got = stack.sql("SELECT status FROM ledger WHERE request_id LIKE 'st-%'");
+    assert.deepEqual(got.map((r) => r.status).sort(), [...STATUSES].sort());
+    assert.throws(() => stack.exec(row('st-bad', 'bogus')), /CHECK constraint|check constraint/);
+    assert.throws(() => stack.exec(row('st-case', 'OK')), /CHECK constraint|check constraint/);
+    assert.throws(() => stack.exec("UPDATE ledger SET status = 'settled' WHERE request_id = 'st-1'"),
+      /CHECK constraint|check constraint/);
+    assert.equal(stack.sql("SELECT status FROM ledger WHERE request_id = 'st-1'")[0].status, 'ok');
+    assert.equal(stack.sql("SELECT COUNT(*) AS n FROM ledger WHERE request_id IN ('st-bad', 'st-case')")[0].n, 0);
+    stack.exec("DELETE FROM ledger WHERE request_id LIKE 'st-%'");
   });
 });

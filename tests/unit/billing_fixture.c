@@ -101,24 +101,24 @@ int bf_dir_has(const char *dir, const char *text)
 }
 
 void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
-                const char *status, int progress, apr_int64_t at)
+                prov_status_e status, int progress, apr_int64_t at)
 {
     prov_journal_rec_t rec;
     int ticket = -1;
     memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = r->transport ? r->transport : "chat";
-    rec.status = status;
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = r->created_at;
-    rec.settled_at = at;
-    rec.tokens.input = 4;
-    rec.tokens.output = charge / 10;
-    rec.hold = r->hold;
-    rec.charge = charge;
-    rec.from_plan = r->from_plan;
+    rec.row.request_id = r->row.request_id;
+    rec.row.transport = r->row.transport ? r->row.transport : "chat";
+    rec.row.status = status;
+    rec.row.user_id = r->row.user_id;
+    rec.row.key_id = r->row.key_id;
+    rec.row.model_id = r->row.model_id;
+    rec.row.created_at = r->row.created_at;
+    rec.row.settled_at = at;
+    rec.row.tokens.input = 4;
+    rec.row.tokens.output = charge / 10;
+    rec.row.hold = r->row.hold;
+    rec.row.charge = charge;
+    rec.row.from_plan = r->row.from_plan;
     rec.drawn = r->entry != NULL;
     rec.progress = progress;
     CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
@@ -304,11 +304,11 @@ static void *lease_race(void *arg)
                                                 3 * C, T0, p) == APR_SUCCESS && r2) {
             lc->ok++;
             lc->leased += r2->leased;
-            if (prov_billing_settle(lc->f->src, r2, &t, 2000 + lc->n, "ok", T0 + 1, p)
+            if (prov_billing_settle(lc->f->src, r2, &t, 2000 + lc->n, PROV_STATUS_OK, T0 + 1, p)
                 == APR_SUCCESS)
                 lc->settled++;
         }
-        if (prov_billing_settle(lc->f->src, r, &t, 1000 + lc->n, "ok", T0 + 1, p)
+        if (prov_billing_settle(lc->f->src, r, &t, 1000 + lc->n, PROV_STATUS_OK, T0 + 1, p)
             == APR_SUCCESS)
             lc->settled++;
         apr_pool_destroy(p);

@@ -68,7 +68,7 @@ int bf_dir_has(const char *dir, const char *text);
  * a settlement (charge, status), or a progress record (never outstanding),
  * settled at `at`, of 4 input tokens and charge / 10 output tokens. */
 void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge,
-                const char *status, int progress, apr_int64_t at);
+                prov_status_e status, int progress, apr_int64_t at);
 /* The books: balance + holds and leases in flight + the ledger's charges =
  * the top-up, and every scope's buckets = charges + holds + leases. */
 void bf_check_books(bf_fixture_t *f, prov_micro_t topup);

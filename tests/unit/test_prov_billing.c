@@ -77,15 +77,17 @@ static void test_reserve_settle(void)
     bf_setup(&f, 10 * C, 0, 0);
     r = bf_reserve(&f, "req-1", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_FALSE(r->row.from_plan);
     CU_ASSERT_EQUAL(bf_balance(&f), 7 * C);
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 1);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 1234);
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), 1);
     /* Never twice. */
     r->settled = 0;
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, "ok", T0 + 2, f.p), APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 1234, PROV_STATUS_OK, T0 + 2, f.p),
+                    APR_EINCOMPLETE);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 1234);
     apr_pool_destroy(f.p);
 }
@@ -97,9 +99,10 @@ static void test_release(void)
     bf_setup(&f, 5 * C, 0, 0);
     r = bf_reserve(&f, "req-2", C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, PROV_STATUS_FAILED, T0 + 1, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 5 * C);
-    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0 + 1, f.p), APR_EINCOMPLETE);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, PROV_STATUS_FAILED, T0 + 1, f.p),
+                    APR_EINCOMPLETE);
     apr_pool_destroy(f.p);
 }
 
@@ -129,7 +132,7 @@ static void test_key_budget_retry_after(void)
     bf_setup(&f, 100 * C, 1, 2 * C);
     r = bf_reserve(&f, "b-1", C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, "ok", T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, PROV_STATUS_OK, T0, f.p), APR_SUCCESS);
     /* The week is full: refused with the key budget code and Retry-After =
      * when T0's hour bucket leaves the 7-day window. */
     CU_ASSERT_PTR_NULL(bf_reserve(&f, "b-2", 1, T0 + 3600, &err));
@@ -154,10 +157,10 @@ static void test_plan_then_balance(void)
     with_plan(&f, 3 * C, 100 * C, T0 - 10);
     r = bf_reserve(&f, "p-1", 2 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_TRUE(r->from_plan);
+    CU_ASSERT_TRUE(r->row.from_plan);
     CU_ASSERT_TRUE(r->windows.has_plan);
     CU_ASSERT_EQUAL(r->windows.used_5h, 2 * C);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, "ok", T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 2 * C, PROV_STATUS_OK, T0, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 0);
     /* 2 of 3 used: a 2-credit hold does not fit, and there is no balance. */
     CU_ASSERT_PTR_NULL(bf_reserve(&f, "p-2", 2 * C, T0 + 60, &err));
@@ -171,7 +174,7 @@ static void test_plan_then_balance(void)
     CU_ASSERT_EQUAL(prov_balance_add(NULL, f.s, f.u->id, 5 * C, "top up", f.p), APR_SUCCESS);
     r = bf_reserve(&f, "p-5", 2 * C, T0 + 60 + ra, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_FALSE(r->row.from_plan);
     CU_ASSERT_EQUAL(bf_balance(&f), 3 * C);
     apr_pool_destroy(f.p);
 }
@@ -201,11 +204,11 @@ static void test_reserve_lowered(void)
     /* fits: the whole hold */
     r = upto(&f, "u-1", 3 * C, C, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(r->hold, 3 * C);
+    CU_ASSERT_EQUAL(r->row.hold, 3 * C);
     /* the key's week has 1 credit left: held for it */
     r = upto(&f, "u-2", 3 * C, C / 2, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(r->hold, C);
+    CU_ASSERT_EQUAL(r->row.hold, C);
     CU_ASSERT_EQUAL(bf_balance(&f), 6 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT reserved FROM ledger WHERE request_id = 'u-2'"), C);
     /* nothing left: refused, naming the least it needs */
@@ -219,14 +222,14 @@ static void test_reserve_lowered(void)
     bf_setup(&f, 2 * C, 0, 0);
     r = upto(&f, "v-1", 5 * C, C, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(r->hold, 2 * C);
-    CU_ASSERT_FALSE(r->from_plan);
+    CU_ASSERT_EQUAL(r->row.hold, 2 * C);
+    CU_ASSERT_FALSE(r->row.from_plan);
     CU_ASSERT_EQUAL(bf_balance(&f), 0);
     CU_ASSERT_PTR_NULL(upto(&f, "v-2", 5 * C, C, &err));
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
     /* a fixed hold is never lowered */
-    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, "failed", T0, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_release(f.src, r, PROV_STATUS_FAILED, T0, f.p), APR_SUCCESS);
     CU_ASSERT_PTR_NULL(upto(&f, "v-3", 3 * C, 3 * C, &err));
     CU_ASSERT_PTR_NULL(bf_reserve(&f, "v-4", 3 * C, T0, &err));
     apr_pool_destroy(f.p);
@@ -236,13 +239,13 @@ static void test_reserve_lowered(void)
     with_plan(&f, C, 100 * C, T0 - 10);
     r = upto(&f, "w-1", 5 * C, C / 2, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_FALSE(r->from_plan);
-    CU_ASSERT_EQUAL(r->hold, 2 * C);
+    CU_ASSERT_FALSE(r->row.from_plan);
+    CU_ASSERT_EQUAL(r->row.hold, 2 * C);
     /* then the plan's 1 credit is the more generous */
     r = upto(&f, "w-2", 5 * C, C / 2, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_TRUE(r->from_plan);
-    CU_ASSERT_EQUAL(r->hold, C);
+    CU_ASSERT_TRUE(r->row.from_plan);
+    CU_ASSERT_EQUAL(r->row.hold, C);
     apr_pool_destroy(f.p);
 }
 
@@ -275,7 +278,8 @@ static void test_expire(void)
     CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 1);
     CU_ASSERT_EQUAL(bucket_sum(&f, "credits", "key:h"), 0);
     /* The late settlement lands: the row completed, the charge applied. */
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7200, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, PROV_STATUS_OK, T0 + 7200, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
     CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'e-1' "
@@ -290,7 +294,7 @@ static void test_expire(void)
     CU_ASSERT_EQUAL(bucket_sum(&f, "requests", "user:h"), 1);
     /* Never twice: a retried settlement, or another sweep. */
     r->settled = 0;
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7201, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, PROV_STATUS_OK, T0 + 7201, f.p),
                     APR_EINCOMPLETE);
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 2 * PROV_HOLD_TIMEOUT_DEFAULT, f.p),
                     APR_SUCCESS);
@@ -300,10 +304,11 @@ static void test_expire(void)
     /* A hold released by hand stays free (`providerctl hold release`). */
     r = bf_reserve(&f, "e-2", C, T0 + 7300, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&n, f.src, "e-2", "released", T0 + 7301, f.p),
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&n, f.src, "e-2", PROV_STATUS_RELEASED, T0 + 7301,
+                                              f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, "ok", T0 + 7302, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, PROV_STATUS_OK, T0 + 7302, f.p),
                     APR_EINCOMPLETE);
     CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
     apr_pool_destroy(f.p);
@@ -323,12 +328,12 @@ static void test_expire_late_plan(void)
     with_plan(&f, 3 * C, 100 * C, T0 - 10);
     r = bf_reserve(&f, "lp-1", 2 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_TRUE_FATAL(r->from_plan);
+    CU_ASSERT_TRUE_FATAL(r->row.from_plan);
     CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:m"), 0);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 3 * C / 2, "ok", T0 + 3602, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, 3 * C / 2, PROV_STATUS_OK, T0 + 3602, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), C);
     CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:m"), 3 * C / 2);
@@ -371,17 +376,17 @@ static void test_expire_late_replay(void)
     memset(recs, 0, sizeof(recs));
     for (i = 0; i < 2; i++) {
         const prov_reservation_t *r = i ? r2 : r1;
-        recs[i].request_id = r->request_id;
-        recs[i].transport = "chat";
-        recs[i].status = i ? "estimated" : "ok";
-        recs[i].user_id = r->user_id;
-        recs[i].key_id = r->key_id;
-        recs[i].model_id = r->model_id;
-        recs[i].created_at = r->created_at;
-        recs[i].settled_at = T0 + PROV_HOLD_TIMEOUT_DEFAULT + 5;
-        recs[i].tokens.output = 10 + i;
-        recs[i].hold = r->hold;
-        recs[i].charge = (i + 1) * C / 2;
+        recs[i].row.request_id = r->row.request_id;
+        recs[i].row.transport = "chat";
+        recs[i].row.status = i ? PROV_STATUS_ESTIMATED : PROV_STATUS_OK;
+        recs[i].row.user_id = r->row.user_id;
+        recs[i].row.key_id = r->row.key_id;
+        recs[i].row.model_id = r->row.model_id;
+        recs[i].row.created_at = r->row.created_at;
+        recs[i].row.settled_at = T0 + PROV_HOLD_TIMEOUT_DEFAULT + 5;
+        recs[i].row.tokens.output = 10 + i;
+        recs[i].row.hold = r->row.hold;
+        recs[i].row.charge = (i + 1) * C / 2;
         recs[i].drawn = i;           /* lr-2: drawn, its row written as a hold */
     }
     for (round = 0; round < 2; round++) {
@@ -403,7 +408,8 @@ static void test_expire_late_replay(void)
                                      "AND status = 'ok'"), C / 2);
     }
     /* The live settlement that raced the replay finds it done. */
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, &recs[0].tokens, C / 2, "ok", T0 + 4000,
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, &recs[0].row.tokens, C / 2, PROV_STATUS_OK,
+                                        T0 + 4000,
                                         f.p), APR_EINCOMPLETE);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 3 * C / 2);
     apr_pool_destroy(f.p);
@@ -467,7 +473,7 @@ static void *race(void *arg)
                                  3 * C, T0, rc->p) != APR_SUCCESS || !r)
             continue;
         rc->ok++;
-        if (prov_billing_settle(rc->f->src, r, &t, 1000 + rc->n, "ok", T0 + 1, rc->p)
+        if (prov_billing_settle(rc->f->src, r, &t, 1000 + rc->n, PROV_STATUS_OK, T0 + 1, rc->p)
             == APR_SUCCESS)
             rc->settled++;
     }
@@ -525,7 +531,8 @@ static void test_no_writer_no_lease(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000000 * C - 9 * C);
     for (i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 100 * (i + 1), "ok", T0 + 1, f.p),
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 100 * (i + 1), PROV_STATUS_OK,
+                                            T0 + 1, f.p),
                         APR_SUCCESS);
     CU_ASSERT_FALSE(prov_billing_active(f.src));
     bf_run_leasers(&f, &lr);
@@ -615,8 +622,10 @@ static void test_huge_holds(void)
     CU_ASSERT_PTR_NULL(r3);
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, NULL, 5, "ok", T0 + 1, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 7, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r1, NULL, 5, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 7, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), PROV_AMOUNT_MAX / 10 - 12);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM ledger"), 12);
     apr_pool_destroy(f.p);

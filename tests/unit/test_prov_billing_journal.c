@@ -47,7 +47,7 @@ static void teardown(bf_fixture_t *f)
 /* The journal record of a settlement, as finish() writes it. */
 static void journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t charge)
 {
-    bf_journal(j, r, charge, "ok", 0, T0 + 1);
+    bf_journal(j, r, charge, PROV_STATUS_OK, 0, T0 + 1);
 }
 
 /* A process (its own lease table) takes a lease in the name of journal j,
@@ -81,7 +81,7 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
         CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f->auth, f->m->id, "chat",
                                              apr_psprintf(f->p, "%s-%d", tag, i), C, T0, f->p));
         journal(j, r, C / 4);
-        CU_ASSERT_TRUE(prov_lease_settle(&L, r, &t, C / 4, "ok", T0 + 1) > 0);
+        CU_ASSERT_TRUE(prov_lease_settle(&L, r, &t, C / 4, PROV_STATUS_OK, T0 + 1) > 0);
         if (i == written - 1) {
             work = prov_lease_take(&L, NULL);
             CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, NULL, work, T0 + 1, 0, 3600,
@@ -139,19 +139,19 @@ static void test_replay_dead_process(void)
         prov_reservation_t r;
         int i;
         memset(&r, 0, sizeof(r));
-        r.user_id = f.u->id;
-        r.key_id = f.k->id;
-        r.model_id = f.m->id;
-        r.transport = "chat";
-        r.hold = C;
-        r.created_at = T0;
+        r.row.user_id = f.u->id;
+        r.row.key_id = f.k->id;
+        r.row.model_id = f.m->id;
+        r.row.transport = "chat";
+        r.row.hold = C;
+        r.row.created_at = T0;
         r.entry = &r;                /* drawn */
         for (i = 0; i < 40; i++) {
-            r.request_id = apr_psprintf(f.p, "d-%d", i);
+            r.row.request_id = apr_psprintf(f.p, "d-%d", i);
             journal(j2, &r, C / 4);
         }
         r.entry = NULL;
-        r.request_id = "d-hold-a";
+        r.row.request_id = "d-hold-a";
         journal(j2, &r, C / 2);
     }
     prov_journal_close(j2);
@@ -196,9 +196,9 @@ static void *live_traffic(void *arg)
             && prov_billing_reserve(&r2, &e, x->src, x->f->auth, x->f->m->id, "chat",
                                     apr_psprintf(p, "live-%d-b", i), C, T0, p) == APR_SUCCESS
             && r2) {
-            if (prov_billing_settle(x->src, r2, &t, 300, "ok", T0 + 1, p) == APR_SUCCESS)
+            if (prov_billing_settle(x->src, r2, &t, 300, PROV_STATUS_OK, T0 + 1, p) == APR_SUCCESS)
                 x->ok++, x->charged += 300;
-            if (prov_billing_settle(x->src, r, &t, 200, "ok", T0 + 1, p) == APR_SUCCESS)
+            if (prov_billing_settle(x->src, r, &t, 200, PROV_STATUS_OK, T0 + 1, p) == APR_SUCCESS)
                 x->ok++, x->charged += 200;
         }
         apr_pool_destroy(p);
@@ -311,10 +311,13 @@ static void test_upkeep_journal(void)
     CU_ASSERT_TRUE(r[2]->leased);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases WHERE owner IS NOT NULL"),
                     1);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], NULL, 123, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], NULL, 123, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_TRUE(bf_dir_has(f.dir, "up-2\t"));
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], NULL, 100, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], NULL, 100, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
     prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
@@ -407,25 +410,29 @@ static void test_holds_by_hand(void)
     CU_ASSERT_EQUAL(holds->nelts, 0);
     bf_check_books(&f, 1000 * C);
 
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", "released", T0 + 5, f.p),
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
+                                              f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'released' "
                                  "AND credits = 0 AND settled_at = 1700000005"), 1);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", "released", T0 + 5, f.p),
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
+                                              f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, lease, "released", T0 + 5, f.p),
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, lease, PROV_STATUS_RELEASED, T0 + 5,
+                                              f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "nope", "released", T0 + 5, f.p),
+    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "nope", PROV_STATUS_RELEASED, T0 + 5,
+                                              f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
     bf_check_books(&f, 1000 * C);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - 2 * C - 2 * C);   /* hand-1, hand-a, hand-b */
     /* The request whose hold was given back ends: nothing is charged. */
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, hand[0].out, NULL, C, "ok", T0 + 6, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, hand[0].out, NULL, C, PROV_STATUS_OK, T0 + 6, f.p),
                     APR_EINCOMPLETE);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - 2 * C - 2 * C);
     teardown(&f);

@@ -67,7 +67,8 @@ static void test_lease_writer(void)
     r = bf_reserve(&f, "after-gap", 3 * C, T0 + 2, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_TRUE(r->leased);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 777, "ok", T0 + 3, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 777, PROV_STATUS_OK, T0 + 3, f.p),
+                    APR_SUCCESS);
     charged += 777;
     prov_billing_writer_stop(w);
     CU_ASSERT_FALSE(prov_billing_active(f.src));
@@ -86,8 +87,10 @@ static void test_lease_writer(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
     CU_ASSERT_FALSE(r2->leased);
     CU_ASSERT_TRUE(prov_billing_active(f.src));
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 50, "ok", T0 + 5, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 60, "ok", T0 + 5, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 50, PROV_STATUS_OK, T0 + 5, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 60, PROV_STATUS_OK, T0 + 5, f.p),
+                    APR_SUCCESS);
     charged += 110;
     CU_ASSERT_TRUE(writer_settles(&f));
     /* Again, and a third request draws from the lease. */
@@ -98,9 +101,12 @@ static void test_lease_writer(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r3);
     CU_ASSERT_TRUE(r3->leased);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 100, "ok", T0 + 5, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 200, "ok", T0 + 5, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r3, NULL, 300, "ok", T0 + 5, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 100, PROV_STATUS_OK, T0 + 5, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 200, PROV_STATUS_OK, T0 + 5, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r3, NULL, 300, PROV_STATUS_OK, T0 + 5, f.p),
+                    APR_SUCCESS);
     charged += 600;
     CU_ASSERT_TRUE(writer_settles(&f));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
@@ -123,7 +129,7 @@ static int seq_leased(bf_fixture_t *f, const char *id, prov_micro_t charge, prov
     int leased;
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     leased = r->leased;
-    CU_ASSERT_EQUAL(prov_billing_settle(f->src, r, NULL, charge, "ok", T0 + 1, f->p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f->src, r, NULL, charge, PROV_STATUS_OK, T0 + 1, f->p),
                     APR_SUCCESS);
     *charged += charge;
     return leased;
@@ -221,7 +227,8 @@ static void test_lease_modest(void)
     CU_ASSERT_EQUAL(modest_run(&f, rs + 10, 1, "e", &ask, &err), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(rs[10]);
     for (i = 0; i < 11; i++) {
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 1000 * (i + 1), "ok", T0 + 1,
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 1000 * (i + 1), PROV_STATUS_OK,
+                                            T0 + 1,
                                             f.p), APR_SUCCESS);
         charged += 1000 * (i + 1);
     }
@@ -242,7 +249,8 @@ static void test_lease_modest(void)
     CU_ASSERT_PTR_NOT_NULL(rs[4]);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     for (i = 0; i < 5; i++)
-        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 1, f.p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], PROV_STATUS_FAILED, T0 + 1, f.p),
+                        APR_SUCCESS);
     prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(bf_balance(&f), 20 * C);
     apr_pool_destroy(f.p);
@@ -269,10 +277,10 @@ static void test_lease_modest_exact(void)
     CU_ASSERT_TRUE(leased >= 10);
     for (i = 0; i < 30; i++) {
         CU_ASSERT_PTR_NOT_NULL_FATAL(rs[i]);
-        CU_ASSERT_EQUAL(rs[i]->hold, 3 * C);
+        CU_ASSERT_EQUAL(rs[i]->row.hold, 3 * C);
     }
     CU_ASSERT_PTR_NOT_NULL_FATAL(rs[30]);
-    CU_ASSERT_EQUAL(rs[30]->hold, C + C / 2);
+    CU_ASSERT_EQUAL(rs[30]->row.hold, C + C / 2);
     CU_ASSERT_PTR_NULL(rs[31]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, PROV_E_INSUFFICIENT_CREDITS);
@@ -281,7 +289,8 @@ static void test_lease_modest_exact(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 31);
     for (i = 0; i <= 30; i++)
-        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 20, f.p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], PROV_STATUS_FAILED, T0 + 20, f.p),
+                        APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 91 * C + C / 2);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
                     0);
@@ -371,14 +380,15 @@ static void test_lease_beside_other_model(void)
                                              C, T0, f.p), APR_SUCCESS);
         CU_ASSERT_PTR_NOT_NULL_FATAL(side);
         CU_ASSERT_EQUAL(side->leased, i == 1);
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, side, NULL, 10, "ok", T0 + 1, f.p),
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, side, NULL, 10, PROV_STATUS_OK, T0 + 1, f.p),
                         APR_SUCCESS);
         charged += 10;
         /* three times keep_idle: kept while "long" is in flight */
         apr_sleep(apr_time_from_msec(90));
         CU_ASSERT_EQUAL(leases_become(&f, 1), 1);
     }
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, lng, NULL, 20, "ok", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, lng, NULL, 20, PROV_STATUS_OK, T0 + 2, f.p),
+                    APR_SUCCESS);
     charged += 20;
     CU_ASSERT_EQUAL(leases_become(&f, 0), 0);
     prov_billing_writer_stop(w);
@@ -409,7 +419,8 @@ static void test_writer_stops_in_flight(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r[3]);
     CU_ASSERT_FALSE(r[3]->leased);
     for (i = 3; i >= 0; i--)
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 10 * (i + 1), "ok", T0 + 1, f.p),
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 10 * (i + 1), PROV_STATUS_OK, T0 + 1,
+                                            f.p),
                         APR_SUCCESS);
     CU_ASSERT_FALSE(prov_billing_active(f.src));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
@@ -451,7 +462,8 @@ static void test_lease_exact_limit(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 99000 * C);
     for (i = 0; i < n; i++)
-        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], "failed", T0 + 20, f.p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], PROV_STATUS_FAILED, T0 + 20, f.p),
+                        APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_count_status(&f, "failed"), 1000);
     CU_ASSERT_EQUAL(bf_balance(&f), 100000 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
@@ -490,7 +502,7 @@ static void test_lease_plan_name(void)
     }
     CU_ASSERT_TRUE(leased > 0);
     for (i = 0; i < 50; i++)
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 10, "ok", T0 + 1, f.p),
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 10, PROV_STATUS_OK, T0 + 1, f.p),
                         APR_SUCCESS);
     prov_billing_writer_stop(w);
     apr_pool_destroy(f.p);
@@ -504,10 +516,12 @@ static void test_lease_plan_name(void)
  * the lease table and in the database, and keep_idle passes. */
 static void end_holds(bf_fixture_t *f, prov_leases_t *L, prov_op_t *ops, apr_int64_t now)
 {
-    CU_ASSERT_EQUAL(prov_lease_settle(L, ops[0].out, NULL, 0, "failed", now), 0);
-    CU_ASSERT_EQUAL(prov_lease_settle(L, ops[1].out, NULL, 0, "failed", now), 0);
-    CU_ASSERT_EQUAL(prov_billing_release(f->src, ops[0].out, "failed", now, f->p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_release(f->src, ops[1].out, "failed", now, f->p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_lease_settle(L, ops[0].out, NULL, 0, PROV_STATUS_FAILED, now), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(L, ops[1].out, NULL, 0, PROV_STATUS_FAILED, now), 0);
+    CU_ASSERT_EQUAL(prov_billing_release(f->src, ops[0].out, PROV_STATUS_FAILED, now, f->p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_release(f->src, ops[1].out, PROV_STATUS_FAILED, now, f->p),
+                    APR_SUCCESS);
     apr_sleep(2 * TEST_KEEP_IDLE);
 }
 
@@ -555,7 +569,7 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_TRUE(prov_lease_due(&L));
     work = prov_lease_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", T0 + 2), 1);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, T0 + 2), 1);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
     again = prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
@@ -632,15 +646,15 @@ static void test_lease_written_expired(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT amount FROM billing_leases"), 1023 * C);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 1023 * C);
     /* x-3 ends: an ordinary settlement of its row, which lands late. */
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", later + 20),
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, later + 20),
                     PROV_LEASE_SETTLE_QUEUE);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, "ok", later + 20, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, PROV_STATUS_OK, later + 20, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'x-3' "
                                  "AND status = 'ok'"), C / 2);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 1023 * C - C / 2);
     r->settled = 0;
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, "ok", later + 21, f.p),
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C / 2, PROV_STATUS_OK, later + 21, f.p),
                     APR_EINCOMPLETE);
     /* The two holds end without a charge; the lease goes back. */
     end_holds(&f, &L, ops, later + 30);
@@ -694,7 +708,7 @@ static void test_lease_batch_cap(void)
         prov_reservation_t *r = NULL;
         CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat",
                                              apr_psprintf(f.p, "cap-%d", i), C / 4, T0 + 1, f.p));
-        CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, "ok", T0 + 1), 1);
+        CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, PROV_STATUS_OK, T0 + 1), 1);
     }
     CU_ASSERT_TRUE(prov_lease_due(&L));
     work = prov_lease_take(&L, NULL);

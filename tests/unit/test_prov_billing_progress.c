@@ -53,7 +53,7 @@ static prov_reservation_t *hold(bf_fixture_t *f, const char *id, const char *own
 
 /* A record of r in j: a progress (never outstanding) or a settlement. */
 static void note(prov_journal_t *j, const prov_reservation_t *r, int progress,
-                 prov_micro_t charge, const char *status)
+                 prov_micro_t charge, prov_status_e status)
 {
     bf_journal(j, r, charge, status, progress, T0 + 5);
 }
@@ -65,15 +65,15 @@ static void floor_rec(prov_journal_t *j, const prov_reservation_t *r, prov_micro
     prov_journal_rec_t rec;
     int ticket = 0;
     memset(&rec, 0, sizeof(rec));
-    rec.request_id = r->request_id;
-    rec.transport = "messages";
-    rec.status = PROV_JOURNAL_PROGRESS_STATUS;
-    rec.user_id = r->user_id;
-    rec.key_id = r->key_id;
-    rec.model_id = r->model_id;
-    rec.created_at = rec.settled_at = r->created_at;
-    rec.hold = r->hold;
-    rec.charge = floor;
+    rec.row.request_id = r->row.request_id;
+    rec.row.transport = "messages";
+    rec.row.status = PROV_JOURNAL_PROGRESS_STATUS;
+    rec.row.user_id = r->row.user_id;
+    rec.row.key_id = r->row.key_id;
+    rec.row.model_id = r->row.model_id;
+    rec.row.created_at = rec.row.settled_at = r->row.created_at;
+    rec.row.hold = r->row.hold;
+    rec.row.charge = floor;
     rec.drawn = 1;
     rec.progress = rec.keep = 1;
     CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
@@ -130,33 +130,33 @@ static void test_progress_replay(void)
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     owner = apr_pstrdup(f.p, prov_journal_owner(j));
     r = hold(&f, "p-prog", owner, FLOOR, T0);
-    note(j, r, 1, 100, "estimated");
-    note(j, r, 1, 300, "estimated");          /* the latest counts */
+    note(j, r, 1, 100, PROV_STATUS_ESTIMATED);
+    note(j, r, 1, 300, PROV_STATUS_ESTIMATED);          /* the latest counts */
     r = hold(&f, "p-settled", owner, FLOOR, T0);
-    note(j, r, 1, 200, "estimated");
-    note(j, r, 0, 250, "ok");                 /* the settlement wins */
+    note(j, r, 1, 200, PROV_STATUS_ESTIMATED);
+    note(j, r, 0, 250, PROV_STATUS_OK);                 /* the settlement wins */
     hold(&f, "p-floor", owner, FLOOR, T0);
     hold(&f, "p-cap", owner, 2 * C, T0);         /* a floor above the hold */
     r = hold(&f, "p-late", owner, FLOOR, T0 - 4000);
-    note(j, r, 1, 500, "estimated");
+    note(j, r, 1, 500, PROV_STATUS_ESTIMATED);
     hold(&f, "p-gone", owner, FLOOR, T0 - 4000);
     hold(&f, "p-other", "another-process", FLOOR, T0);
     hold(&f, "p-none", NULL, FLOOR, T0);
     memset(&drawn, 0, sizeof(drawn));            /* drawn from a lease, no row */
-    drawn.request_id = "p-drawn";
-    drawn.user_id = f.u->id;
-    drawn.key_id = f.k->id;
-    drawn.model_id = f.m->id;
-    drawn.hold = C;
-    drawn.created_at = T0;
+    drawn.row.request_id = "p-drawn";
+    drawn.row.user_id = f.u->id;
+    drawn.row.key_id = f.k->id;
+    drawn.row.model_id = f.m->id;
+    drawn.row.hold = C;
+    drawn.row.created_at = T0;
     drawn.entry = &drawn;                        /* drawn */
     floor_rec(j, &drawn, FLOOR);                 /* its floor, then its progress */
-    note(j, &drawn, 1, 400, "estimated");
-    drawn.request_id = "p-drawn-floor";          /* died before any progress */
+    note(j, &drawn, 1, 400, PROV_STATUS_ESTIMATED);
+    drawn.row.request_id = "p-drawn-floor";          /* died before any progress */
     floor_rec(j, &drawn, FLOOR);
-    drawn.request_id = "p-drawn-ok";             /* its settlement wins */
+    drawn.row.request_id = "p-drawn-ok";             /* its settlement wins */
     floor_rec(j, &drawn, FLOOR);
-    note(j, &drawn, 0, 600, "ok");
+    note(j, &drawn, 0, 600, PROV_STATUS_OK);
     CU_ASSERT_EQUAL(bf_value(&f, apr_psprintf(f.p, "SELECT COUNT(*) FROM ledger WHERE owner = "
                                                    "'%s' AND floor_credits = %d", owner, FLOOR)),
                     5);
@@ -234,7 +234,7 @@ static void test_progress_from_writer(void)
                                                  "messages", apr_psprintf(f.p, "pw-%d", i),
                                                  &ask, T0, f.p), APR_SUCCESS);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r[i]);
-        CU_ASSERT_EQUAL(r[i]->floor, FLOOR);
+        CU_ASSERT_EQUAL(r[i]->row.floor, FLOOR);
         leased += r[i]->leased;
     }
     CU_ASSERT_TRUE_FATAL(r[2]->leased);
@@ -264,12 +264,15 @@ static void test_progress_from_writer(void)
     prov_billing_progress(r[2], &t, 88, T0 + 1);
     CU_ASSERT_TRUE(bf_dir_has(f.dir, "P\tpw-0\t"));
     CU_ASSERT_TRUE(bf_dir_has(f.dir, "\t88\t"));
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], &t, 100, PROV_STATUS_OK, T0 + 2, f.p),
+                    APR_SUCCESS);
     prov_billing_progress(r[1], &t, 99, T0 + 3);
     CU_ASSERT_FALSE(bf_dir_has(f.dir, "\t99\t"));
     CU_ASSERT_EQUAL(journal_kept(&f), leased - !!r[1]->leased);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], &t, 100, "ok", T0 + 2, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[0], &t, 100, PROV_STATUS_OK, T0 + 2, f.p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], &t, 100, PROV_STATUS_OK, T0 + 2, f.p),
+                    APR_SUCCESS);
     CU_ASSERT_EQUAL(journal_kept(&f), 0);        /* each floor done with its settlement */
     prov_billing_writer_stop(w);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);

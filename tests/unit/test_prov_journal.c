@@ -54,13 +54,14 @@ static apr_status_t collect(void *baton, const char *owner, const prov_journal_r
     for (i = 0; i < n; i++) {
         if (s->n == 0 && i == 0) {
             s->first = recs[0];
-            apr_cpystrn(s->first_id, recs[0].request_id, sizeof(s->first_id));
-            apr_cpystrn(s->first_status, recs[0].status, sizeof(s->first_status));
-            apr_cpystrn(s->first_transport, recs[0].transport, sizeof(s->first_transport));
+            apr_cpystrn(s->first_id, recs[0].row.request_id, sizeof(s->first_id));
+            apr_cpystrn(s->first_status, prov_ledger_status_name(recs[0].row.status),
+                        sizeof(s->first_status));
+            apr_cpystrn(s->first_transport, recs[0].row.transport, sizeof(s->first_transport));
         }
         if (s->n < 1300) {
-            apr_cpystrn(s->ids[s->n], recs[i].request_id, sizeof(s->ids[0]));
-            s->charges[s->n] = recs[i].charge;
+            apr_cpystrn(s->ids[s->n], recs[i].row.request_id, sizeof(s->ids[0]));
+            s->charges[s->n] = recs[i].row.charge;
             s->progress[s->n] = recs[i].progress;
         }
         s->n++;
@@ -157,21 +158,21 @@ static prov_journal_rec_t rec(const char *id, prov_micro_t charge)
 {
     prov_journal_rec_t r;
     memset(&r, 0, sizeof(r));
-    r.request_id = id;
-    r.transport = "chat";
-    r.status = "ok";
-    r.user_id = 7;
-    r.key_id = 8;
-    r.model_id = 9;
-    r.created_at = 1700000000;
-    r.settled_at = 1700000002;
-    r.tokens.input = 11;
-    r.tokens.output = 22;
-    r.tokens.cache = 3;
-    r.tokens.reasoning = 4;
-    r.hold = 1000;
-    r.charge = charge;
-    r.from_plan = 1;
+    r.row.request_id = id;
+    r.row.transport = "chat";
+    r.row.status = PROV_STATUS_OK;
+    r.row.user_id = 7;
+    r.row.key_id = 8;
+    r.row.model_id = 9;
+    r.row.created_at = 1700000000;
+    r.row.settled_at = 1700000002;
+    r.row.tokens.input = 11;
+    r.row.tokens.output = 22;
+    r.row.tokens.cache = 3;
+    r.row.tokens.reasoning = 4;
+    r.row.hold = 1000;
+    r.row.charge = charge;
+    r.row.from_plan = 1;
     r.drawn = 1;
     return r;
 }
@@ -186,7 +187,7 @@ static void test_journal_roundtrip(void)
     int ticket = 0, replayed = -1;
 
     apr_pool_create(&p, prov_test_pool());
-    r.status = "c ut";
+    r.row.status = PROV_STATUS_MAX_DURATION;
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, dir, "db-1", 0, p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL(strstr(prov_journal_owner(j), "-"));
     CU_ASSERT_EQUAL(prov_journal_append(j, &r, &ticket), APR_SUCCESS);
@@ -218,21 +219,21 @@ static void test_journal_roundtrip(void)
     CU_ASSERT_EQUAL(s->calls, 1);
     CU_ASSERT_EQUAL(s->lasts, 1);
     CU_ASSERT_STRING_EQUAL(s->first_id, "req odd%\t\nid");
-    CU_ASSERT_STRING_EQUAL(s->first_status, "c ut");
+    CU_ASSERT_STRING_EQUAL(s->first_status, "max_duration");
     CU_ASSERT_STRING_EQUAL(s->first_transport, "chat");
     CU_ASSERT_STRING_EQUAL(s->ids[1], "req-2");
-    CU_ASSERT_EQUAL(s->first.charge, 777);
-    CU_ASSERT_EQUAL(s->first.hold, 1000);
-    CU_ASSERT_EQUAL(s->first.user_id, 7);
-    CU_ASSERT_EQUAL(s->first.key_id, 8);
-    CU_ASSERT_EQUAL(s->first.model_id, 9);
-    CU_ASSERT_EQUAL(s->first.tokens.input, 11);
-    CU_ASSERT_EQUAL(s->first.tokens.output, 22);
-    CU_ASSERT_EQUAL(s->first.tokens.cache, 3);
-    CU_ASSERT_EQUAL(s->first.tokens.reasoning, 4);
-    CU_ASSERT_EQUAL(s->first.created_at, 1700000000);
-    CU_ASSERT_EQUAL(s->first.settled_at, 1700000002);
-    CU_ASSERT_TRUE(s->first.from_plan);
+    CU_ASSERT_EQUAL(s->first.row.charge, 777);
+    CU_ASSERT_EQUAL(s->first.row.hold, 1000);
+    CU_ASSERT_EQUAL(s->first.row.user_id, 7);
+    CU_ASSERT_EQUAL(s->first.row.key_id, 8);
+    CU_ASSERT_EQUAL(s->first.row.model_id, 9);
+    CU_ASSERT_EQUAL(s->first.row.tokens.input, 11);
+    CU_ASSERT_EQUAL(s->first.row.tokens.output, 22);
+    CU_ASSERT_EQUAL(s->first.row.tokens.cache, 3);
+    CU_ASSERT_EQUAL(s->first.row.tokens.reasoning, 4);
+    CU_ASSERT_EQUAL(s->first.row.created_at, 1700000000);
+    CU_ASSERT_EQUAL(s->first.row.settled_at, 1700000002);
+    CU_ASSERT_TRUE(s->first.row.from_plan);
     CU_ASSERT_TRUE(s->first.drawn);
     /* Replayed once: gone. */
     CU_ASSERT_EQUAL(files_in(dir), 0);

@@ -37,7 +37,7 @@ static void test_burst_draw_queued(void)
     CU_ASSERT_TRUE_FATAL(prov_lease_draw_queued(&L, &q[0]));
     CU_ASSERT_PTR_NOT_NULL_FATAL(q[0].out);
     CU_ASSERT_TRUE(q[0].out->leased);
-    CU_ASSERT_STRING_EQUAL(q[0].out->request_id, "queued-1");
+    CU_ASSERT_STRING_EQUAL(q[0].out->row.request_id, "queued-1");
     CU_ASSERT_PTR_NULL(q[0].slot);
     CU_ASSERT_EQUAL(s->busy, busy);
     CU_ASSERT_EQUAL(s->drawn, C);
@@ -119,7 +119,8 @@ static void test_burst_engine(void)
     r = bf_reserve(&f, "burst-0", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_FALSE(r->leased);
-    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 100, "ok", T0 + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 100, PROV_STATUS_OK, T0 + 1, f.p),
+                    APR_SUCCESS);
     /* the first request's batch waits for the connection the test holds */
     bf_hold_store(&f);
     for (i = 0; i < 3; i++) {
@@ -137,7 +138,8 @@ static void test_burst_engine(void)
         CU_ASSERT_EQUAL(b[i].r->leased, i > 0);
     }
     for (i = 0; i < 3; i++) {
-        CU_ASSERT_EQUAL(prov_billing_settle(f.src, b[i].r, NULL, 200 + i, "ok", T0 + 1, f.p),
+        CU_ASSERT_EQUAL(prov_billing_settle(f.src, b[i].r, NULL, 200 + i, PROV_STATUS_OK, T0 + 1,
+                                            f.p),
                         APR_SUCCESS);
         charged += 200 + i;
     }

@@ -38,7 +38,8 @@ static void test_clock_drawn(void)
     CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, apr_time_from_msec(20)),
                     wall + apr_time_from_msec(20));
     /* settled (the two holds still run): its row waits PROV_WRITER_WAIT */
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, "ok", T0 + 1), PROV_LEASE_SETTLE_DRAWN);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, T0 + 1),
+                    PROV_LEASE_SETTLE_DRAWN);
     s->settled_since = s->last_draw + apr_time_from_msec(5);
     wall = s->last_draw;
     CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + PROV_WRITER_WAIT);
@@ -66,8 +67,8 @@ static void test_clock_idle(void)
     bf_lease_table(&L, KEEP);
     s = bf_granted(&f, &L, ops);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0), 0);
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, PROV_STATUS_FAILED, T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, PROV_STATUS_FAILED, T0), 0);
     CU_ASSERT_EQUAL(s->busy, 0);
     wall = s->idle_since;
     CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + KEEP);
@@ -102,8 +103,8 @@ static void test_clock_lone_beside(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     /* in flight: a burst */
     CU_ASSERT_FALSE(prov_lease_lone(&L, f.auth, f.m->id));
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, "failed", T0), 0);
-    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, "failed", T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[0].out, NULL, 0, PROV_STATUS_FAILED, T0), 0);
+    CU_ASSERT_EQUAL(prov_lease_settle(&L, ops[1].out, NULL, 0, PROV_STATUS_FAILED, T0), 0);
     s->idle_since = apr_time_now() - 2 * PROV_LEASE_LONE_GAP;
     /* one after another, the lease checked just now: the key is read */
     CU_ASSERT_TRUE(prov_lease_lone(&L, f.auth, f.m->id));

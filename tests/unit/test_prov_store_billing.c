@@ -30,7 +30,7 @@ static prov_ledger_row_t row_of(const char *id, apr_int64_t user, int from_plan,
     memset(&r, 0, sizeof(r));
     r.request_id = id;
     r.transport = "messages";
-    r.status = "ok";
+    r.status = PROV_STATUS_OK;
     r.user_id = user;
     r.key_id = 10 + user;
     r.model_id = 7;

@@ -202,6 +202,7 @@ int main(int argc, char **argv)
     prov_test_suite_redact();
     prov_test_suite_header();
     prov_test_suite_estimate();
+    prov_test_suite_ending();
     prov_test_suite_usage_strict();
     prov_test_suite_worst();
     prov_test_suite_json();

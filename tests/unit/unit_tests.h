@@ -69,6 +69,7 @@ void prov_test_suite_gateway_conn(void);
 void prov_test_suite_redact(void);
 void prov_test_suite_header(void);
 void prov_test_suite_estimate(void);
+void prov_test_suite_ending(void);
 void prov_test_suite_usage_strict(void);
 void prov_test_suite_worst(void);
 void prov_test_suite_json(void);

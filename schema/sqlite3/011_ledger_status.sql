@@ -1,0 +1,19 @@
+-- 011_ledger_status.sql (SQLite): ledger.status takes only the names of the
+-- status table (core/store/prov_ledger.c; docs/internals/billing.md, "Ledger
+-- statuses"); the list below is that table's (the most frequent first), and
+-- a unit test (test_prov_store) holds the two together.
+--
+-- SQLite cannot add a CHECK to an existing column, but it adds one with a
+-- new column: status_known, always NULL, carries the CHECK on status. ADD
+-- COLUMN rewrites no row (only the schema's text) and checks the rows
+-- already written by reading them once (SQLite 3.37 and later: it fails,
+-- and the migration with it, when one has another name). The other ways
+-- cost more: rebuilding the table copies every ledger row, its indexes and
+-- the views over it inside the migration's transaction (the database
+-- locked and its size doubled for the time of the copy of a large ledger);
+-- a trigger costs every row written ~9,000 instructions (its subprogram's
+-- frame; bench/cpucost.sh), where this CHECK costs a comparison or two. The
+-- chain of comparisons stops at the first name that matches (NOT IN with
+-- more than two constants would build them into a temporary b-tree for each
+-- row); an UPDATE that does not set status does not evaluate it.
+ALTER TABLE ledger ADD COLUMN status_known INTEGER CHECK (status = 'ok' OR status = 'reserved' OR status = 'estimated' OR status = 'no_usage' OR status = 'client_cut' OR status = 'client_gone' OR status = 'cut' OR status = 'max_duration' OR status = 'timeout' OR status = 'error' OR status = 'failed' OR status = 'refused' OR status = 'malformed' OR status = 'undelivered' OR status = 'expired' OR status = 'released');
