@@ -330,7 +330,7 @@ static void reserve_done(prov_leases_t *L, prov_op_t *op, apr_int64_t now)
     }
     op->out->slot = s;
     if (op->granted > 0 && (s->state != PROV_LEASE_NONE || s->pending))
-        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00054: lease %s was granted to a key "
+        prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00059: lease %s was granted to a key "
                  "that has one; it is released when it expires", op->lease_id);
     else if (op->granted > 0)
         lease_open(s, op, now);

@@ -17,7 +17,7 @@
  * it; what a lease must cover at once is the holds in flight and the
  * charges not written yet, so that a lease of half the room of an account
  * of modest means (a few credits, a key's budget, a plan's window) serves
- * such turns too. Until issue 29's second session _MIN was 256, and such
+ * such turns too. _MIN was once 256, and such
  * an account reserved every request in the database (bench/REPORT.md). */
 #define PROV_LEASE_HOLDS     1024
 #define PROV_LEASE_HOLDS_MIN 4

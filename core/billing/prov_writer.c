@@ -36,7 +36,7 @@ struct prov_billing_writer_t {
  * (prov_lease_next_due), but at least WRITER_TICK and at most
  * WRITER_TICK_MAX (settlements that leave a batch due wake it at once; the
  * rest, such as a key's other model ending, is not foreseen). It looked
- * every 2 ms until the eleventh session of issue 17: 500 wake-ups a second
+ * every 2 ms once: 500 wake-ups a second
  * for as long as any agent streamed. And how long it waits after a failed
  * batch. */
 #define WRITER_TICK apr_time_from_msec(2)
