@@ -144,6 +144,8 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
             prov_cache_put_model(in->lookups, in->model, prov_now());
     }
     usable = rv == APR_SUCCESS && in->model->enabled;
+    if (rv == APR_SUCCESS)      /* for the access log (README, "Logs") */
+        apr_table_setn(r->notes, "provider-model", in->model->public_id);
 
     if (usable && messages_only)
         usable = in->model->messages_enabled
@@ -227,6 +229,25 @@ void provider_infer_close(provider_infer_t *in)
     }
 }
 
+/* The settlement for the access log (README, "Logs"): the charge, the
+ * tokens it was charged for, the ledger status ("reserved" while a failed
+ * settlement leaves the hold in place, "released" for a hold released
+ * before its settlement came). */
+static void note_settlement(request_rec *r, const prov_tokens_t *t, prov_micro_t charge,
+                            prov_status_e status)
+{
+    static const prov_tokens_t none = { 0, 0, 0, 0 };
+    apr_table_t *n = r->notes;
+    if (!t)
+        t = &none;
+    apr_table_setn(n, "provider-credits", prov_money_format(charge, r->pool));
+    apr_table_setn(n, "provider-tokens-in", prov_i64(t->input, r->pool));
+    apr_table_setn(n, "provider-tokens-out", prov_i64(t->output, r->pool));
+    apr_table_setn(n, "provider-tokens-cache", prov_i64(t->cache, r->pool));
+    apr_table_setn(n, "provider-tokens-reasoning", prov_i64(t->reasoning, r->pool));
+    apr_table_setn(n, "provider-status", prov_ledger_status_name(status));
+}
+
 /* The second database phase: short, after the gateway has answered. */
 static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
                    prov_status_e status)
@@ -240,6 +261,12 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
                                  prov_now(), r->pool)
            : prov_billing_release(provider_request_source(r), in->res, status, prov_now(),
                                   r->pool);
+    /* APR_EINCOMPLETE: released already (by hand, or expired): nothing moved */
+    if (rv == APR_SUCCESS)
+        note_settlement(r, t, t ? charge : 0, status);
+    else
+        note_settlement(r, NULL, 0, rv == APR_EINCOMPLETE ? PROV_STATUS_RELEASED
+                                                          : PROV_STATUS_RESERVED);
     if (rv != APR_SUCCESS && rv != APR_EINCOMPLETE)
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, "PROV00110: request %s could not be "
                       "%s; its hold of %s credits stays reserved", in->request_id,
