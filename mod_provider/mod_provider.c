@@ -29,6 +29,7 @@
 #include "mod_provider_purge.h"
 #include "mod_provider_responses.h"
 #include "mod_provider_sqlite.h"
+#include "mod_provider_status.h"
 #include "prov_log.h"
 #include "prov_docs.h"
 #include "prov_store_sqlite.h"
@@ -204,6 +205,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                 continue;
             }
             apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
+            provider_status_writer();
             /* Expired holds released on time, a journal of what is answered
              * before it is written, dead children's journals replayed. */
             prov_billing_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
@@ -349,6 +351,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
     provider_limit_hooks(p);
+    provider_status_hooks(p);
 }
 
 AP_DECLARE_MODULE(provider) = {

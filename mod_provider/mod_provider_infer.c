@@ -16,6 +16,7 @@
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
+#include "mod_provider_status.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -71,6 +72,7 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
     in->transport = transport;
     in->request_id = provider_request_id(r);
     *pin = in;
+    provider_status_request(r);
 
     secret = provider_api_key(r, allow_x_api_key);
     if (!secret)
@@ -218,6 +220,7 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
     set_cap(in);
     /* For the access log: how the hold was taken (README, "Logs"). */
     apr_table_setn(in->r->notes, "provider-hold", in->res->leased ? "lease" : "database");
+    provider_status_hold(in->res->leased);
     return PROVIDER_GO;
 }
 

@@ -28,6 +28,7 @@
 #include "mod_provider_stream.h"
 #include "mod_provider_http.h"
 #include "mod_provider_infer.h"
+#include "mod_provider_status.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -314,8 +315,8 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
     return provider_fail(r, family, PROV_E_GATEWAY_ERROR, NULL, "%s", x->how->malformed);
 }
 
-int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, const char *path,
-                        const char *body, const apr_table_t *headers)
+static int run(provider_infer_t *in, const provider_streamer_t *how, const char *path,
+               const char *body, const apr_table_t *headers)
 {
     request_rec *r = in->r;
     provider_stream_t x;
@@ -347,4 +348,15 @@ int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, co
     if (x.started || x.out->len)
         return how->end(in, &x, rv);
     return not_started(in, &x, rv);
+}
+
+/* The stream counted open in this process while it runs (/server-status). */
+int provider_stream_run(provider_infer_t *in, const provider_streamer_t *how, const char *path,
+                        const char *body, const apr_table_t *headers)
+{
+    int st;
+    provider_status_stream(1);
+    st = run(in, how, path, body, headers);
+    provider_status_stream(-1);
+    return st;
 }

@@ -122,6 +122,40 @@ describe('access log notes and /server-status', { timeout: 120000 }, () => {
     assert.notEqual(e.error, '-');
   });
 
+  // One child (the stack's default): its counters saw every request above.
+  it('/server-status has this child\'s mod_provider section', async () => {
+    const auto = await stack.request('GET', '/server-status?auto');
+    assert.equal(auto.status, 200, auto.text);
+    const fig = Object.fromEntries(auto.text.split('\n').filter((l) => l.startsWith('Provider'))
+      .map((l) => l.split(': ')));
+    assert.match(fig.ProviderPid || '', /^\d+$/, auto.text);
+    assert.equal(fig.ProviderRequests, '4', 'the four inference requests above');
+    assert.equal(Number(fig.ProviderHoldsLease) + Number(fig.ProviderHoldsDatabase), 3,
+      'three took a hold (not the unknown model)');
+    assert.equal(fig.ProviderRequestsInFlight, '0');
+    assert.equal(fig.ProviderStreamsOpen, '0', 'the stream above has ended');
+    assert.equal(fig.ProviderBillingWriters, '1');
+    const html = await stack.request('GET', '/server-status');
+    assert.equal(html.status, 200);
+    assert.match(html.text, /<h2>mod_provider \(this process, pid \d+\)<\/h2>/);
+    assert.match(html.text, /<td>streams open<\/td><td>0<\/td>/);
+  });
+
+  it('/server-status counts a stream while it is open', async () => {
+    const figure = async (name) => {
+      const res = await stack.request('GET', '/server-status?auto');
+      const line = res.text.split('\n').find((l) => l.startsWith(`${name}: `));
+      return line && line.slice(name.length + 2);
+    };
+    // its events 700 ms apart
+    const open = messagesStream(stack, user.key.secret, messagesBody('claude-drip',
+      { max_tokens: 100 }));
+    await eventually(async () => assert.equal(await figure('ProviderStreamsOpen'), '1'));
+    const res = await open;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(await figure('ProviderStreamsOpen'), '0');
+  });
+
   it('the log holds no key secret', async () => {
     const text = logText();
     assert.ok(text.includes(display), 'the display prefix is there');
