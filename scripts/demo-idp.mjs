@@ -29,7 +29,9 @@ const op = new OpenIdProvider({
   display: 'Demo Identity Provider',
   dir,
   redirectUri: `${publicURL.replace(/\/$/, '')}/v1/auth/${name}/callback`,
-  users: [{ login, password, email, name: 'Demo User', sub }],
+  // The demo's email is one the provider vouches for (email_verified: true):
+  // only then is it the account's, and the sign-in finds the demo user.
+  users: [{ login, password, email, emailVerified: true, name: 'Demo User', sub }],
 });
 await op.start();
 // The kit remembers every request and token for its tests; a demo that
