@@ -20,7 +20,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, seedCatalog, CATALOG, DEFAULT_UPSTREAMS } from './lib/server.js';
-import { assertOpenAIError, assertNoSecrets, chatBody, unknownKey } from './lib/helpers.js';
+import { assertOpenAIError, assertNoSecrets, chatBody, unknownKey, sseEvents } from './lib/helpers.js';
 import {
   MESSAGES_UPSTREAMS, seedMessagesCatalog, messages, messagesBody, messagesStream,
   assertAnthropicError,
@@ -33,23 +33,6 @@ import {
 const LEAK_UPSTREAMS = ['mock-fault-leak', 'mock-fault-error-event', 'mock-claude-fault-leak',
   'mock-claude-fault-error-event'];
 
-/** Events of an SSE body: [{event, data}] with data parsed as JSON when it is. */
-function sseEvents(text) {
-  const out = [];
-  for (const block of text.split('\n\n')) {
-    if (!block.trim()) continue;
-    let event = null;
-    const data = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith('event: ')) event = line.slice(7);
-      else if (line.startsWith('data: ')) data.push(line.slice(6));
-    }
-    let json;
-    try { json = JSON.parse(data.join('\n')); } catch { json = undefined; }
-    out.push({ event, data: json });
-  }
-  return out;
-}
 
 describe('issue 11 #3: gateway error text never reaches a client', { timeout: 120000 }, () => {
   let stack;

@@ -25,7 +25,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
-import { assertOpenAIError, assertNoSecrets, toMicro } from './lib/helpers.js';
+import { assertOpenAIError, assertNoSecrets, toMicro, sseEvents } from './lib/helpers.js';
 import {
   messages, messagesBody, messagesStream, assertAnthropicError, mockInputTokens,
 } from './lib/messages.js';
@@ -72,23 +72,6 @@ for (const f of [...REFUSALS.map((r) => r.fault), ...LONG_WAITS.map(([s]) => `42
   CLAUDE[`c-${id(f)}`] = `mock-claude-fault-${f}`;
 }
 
-/** Events of an SSE body: [{event, data}] with data parsed as JSON when it is. */
-function sse(text) {
-  const out = [];
-  for (const block of text.split('\n\n')) {
-    if (!block.trim()) continue;
-    let event = null;
-    const data = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith('event: ')) event = line.slice(7);
-      else if (line.startsWith('data: ')) data.push(line.slice(6));
-    }
-    let json;
-    try { json = JSON.parse(data.join('\n')); } catch { json = undefined; }
-    out.push({ event, data: json });
-  }
-  return out;
-}
 
 /** The documented input estimate: floor(prompt bytes / 3) + 8 per message + 16. */
 function inputEstimate(text) {
@@ -241,7 +224,7 @@ describe('upstream errors keep their meaning (issue 30)', { timeout: 300000 }, (
         () => responses(`g-error-event-${id(kind)}`, true));
       assert.equal(res.status, 200, res.text);
       noLeak(res, `responses error-event-${kind}`);
-      const evs = sse(res.text);
+      const evs = sseEvents(res.text);
       assert.equal(evs[0].data.type, 'response.created', kind);
       const last = evs.at(-1).data;
       assert.equal(last.type, 'response.failed', `${kind}: ${evs.map((e) => e.event).join()}`);

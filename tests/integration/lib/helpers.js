@@ -179,3 +179,22 @@ export async function eventually(fn, timeoutMs = 5000, stepMs = 200) {
     }
   }
 }
+
+/** Events of an SSE body: [{event, data}], data parsed as JSON when it is
+ * (else undefined: an event of text, or a cut one). */
+export function sseEvents(text) {
+  const out = [];
+  for (const block of text.split('\n\n')) {
+    if (!block.trim()) continue;
+    let event = null;
+    const data = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data.push(line.slice(6));
+    }
+    let json;
+    try { json = JSON.parse(data.join('\n')); } catch { json = undefined; }
+    out.push({ event, data: json });
+  }
+  return out;
+}
