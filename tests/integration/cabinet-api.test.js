@@ -256,7 +256,12 @@ describe('the cabinet API', { timeout: 180000 }, () => {
   it('reissues: a new secret for the same key, the old one refused at once on /v1/chat/completions', async () => {
     const k = await makeKey(alice, { name: 'reissue-me', weekly_budget: 10 });
     // the old secret is warm in the child's lookup cache and has a lease or a row
-    for (let i = 0; i < 3; i++) assert.equal((await stack.chat(k.secret, fullBody())).status, 200);
+    // (each one settled: a non-streamed answer leaves before its row is
+    // committed, and a lease-drawn request's row is written by the billing
+    // writer a moment later)
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await stack.requestSettled(await stack.chat(k.secret, fullBody()))).status, 200);
+    }
     const res = await api(alice.jar, 'POST', `/v1/keys/${k.id}/reissue`);
     assert.equal(res.status, 200, res.text);
     const n = res.json;
