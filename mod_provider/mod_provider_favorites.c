@@ -4,7 +4,8 @@
  * gateway now), PUT and DELETE /v1/models/{publicId}/favorite (204, both
  * idempotent; 404 MODEL_NOT_FOUND for a model the catalog does not have).
  * A public id may itself hold a '/', so the id is what lies between
- * "/v1/models/" and the final "/favorite". */
+ * "/v1/models/" and the final "/favorite"; any other /v1/models/{id} is the
+ * model itself (mod_provider_models.c). */
 #include <string.h>
 #include "mod_provider_api.h"
 #include "mod_provider_http.h"
@@ -57,6 +58,8 @@ int provider_favorites_handler(request_rec *r)
         return favorites_list(r);
     if (n > k && !strcmp(rest + n - k, SUFFIX))
         return favorite_change(r, apr_pstrndup(r->pool, rest, n - k));
+    if (n > 0)
+        return provider_model_handler(r, rest);
     return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
                          "No such endpoint: %s %s", r->method, ap_escape_html(r->pool, r->uri));
 }

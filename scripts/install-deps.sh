@@ -13,7 +13,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
  libjson-c-dev libcurl4-openssl-dev libssl-dev libcunit1-dev libcjose-dev libjansson-dev
  curl wrk postgresql valgrind strace iproute2 util-linux chromium zsh
  clang libclang-rt-14-dev
- dpkg-dev debhelper lintian git"
+ dpkg-dev debhelper lintian git python3"
 # Node.js may already come from elsewhere (with its own npm): only add Debian's if absent.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""

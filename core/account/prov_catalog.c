@@ -2,7 +2,8 @@
  * gateway offers (its /v1/models list, cached per process for a short time,
  * the last known list kept when the gateway fails) and the catalog JSON that
  * both our own clients (publicId, display_name, pricing) and OpenAI-style SDKs
- * (object:"list", data[].id) read. */
+ * (object:"list", data[].id) read; one catalog entry in either family's
+ * shape (prov_catalog_page.c pages the Anthropic list). */
 #include <string.h>
 #include <apr_thread_mutex.h>
 #include "prov_catalog.h"
@@ -141,6 +142,51 @@ static json_object *rate_json(prov_micro_t rate)
     return rate >= 0 ? prov_json_credits(rate) : NULL;
 }
 
+/* RFC 3339 in UTC, as Anthropic's created_at. */
+static json_object *rfc3339(apr_int64_t t, apr_pool_t *p)
+{
+    apr_time_exp_t x;
+    apr_time_exp_gmt(&x, apr_time_from_sec(t > 0 ? t : 0));
+    return json_object_new_string(apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ",
+                                               x.tm_year + 1900, x.tm_mon + 1, x.tm_mday,
+                                               x.tm_hour, x.tm_min, x.tm_sec));
+}
+
+json_object *prov_catalog_entry(const prov_model_t *m, apr_int64_t default_max_output,
+                                int anthropic, apr_pool_t *p)
+{
+    json_object *item = json_object_new_object(), *pricing;
+    if (anthropic)
+        json_object_object_add(item, "type", json_object_new_string("model"));
+    json_object_object_add(item, "id", json_object_new_string(m->public_id));
+    if (anthropic) {
+        json_object_object_add(item, "created_at", rfc3339(m->created_at, p));
+    }
+    else {
+        json_object_object_add(item, "object", json_object_new_string("model"));
+        json_object_object_add(item, "created", json_object_new_int64(m->created_at));
+        json_object_object_add(item, "owned_by",
+                               json_object_new_string(*m->family ? m->family : "provider"));
+    }
+    json_object_object_add(item, "publicId", json_object_new_string(m->public_id));
+    json_object_object_add(item, "display_name", json_object_new_string(m->display_name));
+    pricing = json_object_new_object();
+    json_object_object_add(pricing, "input", rate_json(m->rates.input));
+    json_object_object_add(pricing, "output", rate_json(m->rates.output));
+    json_object_object_add(pricing, "cache", rate_json(m->rates.cache));
+    json_object_object_add(pricing, "reasoning", rate_json(m->rates.reasoning));
+    json_object_object_add(item, "pricing", pricing);
+    json_object_object_add(item, "max_output_tokens", json_object_new_int64(
+                               prov_model_max_output(m, default_max_output)));
+    return item;
+}
+
+int prov_catalog_offers(const prov_model_t *m, apr_hash_t *available, int anthropic)
+{
+    return m->enabled && (!anthropic || m->messages_enabled)
+           && apr_hash_get(available, m->upstream_id, APR_HASH_KEY_STRING) != NULL;
+}
+
 const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *available,
                                 apr_int64_t default_max_output, apr_pool_t *p)
 {
@@ -152,26 +198,8 @@ const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *av
     json_object_object_add(root, "data", data);
     for (i = 0; i < models->nelts; i++) {
         const prov_model_t *m = APR_ARRAY_IDX(models, i, const prov_model_t *);
-        json_object *item, *pricing;
-        if (!m->enabled || !apr_hash_get(available, m->upstream_id, APR_HASH_KEY_STRING))
-            continue;
-        item = json_object_new_object();
-        json_object_object_add(item, "id", json_object_new_string(m->public_id));
-        json_object_object_add(item, "object", json_object_new_string("model"));
-        json_object_object_add(item, "created", json_object_new_int64(0));
-        json_object_object_add(item, "owned_by",
-                               json_object_new_string(*m->family ? m->family : "provider"));
-        json_object_object_add(item, "publicId", json_object_new_string(m->public_id));
-        json_object_object_add(item, "display_name", json_object_new_string(m->display_name));
-        pricing = json_object_new_object();
-        json_object_object_add(pricing, "input", rate_json(m->rates.input));
-        json_object_object_add(pricing, "output", rate_json(m->rates.output));
-        json_object_object_add(pricing, "cache", rate_json(m->rates.cache));
-        json_object_object_add(pricing, "reasoning", rate_json(m->rates.reasoning));
-        json_object_object_add(item, "pricing", pricing);
-        json_object_object_add(item, "max_output_tokens", json_object_new_int64(
-                                   prov_model_max_output(m, default_max_output)));
-        json_object_array_add(data, item);
+        if (prov_catalog_offers(m, available, 0))
+            json_object_array_add(data, prov_catalog_entry(m, default_max_output, 0, p));
     }
     return prov_json_dump(root, p);
 }

@@ -6,7 +6,10 @@
 #define PROV_CATALOG_H
 
 #include "prov_common.h"
+#include "prov_error.h"
 #include "prov_gateway.h"
+#include "prov_json.h"
+#include "prov_models.h"
 
 typedef struct prov_catalog_cache_t prov_catalog_cache_t;
 
@@ -28,5 +31,41 @@ apr_status_t prov_catalog_parse_list(apr_hash_t **ids, const char *body, apr_siz
  * default_max_output (ProviderDefaultMaxTokens). */
 const char *prov_catalog_render(const apr_array_header_t *models, apr_hash_t *available,
                                 apr_int64_t default_max_output, apr_pool_t *p);
+/* Non-zero when the catalog offers m now: enabled, its upstream id in
+ * available, and for the Anthropic family (anthropic != 0) open to Messages. */
+int prov_catalog_offers(const prov_model_t *m, apr_hash_t *available, int anthropic);
+/* One entry: OpenAI's {id, object:"model", created, owned_by} or Anthropic's
+ * {type:"model", id, created_at (RFC 3339)}, both with publicId,
+ * display_name, pricing and max_output_tokens. A new object (the caller owns it). */
+json_object *prov_catalog_entry(const prov_model_t *m, apr_int64_t default_max_output,
+                                int anthropic, apr_pool_t *p);
+
+/* A page of the Anthropic-shaped list (GET /v1/models with anthropic-version
+ * or x-api-key): limit 1-1000 (default 20), and at most one of after_id and
+ * before_id. Ids are ordered bytewise, so a cursor stays valid when its
+ * model leaves the catalog. */
+typedef struct prov_catalog_page_t {
+    int limit;
+    const char *after_id;
+    const char *before_id;
+} prov_catalog_page_t;
+
+#define PROV_CATALOG_PAGE_DEFAULT 20
+#define PROV_CATALOG_PAGE_MAX     1000
+
+/* Checks the query's limit, after_id and before_id (each NULL when absent);
+ * APR_EINVAL with *err (INVALID_REQUEST, its param) on a bad one. */
+apr_status_t prov_catalog_page_args(prov_catalog_page_t *page, prov_error_t **err,
+                                    const char *limit, const char *after_id,
+                                    const char *before_id, apr_pool_t *p);
+/* {"data":[entries],"has_more","first_id","last_id"}: the models the catalog
+ * offers to the Anthropic family (prov_catalog_offers), sorted by id, the
+ * page's slice of them. */
+const char *prov_catalog_page_render(const apr_array_header_t *models, apr_hash_t *available,
+                                     apr_int64_t default_max_output,
+                                     const prov_catalog_page_t *page, apr_pool_t *p);
+/* One model (GET /v1/models/{id}) in either shape. */
+const char *prov_catalog_render_one(const prov_model_t *m, apr_int64_t default_max_output,
+                                    int anthropic, apr_pool_t *p);
 
 #endif

@@ -87,7 +87,7 @@ static int rate_valid(prov_micro_t r)
 
 /* MODEL_COLS: id, public_id, display_name, upstream_id, family, enabled,
  * messages_enabled, rate_input, rate_output, rate_cache, rate_reasoning,
- * max_output */
+ * max_output, created_at */
 static prov_micro_t rate_col(prov_store_t *s, apr_dbd_row_t *row, int n)
 {
     return prov_store_get(s, row, n) ? prov_store_get_i64(s, row, n, PROV_RATE_UNSET)
@@ -115,6 +115,7 @@ static prov_model_t *model_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_poo
     m->rates.cache = rate_col(s, row, 9);
     m->rates.reasoning = rate_col(s, row, 10);
     m->max_output = prov_store_get(s, row, 11) ? prov_store_get_i64(s, row, 11, 0) : 0;
+    m->created_at = prov_store_get_i64(s, row, 12, 0);
     return m;
 }
 

@@ -21,6 +21,7 @@ typedef struct prov_model_t {
     apr_int64_t max_output;      /* the most output tokens a request is forwarded
                                   * with; 0: the server's default
                                   * (ProviderDefaultMaxTokens) */
+    apr_int64_t created_at;      /* epoch seconds, when it was added */
 } prov_model_t;
 
 /* Fields to change with prov_model_set; NULL / -1 = leave as is. */

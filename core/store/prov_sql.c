@@ -11,7 +11,7 @@
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
-                   "rate_input, rate_output, rate_cache, rate_reasoning, max_output"
+                   "rate_input, rate_output, rate_cache, rate_reasoning, max_output, created_at"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
 #define LEDGER_INSERT "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, " \
     "input_tokens, output_tokens, cache_tokens, reasoning_tokens, reserved, credits, " \

@@ -47,6 +47,10 @@ describe('the official OpenAI SDK', { timeout: 120000 }, () => {
     assert.ok(ids.includes('prov-nullrates'), ids.join(','));
     assert.ok(!ids.includes('prov-disabled'), ids.join(','));
     assert.ok(!ids.includes('prov-unlisted'), ids.join(','));
+    const one = await client.models.retrieve('prov-main');
+    assert.deepEqual([one.id, one.object, one.owned_by], ['prov-main', 'model', 'provider']);
+    assert.ok(one.created > 1e9, String(one.created));
+    await assert.rejects(client.models.retrieve('prov-disabled'), OpenAI.NotFoundError);
   });
 
   it('creates a chat completion and exposes the charge', async () => {

@@ -5,6 +5,10 @@
 // follows the gateway's list after the cache TTL, that it keeps the last
 // known list while the gateway is down, and that a gateway that was never
 // reachable gives an honest OpenAI-shaped error instead of an empty list.
+// With anthropic-version or x-api-key (the Anthropic SDK, Claude Code) the
+// list is Anthropic's: the models open to Messages, paged with limit,
+// after_id and before_id, errors in Anthropic's shape; GET /v1/models/{id}
+// answers one model in either shape.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -159,5 +163,88 @@ describe('GET /v1/models with the gateway down from the start', { timeout: 60000
       assert.ok(!('data' in res.json), `an error carries no list: ${res.text}`);
       assertNoSecrets(res, stack, [`:${stack.closedPort}`]);
     });
+  });
+});
+
+describe('GET /v1/models in Anthropic\'s shape, and one model by id', { timeout: 120000 }, () => {
+  let stack;
+  const MESSAGES = ['prov-delay', 'prov-main', 'prov-nullrates', 'prov-trickle'];
+  const anth = { 'anthropic-version': '2023-06-01' };
+  before(async () => {
+    stack = await startStack({ seed: (s) => {
+      seedCatalog(s);
+      for (const id of MESSAGES) s.ctl('model', 'set', id, '--messages', 'on');
+      s.ctl('model', 'set', 'prov-disabled', '--messages', 'on');
+    } });
+  });
+  after(async () => {
+    if (stack) await stack.stop();
+  });
+  const get = (q, headers = anth) => stack.request('GET', `/v1/models${q}`, { headers });
+
+  it('answers the Messages models with type, created_at and the page fields', async () => {
+    for (const headers of [anth, { 'x-api-key': unknownKey() }]) {
+      const res = await get('', headers);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.json.data.map((m) => m.id), MESSAGES);
+      assert.equal(res.json.has_more, false);
+      assert.equal(res.json.first_id, 'prov-delay');
+      assert.equal(res.json.last_id, 'prov-trickle');
+      assert.equal(res.json.object, undefined);
+      const main = res.json.data.find((m) => m.id === 'prov-main');
+      assert.equal(main.type, 'model');
+      assert.equal(main.display_name, 'Main Model');
+      assert.equal(main.publicId, 'prov-main');
+      assert.deepEqual(main.pricing, { input: 1.234567, output: 2.345678, cache: 0.123457, reasoning: 3.456789 });
+      assert.match(main.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      assert.ok(Math.abs(Date.parse(main.created_at) - Date.now()) < 3600e3, main.created_at);
+      assertNoSecrets(res, stack);
+    }
+    // a bearer token without anthropic-version stays OpenAI's list
+    const openai = await stack.models({ key: unknownKey() });
+    assert.equal(openai.json.object, 'list');
+    assert.ok(openai.json.data.every((m) => typeof m.created === 'number' && m.created > 0));
+  });
+
+  it('pages forwards and backwards', async () => {
+    let res = await get('?limit=2');
+    assert.deepEqual([res.json.data.map((m) => m.id), res.json.has_more], [['prov-delay', 'prov-main'], true]);
+    res = await get(`?limit=2&after_id=${res.json.last_id}`);
+    assert.deepEqual([res.json.data.map((m) => m.id), res.json.has_more], [['prov-nullrates', 'prov-trickle'], false]);
+    res = await get(`?limit=1&before_id=${res.json.first_id}`);
+    assert.deepEqual([res.json.data.map((m) => m.id), res.json.has_more], [['prov-main'], true]);
+    res = await get('?after_id=prov-trickle');
+    assert.deepEqual([res.json.data, res.json.has_more, res.json.first_id, res.json.last_id], [[], false, null, null]);
+  });
+
+  it('refuses bad page arguments in Anthropic\'s error shape', async () => {
+    for (const q of ['?limit=0', '?limit=1001', '?limit=x', '?after_id=a&before_id=b']) {
+      const res = await get(q);
+      assert.equal(res.status, 400, `${q}: ${res.text}`);
+      assert.equal(res.json.type, 'error');
+      assert.equal(res.json.error.type, 'invalid_request_error');
+    }
+    const post = await stack.request('POST', '/v1/models', { headers: anth, body: {} });
+    assert.equal(post.status, 405);
+    assert.equal(post.json.type, 'error');
+  });
+
+  it('answers GET /v1/models/{id} in either shape, 404 for what is not offered', async () => {
+    let res = await stack.request('GET', '/v1/models/prov-main', { headers: anth });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.type, 'model');
+    assert.equal(res.json.id, 'prov-main');
+    res = await stack.request('GET', '/v1/models/prov-main');
+    assert.equal(res.json.object, 'model');
+    assert.equal(res.json.id, 'prov-main');
+    // prov-fault-500 is not open to Messages; prov-disabled is disabled
+    res = await stack.request('GET', '/v1/models/prov-fault-500');
+    assert.equal(res.status, 200, res.text);
+    for (const id of ['prov-fault-500', 'prov-disabled', 'prov-unlisted', 'nope']) {
+      res = await stack.request('GET', `/v1/models/${id}`, { headers: anth });
+      assert.equal(res.status, 404, `${id}: ${res.text}`);
+      assert.equal(res.json.error.type, 'not_found_error');
+    }
+    assertOpenAIError(await stack.request('GET', '/v1/models/prov-disabled'), 404, 'MODEL_NOT_FOUND', { param: 'model' });
   });
 });

@@ -329,6 +329,14 @@ describe('the documentation pages and the OpenAPI description', () => {
       const anthropic = { 'x-api-key': key, 'anthropic-version': '2023-06-01' };
       const user = [{ role: 'user', content: 'hi' }];
       await check('/v1/models', undefined, 200);
+      const anthropicList = await check('/v1/models?limit=2', { headers: { 'anthropic-version': '2023-06-01' } }, 200,
+        { template: '/v1/models' });
+      assert.equal(anthropicList.data[0].type, 'model');
+      await check('/v1/models?limit=0', { headers: { 'anthropic-version': '2023-06-01' } }, 400, { template: '/v1/models' });
+      await check('/v1/models/prov-main', undefined, 200, { template: '/v1/models/{id}' });
+      await check('/v1/models/no-such', undefined, 404, { template: '/v1/models/{id}' });
+      await check('/v1/models/docs-claude-x', { headers: { 'x-api-key': key } }, 200, { template: '/v1/models/{id}' });
+      await check('/v1/models/prov-main', { headers: { 'x-api-key': key } }, 404, { template: '/v1/models/{id}' });
       await check('/v1/chat/completions', post({ model: 'prov-main', messages: user, max_tokens: 16 }, bearer), 200);
       await check('/v1/chat/completions', post({ model: 'prov-main', messages: user }, {}), 401);
       await check('/v1/chat/completions', post({ model: 'no-such', messages: user }, bearer), 404);

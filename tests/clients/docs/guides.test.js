@@ -248,6 +248,8 @@ describe('the setup guides, followed as written', { timeout: 600000 }, () => {
       assert.equal(keyFor('provider-claude'), user.key.secret, 'the key is in the keyring');
       const launcher = path.join(h, '.local', 'bin', 'provider-claude');
       assert.ok(fs.statSync(launcher).mode & 0o100, 'the launcher is executable');
+      // /model lists the service's models (tests/clients/messages/picker.test.js)
+      assert.match(fs.readFileSync(launcher, 'utf8'), /^export CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1$/m);
       assert.ok(fs.statSync(path.join(h, '.config', 'provider-claude')).isDirectory());
       const first = snapshot(h);
       await paste(sh, text, h, { model: CLAUDE_MODEL });

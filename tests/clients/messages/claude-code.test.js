@@ -22,11 +22,11 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '../../integration/lib/server.js';
+import { recordingProxy } from '../lib/proxy.js';
 import { seedMessagesCatalog, MESSAGES_UPSTREAMS, MESSAGES_CATALOG } from '../../integration/lib/messages.js';
 import { MESSAGES_FAULTS, seedFaults, ledgerRows } from '../lib/upstream.js';
 
@@ -41,31 +41,6 @@ function loopbackOnly() {
   const ifs = os.networkInterfaces();
   return Object.entries(ifs).every(([name, addrs]) => name === 'lo'
     || addrs.every((a) => a.internal));
-}
-
-/** A proxy to target that records each request (path, headers, parsed body). */
-function recordingProxy(target) {
-  const seen = [];
-  const server = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      let body;
-      try { body = JSON.parse(raw.toString('utf8')); } catch { body = undefined; }
-      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
-      const up = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers },
-        (ur) => {
-          res.writeHead(ur.statusCode, ur.headers);
-          ur.pipe(res);
-        });
-      up.on('error', () => res.destroy());
-      up.end(raw);
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    server, seen, url: `http://127.0.0.1:${server.address().port}`,
-  })));
 }
 
 function runClaude(args, env, cwd) {

@@ -4,7 +4,8 @@
 # package.json (npm ci from the committed lock file when node_modules is
 # missing or stale: the Anthropic SDK 0.x and 1.x and Claude Code, whose native
 # binary comes as an optional npm package), runs the SDK tests against the
-# integration harness, then runs Claude Code's test inside a loopback-only
+# integration harness, then runs Claude Code's tests (headless turns, and
+# its TUI's model picker in a pseudo-terminal) inside a loopback-only
 # network namespace (unshare -n; lo up), so that the agent cannot reach
 # anything outside the machine. Exit 0 when all pass, 1 otherwise; never 77.
 set -u
@@ -34,5 +35,5 @@ status=0
 # namespace of its own with only loopback up.
 unshare -n true 2>/dev/null || fail "cannot create a network namespace (unshare -n needs root)"
 (cd "$here" && unshare -n sh -c "ip link set lo up && CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-  node --test $flags claude-code.test.js") || status=1
+  node --test $flags claude-code.test.js picker.test.js") || status=1
 exit $status

@@ -11,7 +11,8 @@
 // and a stream refused before its first event), an overload is status 529
 // with type overloaded_error (1.x: its OverloadedError; 0.x has no class of
 // its own: InternalServerError), which the SDK retries; nothing is charged
-// for either.
+// for either. models.list() pages through the Messages models in
+// Anthropic's list shape, and models.retrieve() answers one.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -219,6 +220,30 @@ describe('the official Anthropic SDKs on /v1/messages', { timeout: 180000 }, () 
           model: 'claude-main', messages: [{ role: 'user', content: 'how many tokens' }],
         });
         assert.equal(r.input_tokens, mockInputTokens('how many tokens'));
+      });
+
+      it('lists the Messages models with models.list(), page by page, and retrieves one', async () => {
+        // what the catalog offers to Messages, straight from the server
+        const all = await stack.request('GET', '/v1/models?limit=1000',
+          { headers: { 'anthropic-version': '2023-06-01' } });
+        const want = all.json.data.map((m) => m.id);
+        assert.ok(want.includes('claude-main') && !want.includes('claude-off'), all.text);
+        const seen = [];
+        let pages = 0;
+        for await (const page of (await client.models.list({ limit: 3 })).iterPages()) {
+          pages++;
+          for (const m of page.data) {
+            assert.equal(m.type, 'model');
+            assert.ok(!Number.isNaN(Date.parse(m.created_at)), JSON.stringify(m));
+            seen.push(m.id);
+          }
+        }
+        assert.deepEqual(seen, want);
+        assert.equal(pages, Math.ceil(want.length / 3));
+        const one = await client.models.retrieve('claude-main');
+        assert.equal(one.id, 'claude-main');
+        assert.equal(one.type, 'model');
+        await assert.rejects(client.models.retrieve('claude-off'), sdk.Anthropic.NotFoundError);
       });
     });
   }
