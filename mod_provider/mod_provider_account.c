@@ -1,7 +1,9 @@
 /* mod_provider_account.c: two of the cabinet API's reads: GET /v1/account
- * (balance, held, the plan's windows) and GET /v1/usage?days=N&by=day|key|model. */
+ * (balance, held, the plan's windows, what a credit is worth and where to
+ * get more) and GET /v1/usage?days=N&by=day|key|model. */
 #include "mod_provider_account.h"
 #include "mod_provider_api.h"
+#include "mod_provider_config.h"
 #include "util_script.h"
 
 APLOG_USE_MODULE(provider);
@@ -18,6 +20,12 @@ int provider_account_handler(request_rec *r)
     rv = prov_cabinet_account(&o, api.store, api.sess->user_id, prov_now(), r->pool);
     if (rv != APR_SUCCESS)
         return provider_api_failed(&api, rv, "reading the account");
+    {
+        const prov_credit_offer_t *credit = &provider_conf(r)->credit;
+        json_object_object_add(o, "credit", prov_credit_json(credit));
+        json_object_object_add(o, "top_up_url", credit->top_up_url
+                               ? json_object_new_string(credit->top_up_url) : NULL);
+    }
     return provider_api_send(&api, HTTP_OK, o);
 }
 

@@ -187,6 +187,7 @@ int main(int argc, char **argv)
     prov_test_suite_chat_fast();
     prov_test_suite_fields();
     prov_test_suite_catalog();
+    prov_test_suite_credit();
     prov_test_suite_sse();
     prov_test_suite_cache();
     prov_test_suite_ratelimit();

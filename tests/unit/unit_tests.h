@@ -54,6 +54,7 @@ void prov_test_suite_chat(void);
 void prov_test_suite_chat_fast(void);
 void prov_test_suite_fields(void);
 void prov_test_suite_catalog(void);
+void prov_test_suite_credit(void);
 void prov_test_suite_sse(void);
 void prov_test_suite_cache(void);
 void prov_test_suite_ratelimit(void);
