@@ -137,7 +137,7 @@ describe('access log notes and /server-status', { timeout: 120000 }, () => {
     assert.equal(fig.ProviderBillingWriters, '1');
     const html = await stack.request('GET', '/server-status');
     assert.equal(html.status, 200);
-    assert.match(html.text, /<h2>mod_provider \(this process, pid \d+\)<\/h2>/);
+    assert.match(html.text, /<h2>mod_provider \(all children of the server; this page from pid \d+\)<\/h2>/);
     assert.match(html.text, /<td>streams open<\/td><td>0<\/td>/);
   });
 
