@@ -1,13 +1,13 @@
 // tests/integration/metrics.test.js: the provider-metrics handler (README,
-// "Metrics") on a server of two children with one worker thread each: a
-// known workload (a chat answer, a Messages stream, a Responses stream, a
-// refusal by each check, a gateway refusal, a rate-limited registration)
-// leaves exact counters, the same whichever child answers the scrape; a
-// stream held open in one child is seen from the other (the counters are
-// in shared memory, as /server-status's section, which reads the same);
-// the page is Prometheus text 0.0.4 with HELP and TYPE, carries no key,
-// secret or email, and is served only where SetHandler maps it and httpd's
-// Require lets the client in.
+// "Metrics") on a server of two children: a known workload (a chat answer,
+// a Messages stream, a Responses stream, a refusal by each check, a
+// gateway refusal, a rate-limited MCP call), each request served by one
+// child while the other is stopped (SIGSTOP), leaves exact counters that
+// either child answers; then a sign-in and an MCP client's OAuth tokens; a
+// stream open in one child is seen from the other, and in /server-status's
+// section (the same shared counters); the page is Prometheus text 0.0.4
+// with HELP and TYPE, carries no key, secret or email, and is served only
+// where SetHandler maps it and httpd's Require lets the client in.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +15,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startStack, freePort, HTTPD_MODULES } from './lib/server.js';
 import { eventually } from './lib/helpers.js';
+import { startIdentityProviders } from './lib/idp.js';
+import { signedIn, client, authorizeCode, exchange } from './lib/oauth.js';
 import { messagesBody, messagesStream } from './lib/messages.js';
 import {
   metricsDirectives, seedMetricsUsers, runWorkload, expectedSeries, parseMetrics, assertSeries,
@@ -22,20 +24,27 @@ import {
 
 describe('provider-metrics: the server\'s counters over two children', { timeout: 180000 }, () => {
   let stack;
+  let kit;
   let u;
 
   before(async () => {
     const port = await freePort();
+    kit = await startIdentityProviders({ redirectBase: `http://127.0.0.1:${port}`, count: 1, plain: 0 });
     stack = await startStack({
       port, children: 2, threads: 4,
       directives: `${metricsDirectives(`http://127.0.0.1:${port}`)}\n`
+        + `ProviderCookieSecure Off\n${kit.directives()}\n`
         + `LoadModule status_module ${HTTPD_MODULES}/mod_status.so\n`
         + '<Location /server-status>\n  SetHandler server-status\n</Location>\n',
       seed: (s) => { u = seedMetricsUsers(s); },
     });
   });
   after(async () => {
-    if (stack) await stack.stop();
+    if (stack) {
+      stack.secrets.push(...kit.secrets(), ...kit.subjects());
+      await stack.stop();
+    }
+    if (kit) await kit.stop();
   });
 
   const scrape = async () => {
@@ -93,6 +102,17 @@ describe('provider-metrics: the server\'s counters over two children', { timeout
     assert.ok(s.get('provider_billing_batch_operations_count') >= 1, 'batches were committed');
     await eventually(async () => assert.equal(
       parseMetrics((await scrape()).text).get('provider_journal_unwritten_records'), 0));
+  });
+
+  it('counts a sign-in and the OAuth tokens an MCP client is issued', async () => {
+    const jar = await signedIn(stack);
+    const c = await client(stack);
+    await exchange(stack, c, await authorizeCode(stack, jar, c));
+    await eventually(async () => {
+      const s = parseMetrics((await scrape()).text);
+      assert.equal(s.get('provider_signins_total'), 1);
+      assert.equal(s.get('provider_oauth_tokens_issued_total'), 1);
+    });
   });
 
   it('a stream open in one child is seen from the other, and by /server-status', async () => {

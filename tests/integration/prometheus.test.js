@@ -92,7 +92,7 @@ describe('Debian\'s prometheus scrapes provider-metrics', { timeout: 180000 }, (
     // the last scrape after the workload's last request has ended
     await eventually(async () => {
       assert.equal(await query('provider_inference_requests_started_total'), 10);
-      assert.equal(await query('provider_refused_total{check="rate_limit_register"}'), 1);
+      assert.equal(await query('provider_refused_total{check="rate_limit_mcp"}'), 1);
       assert.equal(await query('provider_inference_requests_in_flight'), 0);
     }, 20000, 500);
     for (const [series, v] of Object.entries(e)) {

@@ -1,7 +1,8 @@
 // tests/integration/lib/metrics.js: what the metrics tests share
 // (metrics.test.js reads the handler, prometheus.test.js reads Debian's
 // prometheus server): the stack's directives (the handler mapped and
-// protected, a register limit of 1 that the workload trips), the users a
+// protected, a limit of 1 on the public MCP endpoint that the workload
+// trips), the users a
 // known workload needs, the workload itself (a plain chat answer, a
 // Messages stream, a Responses stream, and a refusal by each check), the
 // exact series it must leave, and a parser of the Prometheus text format.
@@ -18,7 +19,7 @@ export function metricsDirectives(base) {
   return [
     `LoadModule authz_host_module ${HTTPD_MODULES}/mod_authz_host.so`,
     `ProviderPublicURL ${base}`,
-    'ProviderAnonRateLimit register 1 1',
+    'ProviderAnonRateLimit mcp 1 1',
     'KeepAlive Off',
     'CustomLog logs/pids.log "%P %>s %r"',
     '<Location /provider-metrics>',
@@ -60,10 +61,11 @@ const usage = (prompt, completion) => ({ metadata: { mock_usage: { prompt, compl
  * inside around(step, fn) (step: its index), which may pick the child. */
 export async function runWorkload(stack, u, around = (step, fn) => fn()) {
   const post = (key, model, extra = {}) => stack.chat(key, chatBody(model, extra));
-  const register = async () => {
-    const r = await fetch(`${stack.baseURL}/oauth/register`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'metrics', redirect_uris: ['http://127.0.0.1:5173/cb'] }),
+  const mcp = async () => {
+    const r = await fetch(`${stack.baseURL}/v1/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     return { status: r.status, text: await r.text() };
   };
@@ -80,8 +82,8 @@ export async function runWorkload(stack, u, around = (step, fn) => fn()) {
     [402, () => post(u.broke.key.secret, 'gpt-chat')],
     [404, () => post(u.payer.key.secret, 'no-such-model')],
     [429, () => messages(stack, u.payer.key.secret, messagesBody('claude-429'))],
-    [201, register],
-    [429, register],
+    [200, mcp],
+    [429, mcp],       // the public MCP endpoint's limit: 1 a minute
   ];
   for (const [i, [status, fn]] of steps.entries()) {
     const res = await around(i, fn);
@@ -94,8 +96,8 @@ export async function runWorkload(stack, u, around = (step, fn) => fn()) {
 export function expectedSeries(stack) {
   const sum = (expr, where = "status = 'ok'") => Number(stack.sql(
     `SELECT CAST(COALESCE(SUM(${expr}), 0) AS TEXT) AS v FROM ledger WHERE ${where}`)[0].v);
-  const refused = { key: 1, blocked: 1, budget: 1, window: 1, balance: 1, rate_limit_register: 1,
-    rate_limit_token: 0, rate_limit_authorize: 0, rate_limit_signin: 0, rate_limit_mcp: 0 };
+  const refused = { key: 1, blocked: 1, budget: 1, window: 1, balance: 1, rate_limit_register: 0,
+    rate_limit_token: 0, rate_limit_authorize: 0, rate_limit_signin: 0, rate_limit_mcp: 1 };
   const e = {
     'provider_requests_total{code="2xx",model="gpt-chat",transport="chat"}': 1,
     'provider_requests_total{code="2xx",model="claude-main",transport="messages"}': 1,
