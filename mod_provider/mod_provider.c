@@ -23,6 +23,7 @@
 #include "mod_provider_keys.h"
 #include "mod_provider_limit.h"
 #include "mod_provider_mcp.h"
+#include "mod_provider_metrics.h"
 #include "mod_provider_messages.h"
 #include "mod_provider_models.h"
 #include "mod_provider_oauth.h"
@@ -205,7 +206,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                 continue;
             }
             apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
-            provider_status_writer();
+            provider_status_writer(pchild);
             /* Expired holds released on time, a journal of what is answered
              * before it is written, dead children's journals replayed. */
             prov_billing_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
@@ -352,6 +353,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
     provider_limit_hooks(p);
     provider_status_hooks(p);
+    provider_metrics_hooks(p);
 }
 
 AP_DECLARE_MODULE(provider) = {

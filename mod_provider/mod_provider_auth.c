@@ -17,6 +17,7 @@
 #include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_user_access.h"
+#include "prov_metrics.h"
 #include "prov_json.h"
 #include "prov_signin.h"
 #include "prov_identity.h"
@@ -199,6 +200,7 @@ static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
     }
     if (rv != APR_SUCCESS)
         return signin_failed(r, idp, "the session", rv, PROV_SIGNIN_R_INTERNAL);
+    prov_metrics_add(prov_metrics_current(), PROV_MX_SIGNINS, 1);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00572: user %" APR_INT64_T_FMT
                   " signed in through %s%s", user->id, idp->name, created ? " (new user)" : "");
     replaced_session_end(r, store, now);

@@ -23,6 +23,7 @@ APLOG_USE_MODULE(provider);
 #include "prov_estimate.h"
 #include "prov_secret.h"
 #include "prov_money.h"
+#include "prov_metrics.h"
 
 static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
                 const char *msg)
@@ -72,7 +73,7 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
     in->transport = transport;
     in->request_id = provider_request_id(r);
     *pin = in;
-    provider_status_request(r);
+    provider_status_request(r, transport);
 
     secret = provider_api_key(r, allow_x_api_key);
     if (!secret)
@@ -220,7 +221,7 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
     set_cap(in);
     /* For the access log: how the hold was taken (README, "Logs"). */
     apr_table_setn(in->r->notes, "provider-hold", in->res->leased ? "lease" : "database");
-    provider_status_hold(in->res->leased);
+    provider_status_hold(in->r, in->res->leased, in->res->row.hold);
     return PROVIDER_GO;
 }
 
@@ -265,6 +266,8 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
            : prov_billing_release(provider_request_source(r), in->res, status, prov_now(),
                                   r->pool);
     /* APR_EINCOMPLETE: released already (by hand, or expired): nothing moved */
+    if (rv == APR_SUCCESS && t)
+        provider_status_charge(in->res->row.from_plan, charge, t);
     if (rv == APR_SUCCESS)
         note_settlement(r, t, t ? charge : 0, status);
     else
@@ -398,6 +401,8 @@ int provider_infer_undelivered(provider_infer_t *in, int write)
 
 void provider_infer_release(provider_infer_t *in, prov_ending_e end)
 {
+    if (end == PROV_END_MALFORMED)
+        prov_metrics_gateway_error(prov_metrics_current(), PROV_MX_GW_MALFORMED);
     finish(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
 }
 
@@ -406,12 +411,29 @@ int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
     prov_ending_facts_t f;
     memset(&f, 0, sizeof(f));
     f.rv = rv;
+    if (rv != APR_ECONNABORTED)
+        prov_metrics_gateway_error(prov_metrics_current(), rv == APR_TIMEUP
+                                   ? PROV_MX_GW_TIMEOUT : PROV_MX_GW_UNREACHABLE);
     provider_infer_release(in, prov_ending_classify(&f));
     if (rv == APR_TIMEUP)
         return fail(in, PROV_E_GATEWAY_TIMEOUT, NULL,
                     "The model did not answer in time. Nothing was charged.");
     return fail(in, PROV_E_GATEWAY_ERROR, NULL,
                 "The model gateway is unreachable. Nothing was charged.");
+}
+
+/* The class of a gateway's error for the metrics. */
+static prov_mx_gwerror_e gwerror_class(const prov_gwerror_t *g)
+{
+    if (g->kind == PROV_GWERR_AUTH)
+        return PROV_MX_GW_AUTH;
+    if (g->kind == PROV_GWERR_RATE_LIMIT)
+        return PROV_MX_GW_RATE_LIMIT;
+    if (g->kind == PROV_GWERR_OVERLOADED)
+        return PROV_MX_GW_OVERLOADED;
+    if (!g->status)
+        return PROV_MX_GW_STREAM;
+    return g->status >= 500 ? PROV_MX_GW_SERVER : PROV_MX_GW_CLIENT;
 }
 
 /* What the gateway said, for the operator: masked, since a gateway may put
@@ -421,6 +443,7 @@ void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
     const char *text = g->text ? prov_redact(provider_conf(r)->redactor, g->text,
                                              strlen(g->text), 400, r->pool)
                                : "(no message)";
+    prov_metrics_gateway_error(prov_metrics_current(), gwerror_class(g));
     if (g->kind == PROV_GWERR_AUTH)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "PROV00322: request %s: the gateway "
                       "refused the service token (HTTP %d; check ProviderGatewayTokenFile): %s",

@@ -19,6 +19,7 @@
 #include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_cabinet.h"
+#include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -134,6 +135,7 @@ static int oauth_token(request_rec *r)
     if (rv != APR_SUCCESS)
         return oauth_fail(r, HTTP_SERVICE_UNAVAILABLE, "temporarily_unavailable",
                           "Try again later.");
+    prov_metrics_add(prov_metrics_current(), PROV_MX_OAUTH_TOKENS, 1);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00716: OAuth tokens issued (%s) for "
                   "grant %" APR_INT64_T_FMT, apr_table_get(form, "grant_type"), t.grant_id);
     apr_table_setn(r->err_headers_out, "Pragma", "no-cache");

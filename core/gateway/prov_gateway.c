@@ -8,6 +8,7 @@
 #include <string.h>
 #include "prov_gateway_backend.h"
 #include "prov_log.h"
+#include "prov_metrics.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define DEFAULT_TIMEOUT_MS 300000
@@ -115,8 +116,12 @@ apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
 {
     prov_gw_req_t req;
     const char *why = NULL;
+    apr_time_t start = apr_time_now();
+    apr_status_t rv;
     describe(&req, gw, gw->answers_where, path, body, len, headers);
-    return logged(gw->answers->perform(resp, &req, &why, p), path, why);
+    rv = gw->answers->perform(resp, &req, &why, p);
+    prov_metrics_observe(prov_metrics_current(), PROV_MX_H_GATEWAY, apr_time_now() - start);
+    return logged(rv, path, why);
 }
 
 apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *path,
@@ -134,11 +139,15 @@ apr_status_t prov_gateway_stream_with(int *status, prov_gateway_t *gw, const cha
 {
     prov_gw_req_t req;
     const char *why = NULL;
+    apr_time_t start = apr_time_now();
+    apr_status_t rv;
     describe(&req, gw, gw->streams_where, path, body, len, headers);
     req.cb = cb->data;
     req.tick = cb->tick;
     req.idle = cb->idle;
     req.baton = cb->baton;
     req.retry_after = cb->retry_after;
-    return logged(gw->streams->stream(status, &req, &why, p), path, why);
+    rv = gw->streams->stream(status, &req, &why, p);
+    prov_metrics_observe(prov_metrics_current(), PROV_MX_H_GATEWAY, apr_time_now() - start);
+    return logged(rv, path, why);
 }
