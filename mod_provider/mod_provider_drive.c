@@ -56,7 +56,7 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
                   const apr_table_t *headers)
 {
     request_rec *r = in->r;
-    prov_gw_response_t *resp = NULL;
+    prov_gateway_response_t *resp = NULL;
     json_object *answer = NULL;
     prov_delivery_t d;
     prov_tokens_t tokens;

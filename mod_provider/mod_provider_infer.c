@@ -438,7 +438,7 @@ void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
 /* A gateway refusal made safe to show: the class of its status and a
  * message of ours (prov_gwerror_client); its own words only in the log. */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
-                             const prov_gw_response_t *resp)
+                             const prov_gateway_response_t *resp)
 {
     prov_gwerror_t g;
 

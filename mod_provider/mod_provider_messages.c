@@ -223,7 +223,7 @@ int provider_count_tokens_handler(request_rec *r)
 {
     provider_infer_t *in = NULL;
     prov_messages_req_t *req = NULL;
-    prov_gw_response_t *resp = NULL;
+    prov_gateway_response_t *resp = NULL;
     const char *upstream_body, *perr = NULL;
     json_object *answer;
     apr_status_t rv;
