@@ -31,6 +31,7 @@
 #include "prov_error.h"
 #include "prov_money.h"
 #include "prov_store.h"
+#include "prov_store_source.h"
 #include "prov_ledger.h"
 #include "prov_account.h"
 #include "prov_models.h"
@@ -42,22 +43,6 @@
 #define PROV_WINDOW_7D      (7 * 24 * 3600)
 /* Holds older than this are released as expired (ProviderHoldTimeout). */
 #define PROV_HOLD_TIMEOUT_DEFAULT 3600
-
-/* Where the engine gets a database connection when a thread leads a batch. */
-typedef struct prov_store_source_t {
-    apr_status_t (*open)(prov_store_t **s, void *baton, apr_pool_t *p);
-    void (*close)(prov_store_t *s, void *baton);
-    void *baton;
-    /* Which database the source opens: operations queue and batch per
-     * channel, so a batch never carries an operation to another database
-     * (two virtual hosts with their own DBDParams). NULL is a channel too. */
-    const void *channel;
-} prov_store_source_t;
-
-/* A source that always hands out s (providerctl, unit tests), to one
- * thread at a time: from its open to its close, another thread's open
- * waits (a writer thread's batch and the caller's reads share s). */
-prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p);
 
 /* The account's plan windows as seen by a reservation (for clients that show
  * quota, e.g. Codex's rate-limit headers). Amounts in micro-credits; reset_*
