@@ -5,10 +5,11 @@
  * another, a lease (an amount the database
  * holds for this process) from which requests draw in memory without a
  * transaction. A drawn request is an entry until a batch writes its ledger
- * row. Here: drawing, settling a drawn request, choosing what the next
- * batch writes, renews or returns (prov_lease_take), applying its result
- * (prov_lease_done), and whether a batch is due. Every function is called
- * with the queue's mutex held; the database side is prov_batch_lease.c. */
+ * row. Here: drawing, settling a drawn request, the hand-off to a batch
+ * (prov_lease_handoff.c: choosing what the next batch writes, renews or
+ * returns, applying its result), and whether a batch is due. Every function
+ * is called with the queue's mutex held; the database side is
+ * prov_batch_lease.c. */
 #ifndef PROV_LEASE_H
 #define PROV_LEASE_H
 
@@ -85,11 +86,11 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
 /* Before a batch runs ops: decides which leases it renews or returns, hands
  * it their unwritten entries, and marks the reservations that may be
  * granted a lease. Returns the work list. */
-prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops);
+prov_slot_t *prov_lease_handoff_take(prov_leases_t *L, prov_op_t *ops);
 /* After the batch (rv its result): applies its results; settlements that
  * came while their holds were written are returned as ops to queue. */
-prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
-                           apr_int64_t now, apr_status_t rv);
+prov_op_t *prov_lease_handoff_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
+                                   apr_int64_t now, apr_status_t rv);
 /* Whether the leases have work for a batch now (written rows, leases to
  * return). */
 int prov_lease_due(const prov_leases_t *L);

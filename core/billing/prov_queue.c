@@ -265,14 +265,14 @@ static void lead_round(prov_queue_t *q, prov_op_t *mine, int led,
     q->leader = 1;
     q->rounds = led;
     q->head = q->tail = NULL;
-    work = prov_lease_take(&q->leases, batch);
+    work = prov_lease_handoff_take(&q->leases, batch);
     pthread_mutex_unlock(&q_mutex);
     rv = lead(q, batch, work, &now, src, pool);
     pthread_mutex_lock(&q_mutex);
     q->leader = 0;
     if (now > q->last_now)
         q->last_now = now;
-    again = prov_lease_done(&q->leases, work, batch, now, rv);
+    again = prov_lease_handoff_done(&q->leases, work, batch, now, rv);
     /* Reservations refused while a lease of their account was
      * held run again first, then the settlements of rows that were
      * written while their requests ended. (Collected before the

@@ -69,11 +69,11 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
     bf_reserve_op(&ops[0], f, apr_psprintf(f->p, "%s-hold-a", tag), T0);
     bf_reserve_op(&ops[1], f, apr_psprintf(f->p, "%s-hold-b", tag), T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
+    work = prov_lease_handoff_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(f, apr_psprintf(f->p, "SELECT COUNT(*) FROM billing_leases "
                                               "WHERE owner = '%s'", L.owner)), 1);
     for (i = 0; i < n; i++) {
@@ -83,10 +83,10 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
         journal(j, r, C / 4);
         CU_ASSERT_TRUE(prov_lease_settle(&L, r, &t, C / 4, PROV_STATUS_OK, T0 + 1) > 0);
         if (i == written - 1) {
-            work = prov_lease_take(&L, NULL);
+            work = prov_lease_handoff_take(&L, NULL);
             CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, NULL, work, T0 + 1, 0, 3600,
                                                          f->p), APR_SUCCESS);
-            prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS);
+            prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS);
         }
     }
     /* hold-a was settled and journaled, its batch never ran */
@@ -387,10 +387,10 @@ static void test_holds_by_hand(void)
     bf_reserve_op(&ops[0], &f, "hand-a", T0);
     bf_reserve_op(&ops[1], &f, "hand-b", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
+    work = prov_lease_handoff_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     bf_drop_slots(&L);
     CU_ASSERT_EQUAL_FATAL(prov_billing_holds(&holds, f.s, f.u->id, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(holds->nelts, 5);

@@ -552,13 +552,13 @@ static void test_lease_settled_while_written(void)
     bf_reserve_op(&ops[0], &f, "w-1", T0);
     bf_reserve_op(&ops[1], &f, "w-2", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
+    work = prov_lease_handoff_take(&L, ops);
     CU_ASSERT_PTR_NULL(work);
     CU_ASSERT_EQUAL(ops[0].lease_unit, 0);
     CU_ASSERT_EQUAL(ops[1].lease_unit, 1024 * C);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(ops[1].granted, 1024 * C);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, ops, T0, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 2 * C - 1024 * C);
 
     CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", C, T0 + 1,
@@ -567,12 +567,12 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_FALSE(prov_lease_due(&L));
     age_entry(r);
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, T0 + 2), 1);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
-    again = prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    again = prov_lease_handoff_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(again);
     CU_ASSERT_PTR_NULL(again->next);
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 3);
@@ -599,11 +599,11 @@ static void test_lease_settled_while_written(void)
      * but w-3's charge. */
     end_holds(&f, &L, ops, T0 + 3);
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 3, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 3, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 3, APR_SUCCESS));
     CU_ASSERT_FALSE(prov_lease_due(&L));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
@@ -632,11 +632,11 @@ static void test_lease_written_expired(void)
                                          f.p));
     age_entry(r);
     CU_ASSERT_TRUE_FATAL(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, later, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 3);
     /* A sweep with a 300-second timeout: the three holds are stale, the
      * lease (moved to this bucket by the last batch) is not. */
@@ -659,11 +659,11 @@ static void test_lease_written_expired(void)
     /* The two holds end without a charge; the lease goes back. */
     end_holds(&f, &L, ops, later + 30);
     CU_ASSERT_EQUAL(bf_count_status(&f, "failed"), 2);
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later + 30, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later + 30, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, later + 30, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
@@ -700,10 +700,10 @@ static void test_lease_batch_cap(void)
     bf_reserve_op(&ops[0], &f, "cap-a", T0);
     bf_reserve_op(&ops[1], &f, "cap-b", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
+    work = prov_lease_handoff_take(&L, ops);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
         CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat",
@@ -711,32 +711,32 @@ static void test_lease_batch_cap(void)
         CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, PROV_STATUS_OK, T0 + 1), 1);
     }
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(entries(work->taken), PROV_BATCH_ROWS_MAX);
     CU_ASSERT_EQUAL(entries(work->pending), n - PROV_BATCH_ROWS_MAX);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), PROV_BATCH_ROWS_MAX);
     /* The rest is due at once. */
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(entries(work->taken), n - PROV_BATCH_ROWS_MAX);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), n);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
                     (prov_micro_t)n * (C / 8));
     /* The two holds end, the lease is returned (keep_idle later): only the
      * charges are gone. */
     end_holds(&f, &L, ops, T0 + 2);
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
-    prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 100000 * C - (prov_micro_t)n * (C / 8));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
