@@ -251,9 +251,10 @@ static void note_settlement(request_rec *r, const prov_tokens_t *t, prov_micro_t
     apr_table_setn(n, "provider-status", prov_ledger_status_name(status));
 }
 
-/* The second database phase: short, after the gateway has answered. */
-static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
-                   prov_status_e status)
+/* Commits a settlement to core (t NULL: a release), the second database
+ * phase: short, after the gateway has answered and the answer was written. */
+static void commit_settlement(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
+                              prov_status_e status)
 {
     request_rec *r = in->r;
     apr_status_t rv;
@@ -367,7 +368,8 @@ void provider_infer_commit(provider_infer_t *in)
 {
     if (!in->staged)
         return;
-    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged_status);
+    commit_settlement(in, in->staged_release ? NULL : &in->staged_tokens, in->charge,
+                      in->staged_status);
     in->staged = 0;
 }
 
@@ -398,7 +400,7 @@ int provider_infer_undelivered(provider_infer_t *in, int write)
 
 void provider_infer_release(provider_infer_t *in, prov_ending_e end)
 {
-    finish(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
+    commit_settlement(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
 }
 
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)

@@ -228,9 +228,13 @@ static void journal_floor(prov_reservation_t *r, apr_int64_t now)
                          &r->floor_ticket);
 }
 
-static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
-                           const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
-                           apr_int64_t now, apr_pool_t *p)
+/* The settlement of r (core/README's glossary; what the glue's commit
+ * calls): its hold replaced by the charge with tokens t, or released with
+ * no charge when t is NULL; journaled first when answered before its row is
+ * committed; a drawn request settles in its lease, the others in a batch. */
+static apr_status_t settle_hold(const prov_store_source_t *src, prov_reservation_t *r,
+                                const prov_tokens_t *t, prov_micro_t charge,
+                                prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
     apr_status_t rv;
@@ -290,13 +294,13 @@ apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservatio
                                  const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                  apr_int64_t now, apr_pool_t *p)
 {
-    return finish(src, r, t, charge, status, now, p);
+    return settle_hold(src, r, t, charge, status, now, p);
 }
 
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
-    return finish(src, r, NULL, 0, status, now, p);
+    return settle_hold(src, r, NULL, 0, status, now, p);
 }
 
 /* ---- status ---------------------------------------------------------------- */
