@@ -197,7 +197,7 @@ static apr_time_t time_check(prov_store_t *s, const account_t *acc, long iterati
                                   it)
             || prov_store_select_one(&row, s, "bill_key", PROV_ARGS(prov_i64(acc->k->id, it)),
                                      it)
-            || prov_billing_plan_windows(&pw, &w5, &w7, s, acc->u->id, now, it)
+            || prov_window_plan(&pw, &w5, &w7, s, acc->u->id, now, it)
             || prov_window_sum(&wk, s, "key:h", acc->k->id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
                                0, now, it))
             die("a check");

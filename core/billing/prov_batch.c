@@ -94,9 +94,9 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
     return prov_batch_flush(b);
 }
 
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
-                                    apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
-                                    apr_pool_t *p)
+apr_status_t prov_batch_run(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                            apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
+                            apr_pool_t *p)
 {
     prov_slot_t *w;
     apr_pool_t *bp = NULL;

@@ -123,7 +123,7 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
     op.hold = hold;
     op.hold_min = ask->hold_min > 0 && ask->hold_min < op.hold ? ask->hold_min : op.hold;
     op.floor = floor;
-    if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
+    if ((rv = prov_queue_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
     if (op.out) {
@@ -283,7 +283,7 @@ static apr_status_t settle_hold(const prov_store_source_t *src, prov_reservation
         prov_op_t *c = idle ? NULL : prov_batch_async_settle(r, t, op.charge, status, now);
         if (c)
             c->jticket = ticket;
-        rv = c ? prov_billing_submit(c, src, p) : prov_billing_submit(&op, src, p);
+        rv = c ? prov_queue_submit(c, src, p) : prov_queue_submit(&op, src, p);
     }
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
@@ -329,7 +329,7 @@ apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t
     memset(st, 0, sizeof(*st));
     st->balance = balance;
     st->held = held;
-    rv = prov_billing_plan_windows(&st->windows, &w5, &w7, s, user_id, now, p);
+    rv = prov_window_plan(&st->windows, &w5, &w7, s, user_id, now, p);
     if (rv != APR_SUCCESS || !st->windows.has_plan)
         return rv;
     if ((rv = prov_window_list(&w5, s, p)) != APR_SUCCESS

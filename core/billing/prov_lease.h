@@ -28,7 +28,7 @@ typedef struct prov_leases_t {
     prov_slot_t *buckets[PROV_LEASE_SLOTS];
     prov_keyact_t *keys[PROV_LEASE_SLOTS];
     int failing;                    /* the last batch failed: no draws, no eager batches */
-    /* A writer thread serves the queue (prov_billing_writer_start): only
+    /* A writer thread serves the queue (prov_writer_start): only
      * then are leases granted (without one every reservation and
      * settlement goes through the batches). A lease whose key has nothing
      * in flight is kept keep_idle before it is returned, so that a key's
@@ -38,7 +38,7 @@ typedef struct prov_leases_t {
      * every lease. */
     apr_interval_time_t keep_idle;  /* 0: no writer, no lease granted */
     int stopping;
-    /* The queue's journal (prov_billing_writer_upkeep): written entries'
+    /* The queue's journal (prov_writer_upkeep): written entries'
      * records are done there, and leases are granted in its owner's name.
      * no_grant: a journal is wanted and not open yet (no lease meanwhile). */
     prov_journal_t *journal;

@@ -217,7 +217,7 @@ prov_slot_t *bf_granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])
     bf_reserve_op(&ops[1], f, "grant-2", T0);
     ops[0].next = &ops[1];
     work = prov_lease_handoff_take(L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f->s, ops, work, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
     CU_ASSERT_PTR_NULL(prov_lease_handoff_done(L, work, ops, T0, APR_SUCCESS));
