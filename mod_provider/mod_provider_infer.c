@@ -31,7 +31,7 @@ static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
 }
 
 /* The key read from the database (and its user): PROVIDER_GO, or answered. */
-static int key_from_db(provider_infer_t *in)
+static provider_step_t key_from_db(provider_infer_t *in)
 {
     prov_error_t *err = NULL;
     apr_status_t rv;
@@ -57,13 +57,14 @@ static int key_blocked(provider_infer_t *in)
                 "This account is blocked. Contact the service's administrator.");
 }
 
-int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family_e family,
-                         const char *transport, int allow_x_api_key)
+provider_step_t provider_infer_begin(provider_infer_t **pin, request_rec *r,
+                                     provider_family_e family, const char *transport,
+                                     int allow_x_api_key)
 {
     provider_infer_t *in = apr_pcalloc(r->pool, sizeof(*in));
     const char *secret;
     apr_status_t rv;
-    int st;
+    provider_step_t st;
 
     in->r = r;
     in->conf = provider_conf(r);
@@ -119,9 +120,9 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
 
 /* The cache is left as it is: a blocked answer put there would outlive an
  * unblock. */
-int provider_infer_recheck_key(provider_infer_t *in)
+provider_step_t provider_infer_recheck_key(provider_infer_t *in)
 {
-    int st;
+    provider_step_t st;
     if (in->auth_fresh)
         return PROVIDER_GO;
     if ((st = key_from_db(in)) != PROVIDER_GO)
@@ -129,7 +130,7 @@ int provider_infer_recheck_key(provider_infer_t *in)
     return in->auth->user_blocked ? key_blocked(in) : PROVIDER_GO;
 }
 
-int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
+provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
 {
     request_rec *r = in->r;
     prov_error_t *err = NULL;
@@ -190,7 +191,7 @@ static void set_cap(provider_infer_t *in)
                        prov_i64(in->cap, r->pool));
 }
 
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
+provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
     prov_hold_ask_t ask;
