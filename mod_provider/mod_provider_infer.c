@@ -130,7 +130,8 @@ provider_step_t provider_infer_recheck_key(provider_infer_t *in)
     return in->auth->user_blocked ? key_blocked(in) : PROVIDER_GO;
 }
 
-provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
+provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id,
+                                     int messages_only)
 {
     request_rec *r = in->r;
     prov_error_t *err = NULL;

@@ -288,7 +288,8 @@ apr_status_t prov_gateway_answer_read(prov_gateway_answer_t *a, apr_pool_t *p)
     return rv == APR_SUCCESS ? deliver(a) : rv;
 }
 
-prov_gateway_response_t *prov_gateway_answer_response(const prov_gateway_answer_t *a, apr_pool_t *p)
+prov_gateway_response_t *prov_gateway_answer_response(const prov_gateway_answer_t *a,
+                                                      apr_pool_t *p)
 {
     prov_gateway_response_t *r = apr_pcalloc(p, sizeof(*r));
     r->status = a->status;

@@ -39,7 +39,8 @@ typedef apr_status_t prov_gateway_init_fn(void);
 /* Makes *where, the backend's form of base_url (no trailing slash), once
  * per gateway, in p; APR_ENOTIMPL (or APR_EINVAL) when the backend cannot
  * reach such a URL. */
-typedef apr_status_t prov_gateway_setup_fn(const void **where, const char *base_url, apr_pool_t *p);
+typedef apr_status_t prov_gateway_setup_fn(const void **where, const char *base_url,
+                                           apr_pool_t *p);
 
 /* An answer read whole: APR_SUCCESS with *resp whatever the status,
  * APR_TIMEUP, APR_ECONNREFUSED, APR_ENOMEM or APR_EGENERAL; on failure *why
