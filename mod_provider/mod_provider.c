@@ -129,7 +129,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
          * settings apply (documented in provider.conf). */
         if (!configured++) {
             engine_hold = c->hold_timeout;
-            prov_billing_configure(c->hold_timeout);
+            prov_queue_configure(c->hold_timeout);
             prov_clock_set_file(c->clock_file);
             if (c->clock_file)
                 ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00007: "
@@ -173,7 +173,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
  * connections among them): it writes what is left and returns leases. */
 static apr_status_t writer_cleanup(void *data)
 {
-    prov_billing_writer_stop(data);
+    prov_writer_stop(data);
     return APR_SUCCESS;
 }
 
@@ -197,8 +197,8 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         if (!c->docs_cache && prov_docs_cache_create(&c->docs_cache, pchild) != APR_SUCCESS)
             c->docs_cache = NULL;
         if (provider_db_available()) {
-            prov_billing_writer_t *w = NULL;
-            apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
+            prov_writer_t *w = NULL;
+            apr_status_t rv = prov_writer_start(&w, provider_server_source(vs, pchild), 0);
             if (rv != APR_SUCCESS) {
                 ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00008: no billing writer "
                              "thread; this child takes no lease: every request is reserved "
@@ -209,7 +209,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
             provider_status_writer(pchild);
             /* Expired holds released on time, a journal of what is answered
              * before it is written, dead children's journals replayed. */
-            prov_billing_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
+            prov_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
                                           ? c->journal_dir : NULL);
         }
     }

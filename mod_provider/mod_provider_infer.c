@@ -32,7 +32,7 @@ static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
 }
 
 /* The key read from the database (and its user): PROVIDER_GO, or answered. */
-static int key_from_db(provider_infer_t *in)
+static provider_step_t key_from_db(provider_infer_t *in)
 {
     prov_error_t *err = NULL;
     apr_status_t rv;
@@ -58,13 +58,14 @@ static int key_blocked(provider_infer_t *in)
                 "This account is blocked. Contact the service's administrator.");
 }
 
-int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family_e family,
-                         const char *transport, int allow_x_api_key)
+provider_step_t provider_infer_begin(provider_infer_t **pin, request_rec *r,
+                                     provider_family_e family, const char *transport,
+                                     int allow_x_api_key)
 {
     provider_infer_t *in = apr_pcalloc(r->pool, sizeof(*in));
     const char *secret;
     apr_status_t rv;
-    int st;
+    provider_step_t st;
 
     in->r = r;
     in->conf = provider_conf(r);
@@ -120,9 +121,9 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
 
 /* The cache is left as it is: a blocked answer put there would outlive an
  * unblock. */
-int provider_infer_recheck_key(provider_infer_t *in)
+provider_step_t provider_infer_recheck_key(provider_infer_t *in)
 {
-    int st;
+    provider_step_t st;
     if (in->auth_fresh)
         return PROVIDER_GO;
     if ((st = key_from_db(in)) != PROVIDER_GO)
@@ -130,7 +131,8 @@ int provider_infer_recheck_key(provider_infer_t *in)
     return in->auth->user_blocked ? key_blocked(in) : PROVIDER_GO;
 }
 
-int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
+provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id,
+                                     int messages_only)
 {
     request_rec *r = in->r;
     prov_error_t *err = NULL;
@@ -191,7 +193,7 @@ static void set_cap(provider_infer_t *in)
                        prov_i64(in->cap, r->pool));
 }
 
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
+provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
     prov_hold_ask_t ask;
@@ -252,9 +254,10 @@ static void note_settlement(request_rec *r, const prov_tokens_t *t, prov_micro_t
     apr_table_setn(n, "provider-status", prov_ledger_status_name(status));
 }
 
-/* The second database phase: short, after the gateway has answered. */
-static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
-                   prov_status_e status)
+/* Commits a settlement to core (t NULL: a release), the second database
+ * phase: short, after the gateway has answered and the answer was written. */
+static void commit_settlement(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
+                              prov_status_e status)
 {
     request_rec *r = in->r;
     apr_status_t rv;
@@ -370,7 +373,8 @@ void provider_infer_commit(provider_infer_t *in)
 {
     if (!in->staged)
         return;
-    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged_status);
+    commit_settlement(in, in->staged_release ? NULL : &in->staged_tokens, in->charge,
+                      in->staged_status);
     in->staged = 0;
 }
 
@@ -403,7 +407,7 @@ void provider_infer_release(provider_infer_t *in, prov_ending_e end)
 {
     if (end == PROV_END_MALFORMED)
         prov_metrics_gateway_error(prov_metrics_current(), PROV_MX_GW_MALFORMED);
-    finish(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
+    commit_settlement(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
 }
 
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
@@ -461,7 +465,7 @@ void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
 /* A gateway refusal made safe to show: the class of its status and a
  * message of ours (prov_gwerror_client); its own words only in the log. */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
-                             const prov_gw_response_t *resp)
+                             const prov_gateway_response_t *resp)
 {
     prov_gwerror_t g;
 

@@ -223,7 +223,8 @@ int provider_mcp_account_handler(request_rec *r)
     prov_store_t *store;
     const char *token;
     apr_status_t rv;
-    int other = 0, go;
+    provider_step_t go;
+    int other = 0;
     if (!c->public_url)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
                              "The MCP account endpoint needs ProviderPublicURL.");

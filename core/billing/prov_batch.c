@@ -107,9 +107,9 @@ static void observe_size(const prov_op_t *ops, const prov_slot_t *work)
     prov_metrics_observe(prov_metrics_current(), PROV_MX_H_BATCH, n);
 }
 
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
-                                    apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
-                                    apr_pool_t *p)
+apr_status_t prov_batch_run(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                            apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
+                            apr_pool_t *p)
 {
     prov_slot_t *w;
     apr_pool_t *bp = NULL;

@@ -238,7 +238,7 @@ static const prov_stmt_def_t statements[] = {
     { "bill_ledger_complete16", LEDGER_INSERT LEDGER_ROWS16, "" },
     { "bill_ledger_complete64", LEDGER_INSERT LEDGER_ROWS16 ", " LEDGER_ROWS16 ", "
       LEDGER_ROWS16 ", " LEDGER_ROWS16, "" },
-    /* A journal record of a drawn request (prov_billing_journal.c): the same
+    /* A journal record of a drawn request (prov_replay.c): the same
      * row, unless it was written before the process died. */
     { "bill_ledger_replay",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
