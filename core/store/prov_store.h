@@ -46,6 +46,8 @@ typedef struct prov_store_t {
     apr_array_header_t *pending; /* statements deferred (prov_store_defer), or NULL */
     apr_uint64_t round_trips; /* statements or strings of them sent (PostgreSQL:
                                * each waits for the server once) */
+    const char *audit_armed;  /* an audit row's INSERT that the next commit
+                               * writes in its transaction (prov_audit.h) */
 } prov_store_t;
 
 /* The statement table, terminated by a row with label NULL. */
