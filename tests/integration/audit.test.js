@@ -9,11 +9,14 @@
 // first, a page at a time (next_before), 401 without a session and 400 on a
 // bad limit; providerctl's own changes show there as the administrator's.
 // No audit row holds a key secret, a cookie, a token or the provider's
-// subject. Runs on SQLite, and on PostgreSQL with PROVIDER_TEST_PGSQL=1.
+// subject. Behind mod_remoteip a refused sign-in's address is the client's
+// (X-Forwarded-For from a trusted proxy), and the periodic purge
+// (ProviderPurgeInterval 1) removes rows older than 400 days and keeps the
+// younger. Runs on SQLite, and on PostgreSQL with PROVIDER_TEST_PGSQL=1.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, freePort, seedCatalog } from './lib/server.js';
+import { startStack, freePort, seedCatalog, sleep, HTTPD_MODULES } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
 import { CookieJar, signInAtProvider } from './lib/idp-client.js';
 import { assertOpenAIError } from './lib/helpers.js';
@@ -170,5 +173,54 @@ describe('the audit trail', { timeout: 180000 }, () => {
     const all = [...secrets, ...cookies, ...kit.secrets(), ...kit.subjects()];
     assert.ok(all.length >= 6, `${all.length} secrets`);
     for (const s of all) assert.ok(!dump.includes(s), `the audit table holds ${String(s).slice(0, 8)}...`);
+  });
+});
+
+describe('the audit trail behind a proxy, and its purge', { timeout: 120000 }, () => {
+  const DAY = 86400;
+  let stack;
+  let kit;
+  let now;
+
+  before(async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
+    now = Math.floor(Date.now() / 1000);
+    stack = await startStack({
+      port, clock: now,
+      directives: `ProviderPublicURL ${base}\n${kit.directives()}\n`
+        + `LoadModule remoteip_module ${HTTPD_MODULES}/mod_remoteip.so\n`
+        + 'RemoteIPHeader X-Forwarded-For\nRemoteIPInternalProxy 127.0.0.1\nProviderPurgeInterval 1\n',
+    });
+  });
+
+  after(async () => {
+    if (stack) {
+      stack.secrets.push(...kit.secrets(), ...kit.subjects());
+      await stack.stop();
+    }
+    if (kit) await kit.stop();
+  });
+
+  it('records a refused sign-in with the client address mod_remoteip found', async () => {
+    const r = await fetch(`${stack.baseURL}/v1/auth/idp1/callback?state=forged&code=x`,
+      { headers: { 'x-forwarded-for': '203.0.113.77' } });
+    await r.arrayBuffer();
+    assert.equal(r.status, 400);
+    const rows = stack.sql("SELECT address, actor_kind FROM audit WHERE action = 'signin.refused'");
+    assert.deepEqual(rows, [{ address: '203.0.113.77', actor_kind: 'system' }]);
+  });
+
+  it('the periodic purge removes rows older than 400 days and keeps the younger', async () => {
+    const row = (id, at) => `INSERT INTO audit (id, at, actor_kind, action) VALUES (${id}, ${at}, 'system', 'old.${id}')`;
+    stack.exec([row(9001, now - 401 * DAY), row(9002, now - 400 * DAY - 60), row(9003, now - 399 * DAY)].join(';\n'));
+    let left = [];
+    for (let i = 0; i < 100; i++) {
+      left = stack.sql('SELECT id FROM audit WHERE id > 9000 ORDER BY id').map((x) => x.id);
+      if (left.length === 1) break;
+      await sleep(100);
+    }
+    assert.deepEqual(left, [9003]);
   });
 });
