@@ -2,8 +2,9 @@
  * this header), the table of labelled statements (prov_sql.c), what
  * libprovider does to an SQLite connection itself (prov_store_sqlite), and
  * the schema's versions and migrations, compiled in from schema/
- * (prov_schema), and the billing writes built at run time
- * (prov_store_billing). SQL text and SQLite / PostgreSQL dialect branches belong
+ * (prov_schema), the billing writes built at run time
+ * (prov_store_billing), the audit trail's rows (prov_audit) and the copy of
+ * a live SQLite database (prov_backup). SQL text and SQLite / PostgreSQL dialect branches belong
  * here and nowhere else; the rooms above ask for rows by statement label.
  * It calls base only. */
 /* prov_store.h: the database seam. One statement table (label -> SQL with
