@@ -12,6 +12,7 @@
 #include "unixd.h"
 #include "mod_provider.h"
 #include "mod_provider_account.h"
+#include "mod_provider_audit.h"
 #include "mod_provider_auth.h"
 #include "mod_provider_cabinet.h"
 #include "mod_provider_chat.h"
@@ -236,6 +237,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_CABINET;
     if (!strcmp(uri, "/v1/account"))
         return PROVIDER_EP_ACCOUNT;
+    if (!strcmp(uri, "/v1/account/activity"))
+        return PROVIDER_EP_ACTIVITY;
     if (!strcmp(uri, "/v1/usage"))
         return PROVIDER_EP_USAGE;
     if (!strcmp(uri, "/v1/keys") || !strncmp(uri, "/v1/keys/", 9))
@@ -313,6 +316,8 @@ static int handler(request_rec *r)
         return provider_account_handler(r);
     case PROVIDER_EP_USAGE:
         return provider_usage_handler(r);
+    case PROVIDER_EP_ACTIVITY:
+        return provider_activity_handler(r);
     case PROVIDER_EP_KEYS:
         return provider_keys_handler(r);
     case PROVIDER_EP_FAVORITES:

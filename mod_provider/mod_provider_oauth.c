@@ -10,6 +10,7 @@
  * mod_provider_consent.c's. Issuer and resource come from
  * ProviderPublicURL: without it none of this is served (404). */
 #include <string.h>
+#include "mod_provider_audit.h"
 #include "mod_provider_oauth.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
@@ -295,8 +296,12 @@ static int clients_revoke(request_rec *r, prov_store_t *store, const prov_sessio
                           const char *client_id)
 {
     int n = 0;
-    apr_status_t rv = prov_oauth_user_revoke(&n, store, sess->user_id, client_id, prov_now(),
-                                             r->pool);
+    prov_audit_t a;
+    apr_status_t rv;
+    provider_audit_user(&a, r, sess->user_id, "oauth.revoke", "oauth_client", client_id);
+    prov_audit_arm(store, &a, r->pool);
+    rv = prov_oauth_user_revoke(&n, store, sess->user_id, client_id, prov_now(), r->pool);
+    prov_audit_settle(store, rv == APR_SUCCESS && n ? APR_SUCCESS : APR_NOTFOUND, r->pool);
     provider_db_close(r, store);
     if (rv != APR_SUCCESS)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,

@@ -7,7 +7,8 @@
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
 // linked sign-in methods (GET /v1/auth/identities, POST /v1/auth/NAME/link,
 // DELETE /v1/auth/identities/NAME), the authorized MCP clients (GET
-// /v1/mcp/clients, DELETE /v1/mcp/clients/ID).
+// /v1/mcp/clients, DELETE /v1/mcp/clients/ID) and the account's security
+// activity (GET /v1/account/activity, a page at a time).
 // Every request is same-origin with the session's cookies (HttpOnly: this
 // script never sees them); a 401 anywhere shows the sign-in view. A new
 // key's secret lives only in a local variable and the dialog's DOM, both
@@ -161,7 +162,7 @@
     view = 'out';
     $('session').replaceChildren();
     $('signed-in-view').hidden = true;
-    for (const id of ['account-body', 'key-list', 'usage-body', 'catalog-body', 'identity-list', 'link-list', 'mcp-client-list']) {
+    for (const id of ['account-body', 'key-list', 'usage-body', 'catalog-body', 'identity-list', 'link-list', 'mcp-client-list', 'activity-list']) {
       $(id).replaceChildren();
     }
     closeDialogs();
@@ -195,6 +196,7 @@
       loadCatalog();
       loadIdentities();
       loadMcpClients();
+      loadActivity();
     });
   }
 
@@ -552,6 +554,35 @@
         el('button', { type: 'button', class: 'secondary revoke', text: 'Revoke',
           'aria-label': `Revoke ${c.name || c.client_id}`, onclick: () => revoke(c) })))
         : [el('li', { text: 'None.' })]));
+    });
+  }
+
+  /* ---- security activity ---------------------------------------------------- */
+
+  const ACTIONS = {
+    signin: 'Signed in', 'signin.refused': 'Sign-in refused', 'key.create': 'Key made',
+    'key.reissue': 'Key reissued', 'key.delete': 'Key deleted', 'key.budget': 'Key budget set',
+    'identity.link': 'Sign-in method linked', 'identity.unlink': 'Sign-in method unlinked',
+    'oauth.authorize': 'Application allowed', 'oauth.revoke': 'Application revoked',
+    'session.revoke_all': 'Every session ended', 'user.block': 'Account blocked',
+    'user.unblock': 'Account unblocked',
+  };
+
+  /** One page of the activity (before: the id to page back from, or null: the newest). */
+  function loadActivity(before = null) {
+    return guarded('activity-error', async () => {
+      const r = await api('GET', `/v1/account/activity${before ? `?before=${encodeURIComponent(before)}` : ''}`);
+      const items = ((r && r.data) || []).map((a) => el('li', { 'data-action': a.action },
+        el('strong', { text: ACTIONS[a.action] || a.action }),
+        a.target_kind === 'key' && a.target_id ? ` (key ${a.target_id})` : null,
+        a.target_kind !== 'key' && a.target_id ? ` (${a.target_id})` : null,
+        a.actor === 'admin' ? ' by an administrator' : null, ', ', when(a.time),
+        a.address ? ` from ${a.address}` : null));
+      if (before) $('activity-list').append(...items);
+      else $('activity-list').replaceChildren(...(items.length ? items : [el('li', { text: 'Nothing yet.' })]));
+      const more = $('activity-more');
+      more.hidden = !(r && r.next_before);
+      more.onclick = () => loadActivity(r.next_before);
     });
   }
 
