@@ -155,6 +155,13 @@ static const prov_stmt_def_t statements[] = {
       "AND COALESCE(a.balance_below, CAST(%lld AS BIGINT)) > 0 "
       "AND u.balance >= COALESCE(a.balance_below, CAST(%lld AS BIGINT)) "
       "ON CONFLICT (user_id) DO UPDATE SET armed_at = excluded.armed_at" },
+    /* What holds and leases take now, by key, user and funding: counted in
+     * the buckets and the balance until settled, left out of a crossing */
+    { "alert_held",
+      "SELECT key_id, user_id, source, SUM(amount) FROM billing_leases "
+      "GROUP BY key_id, user_id, source UNION ALL "
+      "SELECT key_id, user_id, source, SUM(reserved) FROM ledger WHERE status = 'reserved' "
+      "GROUP BY key_id, user_id, source" },
     /* args: default, default: armed users now below their threshold */
     { "alert_balance_due",
       "SELECT a.user_id, u.balance, COALESCE(a.balance_below, CAST(%lld AS BIGINT)), a.armed_at "
