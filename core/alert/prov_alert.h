@@ -1,4 +1,4 @@
-/* core/alert/: spend alerts (docs/internals/alerts.md, docs/site/alerts.md).
+/* core/alert/: spend alerts (docs/internals/alerts.md, docs/reference/alerts.md).
  * What crosses (a key's weekly budget at 80 % and 100 %, a plan window at
  * 90 %, a balance below a threshold, a user blocked), the outbox row each
  * crossing becomes (table alerts, unique by subject, kind and window), the

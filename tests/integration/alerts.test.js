@@ -1,4 +1,4 @@
-// tests/integration/alerts.test.js: spend alerts (docs/site/alerts.md,
+// tests/integration/alerts.test.js: spend alerts (docs/reference/alerts.md,
 // docs/internals/alerts.md) delivered to a local receiver (lib/alerts.js)
 // that verifies every POST's signature with the shared secret. One node on
 // this run's database: a key passing 80 % and 100 % of its weekly budget, a

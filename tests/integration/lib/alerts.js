@@ -1,5 +1,5 @@
 // tests/integration/lib/alerts.js: a spend alerts' receiver for the tests
-// (docs/site/alerts.md): a node http server on loopback that verifies each
+// (docs/reference/alerts.md): a node http server on loopback that verifies each
 // POST's X-Provider-Signature with the shared secret exactly as the
 // receivers' page shows (verifySignature is that page's snippet), records
 // the verified alerts, answers 204, and can be made to answer 503 (down).
