@@ -121,8 +121,15 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
             return HTTP_INTERNAL_SERVER_ERROR;
         }
         {
-            const char *why = provider_alert_configure(c, pconf);
-            if (why) {
+            /* The alerts' secret, read as the gateway token is (never logged). */
+            const char *why = NULL;
+            c->alert_secret = NULL;
+            if (c->alert_webhook && c->alert_secret_file
+                && (rv = read_token(&c->alert_secret, c->alert_secret_file, pconf))
+                       != APR_SUCCESS)
+                why = apr_psprintf(ptemp, "cannot read ProviderAlertSecretFile %s (%pm)",
+                                   c->alert_secret_file, &rv);
+            if (why || (why = provider_alert_check(c, ptemp))) {
                 ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV01100: %s", why);
                 return HTTP_INTERNAL_SERVER_ERROR;
             }

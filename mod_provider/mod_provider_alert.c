@@ -1,6 +1,7 @@
 /* mod_provider_alert.c: spend alerts in the glue (core/alert/ does the
- * work; docs/internals/alerts.md). The secret of ProviderAlertSecretFile,
- * read once at start-up, as root, and never logged; a thread per child that, while the server
+ * work; docs/internals/alerts.md). The check of the webhook's directives
+ * (mod_provider.c reads ProviderAlertSecretFile at start-up, as root; the
+ * secret is never logged); a thread per child that, while the server
  * has a webhook, scans for crossings every ProviderAlertInterval (one node
  * and child at a time: the database's turn) and delivers what is due every
  * second (each row claimed by one sender); and the cabinet's GET and PUT
@@ -18,43 +19,16 @@
 
 APLOG_USE_MODULE(provider);
 
-/* The secret: the file's first line without its line end, wiped from the
- * stack buffer once copied. */
-static apr_status_t read_secret(const char **secret, const char *path, apr_pool_t *p)
+const char *provider_alert_check(provider_srv_conf *c, apr_pool_t *pconf)
 {
-    apr_file_t *f = NULL;
-    char buf[1024];
-    apr_size_t n = sizeof(buf) - 1;
-    apr_status_t rv = apr_file_open(&f, path, APR_FOPEN_READ, APR_OS_DEFAULT, p);
-    if (rv != APR_SUCCESS)
-        return rv;
-    rv = apr_file_read(f, buf, &n);
-    apr_file_close(f);
-    if (rv != APR_SUCCESS && rv != APR_EOF)
-        return rv;
-    buf[n] = '\0';
-    n = strcspn(buf, "\r\n");
-    *secret = n ? apr_pstrndup(p, buf, n) : NULL;
-    memset(buf, 0, sizeof(buf));
-    return APR_SUCCESS;
-}
-
-const char *provider_alert_configure(provider_srv_conf *c, apr_pool_t *pconf)
-{
-    apr_status_t rv;
-    c->alert_secret = NULL;
     if (!c->alert_webhook)
         return NULL;
     if (!c->alert_secret_file)
         return "ProviderAlertWebhook needs ProviderAlertSecretFile (the secret that signs "
                "the alerts)";
-    rv = read_secret(&c->alert_secret, c->alert_secret_file, pconf);
-    if (rv != APR_SUCCESS)
-        return apr_psprintf(pconf, "cannot read ProviderAlertSecretFile %s (%pm)",
-                            c->alert_secret_file, &rv);
-    if (!c->alert_secret || strlen(c->alert_secret) < 16)
-        return apr_psprintf(pconf, "ProviderAlertSecretFile %s must hold a secret of at "
-                            "least 16 characters on its first line", c->alert_secret_file);
+    if (!c->alert_secret || strlen(c->alert_secret) < 16 || strpbrk(c->alert_secret, "\r\n"))
+        return apr_psprintf(pconf, "ProviderAlertSecretFile %s must hold one line of at "
+                            "least 16 characters", c->alert_secret_file);
     return NULL;
 }
 

@@ -9,9 +9,10 @@
 /* ProviderAlertInterval's default, seconds between two scans. */
 #define PROVIDER_ALERT_INTERVAL_DEFAULT 10
 
-/* Reads ProviderAlertSecretFile into c (post_config, as root): an error
- * message naming the directive, or NULL. The secret is never logged. */
-const char *provider_alert_configure(provider_srv_conf *c, apr_pool_t *pconf);
+/* What is wrong with c's alert directives once the secret was read into
+ * c->alert_secret (post_config): a message naming the directive, or NULL.
+ * The message never holds the secret. */
+const char *provider_alert_check(provider_srv_conf *c, apr_pool_t *pconf);
 /* Starts the alerts' thread when a server has a webhook (child_init). */
 void provider_alert_start(server_rec *s, apr_pool_t *pchild);
 /* GET and PUT /v1/account/alerts. */

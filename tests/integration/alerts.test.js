@@ -255,6 +255,31 @@ describe('spend alerts on one node', { timeout: 240000 }, () => {
   });
 });
 
+describe('the alert directives at start-up', { timeout: 60000 }, () => {
+  it('refuses a webhook without a secret, or with a short one, and names the directive', async () => {
+    const url = 'ProviderAlertWebhook http://127.0.0.1:9/hook';
+    await assert.rejects(startStack({ directives: url }), (e) => {
+      assert.match(e.message, /PROV01100: ProviderAlertWebhook needs ProviderAlertSecretFile/);
+      return true;
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prov-alerts-'));
+    const short = path.join(dir, 'short.secret');
+    fs.writeFileSync(short, 'tooshort\n');
+    try {
+      await assert.rejects(startStack({ directives: `${url}\nProviderAlertSecretFile ${short}` }), (e) => {
+        assert.match(e.message, /PROV01100: ProviderAlertSecretFile \S+ must hold one line of at least 16 characters/);
+        assert.ok(!e.message.includes('tooshort'), 'the secret is not in the message');
+        return true;
+      });
+      await assert.rejects(startStack({ directives: `${url}\nProviderAlertSecretFile ${dir}/none` }), /PROV01100: cannot read ProviderAlertSecretFile/);
+      await assert.rejects(startStack({ directives: 'ProviderAlertWebhook ftp://127.0.0.1/hook' }), /ProviderAlertWebhook: not an http:\/\/ or https:\/\/ URL/);
+      await assert.rejects(startStack({ directives: 'ProviderAlertBalanceBelow five' }), /ProviderAlertBalanceBelow: 'five' is not an amount of credits/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('spend alerts on two nodes sharing one PostgreSQL database', { timeout: 240000 }, () => {
   let cluster = null;
   let a;

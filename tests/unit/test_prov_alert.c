@@ -1,7 +1,8 @@
 /* test_prov_alert.c: unit tests of spend alerts (core/alert/): the crossing
  * arithmetic (a percent of a limit reached exactly, at any size; the window
  * a crossing belongs to; the retry backoff), the signature against a vector
- * computed elsewhere (Python's hmac), and, on an in-memory SQLite database,
+ * computed elsewhere (Python's hmac), and, on an in-memory SQLite database
+ * (or PostgreSQL: prov_test_store_any, identity-pgsql.test.js),
  * the scan and the outbox: a key's budget crossed once per window, what
  * holds and leases take left out, a plan window at 90 %, a balance alert
  * armed above its threshold and fired once below, the scan's turn, a
@@ -23,18 +24,11 @@ static apr_pool_t *tpool(void)
     return p;
 }
 
+/* The first column of a query's first row as a number (-1: none). */
 static apr_int64_t count(prov_store_t *s, const char *sql, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_int64_t v = -1;
-    if (apr_dbd_select(s->driver, p, s->handle, &res, sql, 1) != 0)
-        return -1;
-    if (apr_dbd_get_row(s->driver, p, res, &row, -1) == 0)
-        v = prov_store_get_i64(s, row, 0, -1);
-    while (apr_dbd_get_row(s->driver, p, res, &row, -1) == 0)
-        ;
-    return v;
+    const char *rows = prov_test_dump(s, sql, p);
+    return rows && *rows ? apr_atoi64(rows) : -1;
 }
 
 static void test_reached(void)
@@ -119,26 +113,22 @@ static void seed(prov_store_t *s, apr_int64_t balance, apr_int64_t budget, apr_p
         ", 1)", CR(balance), CR(budget)), p), APR_SUCCESS);
 }
 
-/* Spend (credits) in the key's and the user's buckets of the hour of t. */
+/* Spend (credits, of which plan from the plan) in the key's and the user's
+ * buckets of time t. */
 static void bucket(prov_store_t *s, apr_int64_t t, apr_int64_t credits, apr_int64_t plan,
                    apr_pool_t *p)
 {
-    apr_int64_t h = t - t % 3600, m = t - t % 300;
-    CU_ASSERT_EQUAL(prov_store_raw(s, apr_psprintf(p,
-        "INSERT INTO usage_buckets VALUES ('key:h', 7, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
-        ", %" APR_INT64_T_FMT ", 1) ON CONFLICT (scope, scope_id, bucket) DO UPDATE SET "
-        "credits = credits + excluded.credits, plan_credits = plan_credits + "
-        "excluded.plan_credits; "
-        "INSERT INTO usage_buckets VALUES ('user:h', 1, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
-        ", %" APR_INT64_T_FMT ", 1) ON CONFLICT (scope, scope_id, bucket) DO UPDATE SET "
-        "credits = credits + excluded.credits, plan_credits = plan_credits + "
-        "excluded.plan_credits; "
-        "INSERT INTO usage_buckets VALUES ('user:m', 1, %" APR_INT64_T_FMT ", %" APR_INT64_T_FMT
-        ", %" APR_INT64_T_FMT ", 1) ON CONFLICT (scope, scope_id, bucket) DO UPDATE SET "
-        "credits = credits + excluded.credits, plan_credits = plan_credits + "
-        "excluded.plan_credits",
-        h, CR(credits), CR(plan), h, CR(credits), CR(plan), m, CR(credits), CR(plan)), p),
-        APR_SUCCESS);
+    static const struct { const char *scope; int id, len; } b[] = {
+        { "key:h", 7, 3600 }, { "user:h", 1, 3600 }, { "user:m", 1, 300 }
+    };
+    int i;
+    for (i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(prov_store_raw(s, apr_psprintf(p,
+            "INSERT INTO usage_buckets VALUES ('%s', %d, %" APR_INT64_T_FMT ", %"
+            APR_INT64_T_FMT ", %" APR_INT64_T_FMT ", 1) ON CONFLICT (scope, scope_id, bucket) "
+            "DO UPDATE SET credits = usage_buckets.credits + excluded.credits, "
+            "plan_credits = usage_buckets.plan_credits + excluded.plan_credits",
+            b[i].scope, b[i].id, t - t % b[i].len, CR(credits), CR(plan)), p), APR_SUCCESS);
 }
 
 static int scan(prov_store_t *s, apr_int64_t now, prov_micro_t below, apr_pool_t *p)
@@ -152,7 +142,7 @@ static int scan(prov_store_t *s, apr_int64_t now, prov_micro_t below, apr_pool_t
 static void test_scan_budget(void)
 {
     apr_pool_t *p = tpool();
-    prov_store_t *s = prov_test_store(p);
+    prov_store_t *s = prov_test_store_any(p);
     int ran = 1, raised = -1;
     seed(s, 100, 10, p);
     bucket(s, T0 - 3 * 86400, 5, 0, p);     /* earlier in the rolling week */
@@ -189,7 +179,7 @@ static void test_scan_budget(void)
 static void test_scan_plan(void)
 {
     apr_pool_t *p = tpool();
-    prov_store_t *s = prov_test_store(p);
+    prov_store_t *s = prov_test_store_any(p);
     seed(s, 0, 0, p);
     CU_ASSERT_EQUAL(prov_store_raw(s, "INSERT INTO plans (id, name, quota_5h, quota_7d, "
                                       "created_at) VALUES (1, 'pro', 10000000, 100000000, 1); "
@@ -211,7 +201,7 @@ static void test_scan_plan(void)
 static void test_scan_balance(void)
 {
     apr_pool_t *p = tpool();
-    prov_store_t *s = prov_test_store(p);
+    prov_store_t *s = prov_test_store_any(p);
     int set = -1;
     prov_micro_t below = -1;
     seed(s, 4, 0, p);
@@ -281,7 +271,7 @@ static void test_setting_parse(void)
 static void test_deliver_down(void)
 {
     apr_pool_t *p = tpool();
-    prov_store_t *s = prov_test_store(p);
+    prov_store_t *s = prov_test_store_any(p);
     /* port 1 on loopback: nothing listens */
     prov_alert_hook_t hook = { "http://127.0.0.1:1/hook", "0123456789abcdef", 16, 2 };
     apr_array_header_t *rows = NULL;
