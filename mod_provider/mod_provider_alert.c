@@ -1,8 +1,8 @@
 /* mod_provider_alert.c: spend alerts in the glue (core/alert/ does the
  * work; docs/internals/alerts.md). The check of the webhook's directives
  * (mod_provider.c reads ProviderAlertSecretFile at start-up, as root; the
- * secret is never logged); a thread per child that, while the server
- * has a webhook, scans for crossings every ProviderAlertInterval (one node
+ * secret is never logged); a thread per child that, while the server has
+ * a webhook, scans for crossings every ProviderAlertInterval (one node
  * and child at a time: the database's turn) and delivers what is due every
  * second (each row claimed by one sender); and the cabinet's GET and PUT
  * /v1/account/alerts, a user's own balance threshold. No request waits for

@@ -5,9 +5,8 @@
  * 7-day windows of plan credits) for the keys and plans used in the last
  * two hours, and the balances against their thresholds, less what holds
  * and leases take until they are settled (a worst case held is not spent),
- * and raises each
- * crossing into the outbox (prov_alert_outbox.c), whose unique key makes a
- * crossing seen twice one row. A balance alert is armed while the balance
+ * and raises each crossing into the outbox (prov_alert_outbox.c), whose
+ * unique key makes a crossing seen twice one row. A balance alert is armed while the balance
  * is seen at or above its threshold and fires once when it is seen below. */
 #include <string.h>
 #include "prov_alert.h"
