@@ -26,6 +26,7 @@ static const ctl_group_t groups[] = {
     { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
     { "hold",    "Holds in flight (requests' reservations, processes' leases)", ctl_hold_cmds },
     { "oauth",   "OAuth clients of the MCP account endpoint, and the purge", ctl_oauth_cmds },
+    { "alerts",  "Spend alerts: the webhook's outbox, delivered or pending", ctl_alert_cmds },
     { "audit",   "The audit trail: who changed what, sign-ins", ctl_audit_cmds },
     { NULL, NULL, NULL }
 };

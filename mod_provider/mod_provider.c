@@ -13,6 +13,7 @@
 #include "mod_provider.h"
 #include "mod_provider_account.h"
 #include "mod_provider_audit.h"
+#include "mod_provider_alert.h"
 #include "mod_provider_auth.h"
 #include "mod_provider_cabinet.h"
 #include "mod_provider_chat.h"
@@ -121,6 +122,20 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
                          "but ProviderGatewayURL is not set");
             return HTTP_INTERNAL_SERVER_ERROR;
         }
+        {
+            /* The alerts' secret, read as the gateway token is (never logged). */
+            const char *why = NULL;
+            c->alert_secret = NULL;
+            if (c->alert_webhook && c->alert_secret_file
+                && (rv = read_token(&c->alert_secret, c->alert_secret_file, pconf))
+                       != APR_SUCCESS)
+                why = apr_psprintf(ptemp, "cannot read ProviderAlertSecretFile %s (%pm)",
+                                   c->alert_secret_file, &rv);
+            if (why || (why = provider_alert_check(c, ptemp))) {
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV01100: %s", why);
+                return HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
         if (c->token_file && (rv = read_token(&token, c->token_file, pconf)) != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "PROV00003: cannot read "
                          "ProviderGatewayTokenFile %s", c->token_file);
@@ -215,6 +230,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         }
     }
     provider_purge_start(s, pchild);
+    provider_alert_start(s, pchild);
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -239,6 +255,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_ACCOUNT;
     if (!strcmp(uri, "/v1/account/activity"))
         return PROVIDER_EP_ACTIVITY;
+    if (!strcmp(uri, "/v1/account/alerts"))
+        return PROVIDER_EP_ACCOUNT_ALERTS;
     if (!strcmp(uri, "/v1/usage"))
         return PROVIDER_EP_USAGE;
     if (!strcmp(uri, "/v1/keys") || !strncmp(uri, "/v1/keys/", 9))
@@ -314,6 +332,8 @@ static int handler(request_rec *r)
         return provider_cabinet_handler(r);
     case PROVIDER_EP_ACCOUNT:
         return provider_account_handler(r);
+    case PROVIDER_EP_ACCOUNT_ALERTS:
+        return provider_alert_settings_handler(r);
     case PROVIDER_EP_USAGE:
         return provider_usage_handler(r);
     case PROVIDER_EP_ACTIVITY:

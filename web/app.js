@@ -5,6 +5,7 @@
 // (GET/POST/PUT/DELETE /v1/keys...), usage by day, key or model (GET
 // /v1/usage), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
+// low-balance alert's threshold (GET/PUT /v1/account/alerts), the
 // linked sign-in methods (GET /v1/auth/identities, POST /v1/auth/NAME/link,
 // DELETE /v1/auth/identities/NAME), the authorized MCP clients (GET
 // /v1/mcp/clients, DELETE /v1/mcp/clients/ID) and the account's security
@@ -191,6 +192,7 @@
     $('signed-in-view').hidden = false;
     loadProviders().catch(() => []).then(() => {
       loadAccount();
+      loadAlerts();
       loadKeys();
       loadUsage();
       loadCatalog();
@@ -233,6 +235,41 @@
         : el('div', { id: 'plan' }, el('h3', { text: 'No plan' }),
           el('p', { class: 'note', text: 'Requests are paid from the balance.' }));
       $('account-body').replaceChildren(dl, plan);
+    });
+  }
+
+  /* ---- the low-balance alert ------------------------------------------------ */
+
+  function alertNote(a) {
+    const dflt = a.default_balance_below;
+    if (a.balance_below !== null && a.balance_below !== undefined) {
+      return Number(a.balance_below) === 0 ? 'No low-balance alert for you.'
+        : `The service is told when your balance falls below ${credits(a.balance_below)} credits.`;
+    }
+    return dflt ? `Empty: the service's default, ${credits(dflt)} credits (0: no alert).`
+      : 'Empty: no low-balance alert (the service sets none by default).';
+  }
+
+  function loadAlerts() {
+    return guarded('alert-error', async () => {
+      const a = await api('GET', '/v1/account/alerts');
+      $('alert-balance').value = a.balance_below === null || a.balance_below === undefined ? '' : a.balance_below;
+      $('alert-note').textContent = alertNote(a);
+    });
+  }
+
+  function saveAlert(ev) {
+    ev.preventDefault();
+    const v = budgetValue($('alert-balance'));
+    if (v === undefined) {
+      $('alert-error').textContent = 'The threshold must be a number of credits, 0 or more (empty for the default).';
+      return;
+    }
+    guarded('alert-error', async () => {
+      const a = await api('PUT', '/v1/account/alerts', { balance_below: v });
+      $('alert-note').textContent = alertNote(a);
+      say(v === null ? 'The low-balance alert follows the service\'s default.'
+        : `The low-balance alert is set to ${credits(v)} credits.`);
     });
   }
 
@@ -590,6 +627,7 @@
 
   function start() {
     $('key-create').addEventListener('submit', createKey);
+    $('alert-form').addEventListener('submit', saveAlert);
     $('usage-form').addEventListener('submit', (ev) => { ev.preventDefault(); loadUsage(); });
     $('usage-days').addEventListener('change', loadUsage);
     $('usage-by').addEventListener('change', loadUsage);

@@ -122,6 +122,86 @@ static const prov_stmt_def_t statements[] = {
       "SELECT " MODEL_COLS " FROM models WHERE id IN (SELECT model_id FROM favorites "
       "WHERE user_id = %lld) AND (CAST(%d AS INTEGER) = 0 OR enabled = 1) ORDER BY public_id" },
 
+    /* spend alerts (core/alert/, docs/internals/alerts.md) */
+    /* args: until, now: the scan's turn, taken when free */
+    { "alert_turn",
+      "UPDATE alert_turns SET until_at = %lld WHERE name = 'scan' AND until_at < %lld" },
+    /* args: the week's first bucket, the first recent bucket: keys with a
+     * budget and usage lately, their spend in the budget's window */
+    { "alert_scan_budgets",
+      "SELECT k.id, k.user_id, k.weekly_budget, COALESCE(SUM(b.credits), 0) "
+      "FROM api_keys k JOIN usage_buckets b ON b.scope = 'key:h' AND b.scope_id = k.id "
+      "AND b.bucket >= %lld WHERE k.weekly_budget > 0 AND k.deleted_at IS NULL "
+      "AND EXISTS (SELECT 1 FROM usage_buckets a WHERE a.scope = 'key:h' "
+      "AND a.scope_id = k.id AND a.bucket >= %lld) GROUP BY k.id, k.user_id, k.weekly_budget" },
+    /* args: the 5-hour and 7-day windows' first buckets, now, now, the first
+     * recent bucket: plans with usage lately, their windows' plan spend */
+    { "alert_scan_plans",
+      "SELECT s.user_id, p.quota_5h, p.quota_7d, "
+      "(SELECT COALESCE(SUM(m.plan_credits), 0) FROM usage_buckets m WHERE m.scope = 'user:m' "
+      "AND m.scope_id = s.user_id AND m.bucket >= %lld), "
+      "(SELECT COALESCE(SUM(h.plan_credits), 0) FROM usage_buckets h WHERE h.scope = 'user:h' "
+      "AND h.scope_id = s.user_id AND h.bucket >= %lld) "
+      "FROM subscriptions s JOIN plans p ON p.id = s.plan_id WHERE s.starts_at <= %lld "
+      "AND s.cancelled_at IS NULL AND (s.until_at IS NULL OR s.until_at > %lld) "
+      "AND EXISTS (SELECT 1 FROM usage_buckets a WHERE a.scope = 'user:h' "
+      "AND a.scope_id = s.user_id AND a.bucket >= %lld)" },
+    /* args: now, default, default: arms the balance alert of every user
+     * whose balance is at or above their threshold */
+    { "alert_arm",
+      "INSERT INTO alert_settings (user_id, balance_below, armed_at) "
+      "SELECT u.id, a.balance_below, CAST(%lld AS BIGINT) FROM users u "
+      "LEFT JOIN alert_settings a ON a.user_id = u.id WHERE a.armed_at IS NULL "
+      "AND COALESCE(a.balance_below, CAST(%lld AS BIGINT)) > 0 "
+      "AND u.balance >= COALESCE(a.balance_below, CAST(%lld AS BIGINT)) "
+      "ON CONFLICT (user_id) DO UPDATE SET armed_at = excluded.armed_at" },
+    /* What holds and leases take now, by key, user and funding: counted in
+     * the buckets and the balance until settled, left out of a crossing */
+    { "alert_held",
+      "SELECT key_id, user_id, source, SUM(amount) FROM billing_leases "
+      "GROUP BY key_id, user_id, source UNION ALL "
+      "SELECT key_id, user_id, source, SUM(reserved) FROM ledger WHERE status = 'reserved' "
+      "GROUP BY key_id, user_id, source" },
+    /* args: default, default: armed users now below their threshold */
+    { "alert_balance_due",
+      "SELECT a.user_id, u.balance, COALESCE(a.balance_below, CAST(%lld AS BIGINT)), a.armed_at "
+      "FROM alert_settings a JOIN users u ON u.id = a.user_id WHERE a.armed_at IS NOT NULL "
+      "AND u.balance < COALESCE(a.balance_below, CAST(%lld AS BIGINT))" },
+    { "alert_disarm",
+      "UPDATE alert_settings SET armed_at = NULL WHERE user_id = %lld AND armed_at = %lld" },
+    /* args: key id (0: none), user id */
+    { "alert_subject",
+      "SELECT u.email, k.name, k.display FROM users u LEFT JOIN api_keys k ON k.id = %lld "
+      "WHERE u.id = %lld" },
+    { "alert_insert",
+      "INSERT INTO alerts (id, subject, kind, window_start, user_id, key_id, body, created_at, "
+      "next_at) VALUES (%s, %s, %s, %lld, %lld, %lld, %s, %lld, %lld) "
+      "ON CONFLICT (subject, kind, window_start) DO NOTHING" },
+    /* args: now, limit */
+    { "alert_due",
+      "SELECT id, body, attempts, next_at FROM alerts WHERE sent_at IS NULL AND next_at <= %lld "
+      "ORDER BY next_at LIMIT %d" },
+    /* args: lease end, id, next_at as read: one node wins the row */
+    { "alert_claim",
+      "UPDATE alerts SET next_at = %lld, attempts = attempts + 1 WHERE id = %s "
+      "AND next_at = %lld AND sent_at IS NULL" },
+    { "alert_sent", "UPDATE alerts SET sent_at = %lld, last_error = NULL WHERE id = %s" },
+    { "alert_retry", "UPDATE alerts SET next_at = %lld, last_error = %s WHERE id = %s" },
+    /* args: pending only (0/1), limit */
+    { "alert_list",
+      "SELECT id, kind, subject, user_id, window_start, created_at, attempts, next_at, sent_at, "
+      "last_error FROM alerts WHERE (CAST(%d AS INTEGER) = 0 OR sent_at IS NULL) "
+      "ORDER BY created_at DESC, id LIMIT %d" },
+    { "alert_counts",
+      "SELECT COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 1 ELSE 0 END), 0), "
+      "COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 0 ELSE 1 END), 0) FROM alerts" },
+    { "alert_setting_get", "SELECT balance_below FROM alert_settings WHERE user_id = %lld" },
+    /* args: user, threshold (NULL: the default); a new threshold re-arms */
+    { "alert_setting_put",
+      "INSERT INTO alert_settings (user_id, balance_below, armed_at) VALUES (%lld, %lld, NULL) "
+      "ON CONFLICT (user_id) DO UPDATE SET balance_below = excluded.balance_below, "
+      "armed_at = NULL" },
+
     /* plans and subscriptions (prov_plans.c) */
     { "plan_add",
       "INSERT INTO plans (name, quota_5h, quota_7d, created_at) VALUES (%s, %lld, %lld, %lld) "

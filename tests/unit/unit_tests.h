@@ -89,6 +89,7 @@ void prov_test_suite_cabinet(void);
 void prov_test_suite_docs(void);
 void prov_test_suite_mcp(void);
 void prov_test_suite_oauth(void);
+void prov_test_suite_alert(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \

@@ -8,7 +8,7 @@
 // /v1/chat/completions against the mock gateway, its usage after a reload
 // (the key's card and chart, the usage report by day, model and key),
 // reissue (the old secret refused, the new one works), a budget (0 refuses
-// the next request; cleared again), a favorite star (seen in GET
+// the next request; cleared again), a low-balance alert's threshold, a favorite star (seen in GET
 // /v1/models/favorites), a second provider linked and unlinked, the page
 // at phone width, the key deleted, the session revoked elsewhere (the next
 // action shows the sign-in buttons), logout. After every step: no key secret
@@ -338,6 +338,27 @@ describe('the cabinet page in a browser', () => {
     await keyCard('laptop').locator('input[type="number"]').fill('-1');
     await keyCard('laptop').locator('button', { hasText: 'Set budget' }).click();
     assert.match(await keyCard('laptop').locator('.error').textContent(), /0 or more/);
+    await clean();
+  });
+
+  it('sets a low-balance alert, kept over a reload, and refuses a negative one', async () => {
+    assert.equal(await page.locator('label[for="alert-balance"]').count(), 1, 'the field has a label');
+    assert.match(await page.textContent('#alert-note'), /Empty: no low-balance alert/);
+    await page.fill('#alert-balance', '2.5');
+    await page.click('#alert-form button[type="submit"]');
+    await page.waitForSelector('#status:text("set to 2.5 credits")');
+    assert.match(await page.textContent('#alert-note'), /falls below 2\.5 credits/);
+    const row = stack.sql(`SELECT CAST(balance_below AS TEXT) AS b FROM alert_settings`);
+    assert.deepEqual(row.map((r) => r.b), ['2500000']);
+    await page.reload();
+    await page.locator('#alert-note:text("falls below 2.5 credits")').waitFor();
+    assert.equal(await page.inputValue('#alert-balance'), '2.5');
+    await page.fill('#alert-balance', '-1');
+    await page.click('#alert-form button[type="submit"]');
+    assert.match(await page.textContent('#alert-error'), /0 or more/);
+    await page.fill('#alert-balance', '');
+    await page.click('#alert-form button[type="submit"]');
+    await page.waitForSelector('#status:text("follows the service")');
     await clean();
   });
 
