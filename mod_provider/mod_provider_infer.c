@@ -17,6 +17,7 @@
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
 #include "mod_provider_status.h"
+#include "mod_provider_keyctl.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -48,6 +49,22 @@ static int key_from_db(provider_infer_t *in)
     }
     in->auth_fresh = 1;
     return PROVIDER_GO;
+}
+
+/* The key's own controls, right after the key (mod_provider_keyctl.c). */
+static int key_controls(provider_infer_t *in)
+{
+    prov_error_t *e = provider_keyctl_admit(&in->in_flight, in->r, in->auth);
+    if (!e)
+        return PROVIDER_GO;
+    provider_infer_close(in);
+    return provider_send_error(in->r, in->family, e);
+}
+
+void provider_infer_done(provider_infer_t *in)
+{
+    if (in)
+        provider_keyctl_release(in->in_flight);
 }
 
 static int key_blocked(provider_infer_t *in)
@@ -94,6 +111,8 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
     apr_table_setn(r->notes, "provider-key", in->auth->key_display);
     if (in->auth->user_blocked)
         return key_blocked(in);
+    if ((st = key_controls(in)) != PROVIDER_GO)
+        return st;
     /* The method only after the key: the spec validates the key first. */
     if (r->method_number != M_POST) {
         provider_infer_close(in);
@@ -135,7 +154,12 @@ int provider_infer_model(provider_infer_t *in, const char *public_id, int messag
     prov_error_t *err = NULL;
     apr_status_t rv = APR_SUCCESS;
     int usable;
+    prov_error_t *refusal = provider_keyctl_model(r, in->auth, public_id);
 
+    if (refusal) {              /* before the catalog: says nothing of it */
+        provider_infer_close(in);
+        return provider_send_error(r, in->family, refusal);
+    }
     in->model = in->lookups
         ? prov_cache_get_model(in->lookups, public_id, prov_now(), r->pool) : NULL;
     if (!in->model) {

@@ -119,8 +119,19 @@ static prov_user_t *user_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_
     return u;
 }
 
+/* The key's controls, KEY_CONTROLS's five columns from col on. */
+static void controls_from_row(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
+                              int col, apr_pool_t *p)
+{
+    c->expires_at = prov_store_get_i64(s, row, col, 0);
+    c->models = dup_or_null(prov_store_get(s, row, col + 1), p);
+    c->addresses = dup_or_null(prov_store_get(s, row, col + 2), p);
+    c->rpm = prov_store_get_i64(s, row, col + 3, 0);
+    c->max_in_flight = prov_store_get_i64(s, row, col + 4, 0);
+}
+
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
- * deleted_at */
+ * deleted_at, then KEY_CONTROLS */
 static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_key_t *k = apr_pcalloc(p, sizeof(*k));
@@ -133,6 +144,7 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     k->created_at = prov_store_get_i64(s, row, 5, 0);
     k->reissued_at = prov_store_get_i64(s, row, 6, 0);
     k->deleted_at = prov_store_get_i64(s, row, 7, 0);
+    controls_from_row(&k->controls, s, row, 8, p);
     if (!k->display)
         k->display = "";
     return k;
@@ -471,7 +483,8 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     hash = prov_secret_hash(secret, p);
     if (!hash)
         return APR_EGENERAL;
-    /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance */
+    /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance,
+     * then the key's controls: one query whether or not any is set */
     rv = prov_store_select_one(&row, s, "auth_lookup", PROV_ARGS(hash), p);
     if (rv != APR_SUCCESS)
         return rv;
@@ -484,6 +497,7 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     r->has_budget = prov_store_get(s, row, 4) != NULL;
     r->weekly_budget = r->has_budget ? prov_store_get_i64(s, row, 4, 0) : 0;
     r->balance = prov_store_get_i64(s, row, 5, 0);
+    controls_from_row(&r->controls, s, row, 6, p);
     if (!r->key_display)
         r->key_display = "";
     *a = r;

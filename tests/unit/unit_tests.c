@@ -190,6 +190,7 @@ int main(int argc, char **argv)
     prov_test_suite_sse();
     prov_test_suite_cache();
     prov_test_suite_ratelimit();
+    prov_test_suite_key_controls();
     prov_test_suite_messages();
     prov_test_suite_messages_relay();
     prov_test_suite_messages_fast();
