@@ -14,12 +14,12 @@
  * with the request, and by a cleanup of the request's pool whatever way it
  * ended. */
 #include <string.h>
-#include "apr_shm.h"
 #include "apr_global_mutex.h"
 #include "util_mutex.h"
 #include "mod_provider.h"
 #include "mod_provider_keyctl.h"
 #include "mod_provider_config.h"
+#include "mod_provider_limit.h"
 #include "prov_cidr.h"
 #include "prov_keylimit.h"
 
@@ -55,17 +55,16 @@ static int enabled(server_rec *s)
 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
-    apr_shm_t *shm = NULL;
+    void *mem = NULL;
     apr_status_t rv;
     (void)plog, (void)ptemp;
     mutex = NULL, table = NULL;
     if (!enabled(s))
         return OK;
-    rv = ap_global_mutex_create(&mutex, NULL, MUTEX_TYPE, NULL, s, pconf, 0);
+    rv = provider_limit_shm(&mutex, &mem, MUTEX_TYPE, prov_keylimit_size(PROV_KL_SLOTS), s,
+                            pconf);
     if (rv == APR_SUCCESS)
-        rv = apr_shm_create(&shm, prov_keylimit_size(PROV_KL_SLOTS), NULL, pconf);
-    if (rv == APR_SUCCESS)
-        rv = prov_keylimit_init(&table, apr_shm_baseaddr_get(shm), PROV_KL_SLOTS);
+        rv = prov_keylimit_init(&table, mem, PROV_KL_SLOTS);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "PROV01301: cannot make the shared "
                      "memory and mutex of the keys' rate and in-flight limits");
@@ -76,10 +75,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
 
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
-    apr_status_t rv;
-    if (!mutex)
-        return;
-    rv = apr_global_mutex_child_init(&mutex, apr_global_mutex_lockfile(mutex), pchild);
+    apr_status_t rv = provider_limit_mutex_child(&mutex, pchild);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV01302: this child cannot use the "
                      "mutex of the keys' limits: it does not enforce rpm and max_in_flight");
