@@ -132,7 +132,7 @@ static prov_error_t *take(provider_keyctl_slot_t **slot, request_rec *r, const p
                       : "a key's last minute was forgotten");
     }
     if (v.result == PROV_KL_RATE) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV01304: key %" APR_INT64_T_FMT
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "PROV01304: key %" APR_INT64_T_FMT
                       " over its rate (%" APR_INT64_T_FMT " a minute): 429 for %d s",
                       a->key_id, c->rpm, v.retry_after);
         return refuse(r, PROV_E_KEY_RATE_LIMITED, v.retry_after, apr_psprintf(r->pool,
@@ -140,7 +140,7 @@ static prov_error_t *take(provider_keyctl_slot_t **slot, request_rec *r, const p
                       "in %d s.", c->rpm, v.retry_after));
     }
     if (v.result == PROV_KL_IN_FLIGHT) {
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV01305: key %" APR_INT64_T_FMT
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "PROV01305: key %" APR_INT64_T_FMT
                       " has %" APR_INT64_T_FMT " requests in flight, its limit: 429",
                       a->key_id, c->max_in_flight);
         return refuse(r, PROV_E_KEY_IN_FLIGHT_LIMIT, v.retry_after, apr_psprintf(r->pool,
