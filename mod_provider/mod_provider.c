@@ -24,6 +24,7 @@
 #include "mod_provider_http.h"
 #include "mod_provider_keys.h"
 #include "mod_provider_limit.h"
+#include "mod_provider_keyctl.h"
 #include "mod_provider_mcp.h"
 #include "mod_provider_metrics.h"
 #include "mod_provider_messages.h"
@@ -392,6 +393,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
     provider_limit_hooks(p);
+    provider_keyctl_hooks(p);
     provider_status_hooks(p);
     provider_metrics_hooks(p);
 }

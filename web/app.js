@@ -328,6 +328,71 @@
     return Number.isFinite(n) && n >= 0 ? n : undefined;
   }
 
+  /* A key's controls (PATCH /v1/keys/{id}): shown in one line, edited in a
+   * form whose empty fields clear them. */
+  const CONTROLS = [
+    ['expires_at', 'Expires (RFC 3339, e.g. 2027-01-31T00:00:00Z)', 'text'],
+    ['models', 'Models (ids, comma-separated)', 'text'],
+    ['addresses', 'Client addresses (CIDR, comma-separated)', 'text'],
+    ['rpm', 'Requests a minute', 'number'],
+    ['max_in_flight', 'Requests at once', 'number'],
+  ];
+
+  function controlsText(k) {
+    const parts = [];
+    if (k.expires_at) parts.push(`expires ${k.expires_at}`);
+    if (k.models) parts.push(`models: ${k.models.join(', ')}`);
+    if (k.addresses) parts.push(`from: ${k.addresses.join(', ')}`);
+    if (k.rpm) parts.push(`${count(k.rpm)} requests a minute`);
+    if (k.max_in_flight) parts.push(`${count(k.max_in_flight)} at once`);
+    return parts.length ? `Limits: ${parts.join(' · ')}` : 'No limits: any model, any address, no expiry.';
+  }
+
+  /** The PATCH body of the form's fields (empty clears one), or a string
+   * saying which count is not a whole number. */
+  function controlsBody(inputs) {
+    const body = {};
+    for (const [f, label, type] of CONTROLS) {
+      const v = inputs[f].value.trim();
+      if (v === '') body[f] = null;
+      else if (type === 'number' && !/^[1-9][0-9]*$/.test(v)) return `${label} must be a whole number, 1 or more (empty for no limit).`;
+      else if (type === 'number') body[f] = Number(v);
+      else if (f === 'models' || f === 'addresses') body[f] = v.split(',').map((x) => x.trim()).filter(Boolean);
+      else body[f] = v;
+    }
+    return body;
+  }
+
+  function controlsForm(k, errId) {
+    const inputs = {};
+    const fields = CONTROLS.map(([f, label, type]) => {
+      const id = `key-${k.id}-${f}`;
+      const v = k[f] === null || k[f] === undefined ? '' : Array.isArray(k[f]) ? k[f].join(', ') : k[f];
+      inputs[f] = el('input', type === 'number'
+        ? { id, name: f, type: 'text', inputmode: 'numeric', pattern: '[0-9]*', value: v }
+        : { id, name: f, type: 'text', spellcheck: 'false', value: v });
+      return el('div', { class: 'field' }, el('label', { for: id, text: label }), inputs[f]);
+    });
+    const submit = (ev) => {
+      ev.preventDefault();
+      const body = controlsBody(inputs);
+      if (typeof body === 'string') {
+        $(errId).textContent = body;
+        return;
+      }
+      guarded(errId, async () => {
+        await api('PATCH', `/v1/keys/${encodeURIComponent(k.id)}`, body);
+        await loadKeys();
+        say(`The limits of ${k.name} are saved.`);
+      });
+    };
+    return el('details', { class: 'controls' },
+      el('summary', { text: 'Limits: expiry, models, addresses, rate' }),
+      el('form', { class: 'inline-form controls-form', onsubmit: submit, novalidate: true },
+        ...fields,
+        el('button', { type: 'submit', class: 'secondary', text: 'Save limits' })));
+  }
+
   function keyView(k) {
     const errId = `key-${k.id}-error`;
     const budgetId = `key-${k.id}-budget`;
@@ -364,11 +429,13 @@
       el('p', { class: 'note' }, el('code', { class: 'prefix', text: `${k.prefix}…` }), ' · created ', when(k.created_at),
         k.reissued_at ? ' · reissued ' : null, k.reissued_at ? when(k.reissued_at) : null),
       budgetView(k),
+      el('p', { class: 'note key-controls', text: controlsText(k) }),
       el('div', { class: 'usage-row' }, usageTable(k), chart(k)),
       el('form', { class: 'inline-form budget-form', onsubmit: setBudget, novalidate: true },
         el('div', { class: 'field' },
           el('label', { for: budgetId, text: 'Weekly budget in credits (empty for none)' }), budgetInput),
         el('button', { type: 'submit', class: 'secondary', text: 'Set budget' })),
+      controlsForm(k, errId),
       el('div', { class: 'button-row' },
         el('button', { type: 'button', class: 'secondary reissue', text: 'Reissue', onclick: reissue }),
         el('button', { type: 'button', class: 'danger delete', text: 'Delete', onclick: remove })),

@@ -18,6 +18,7 @@
 
 #include "prov_common.h"
 #include "prov_store.h"
+#include "prov_key_controls.h"
 
 typedef struct prov_user_t {
     apr_int64_t id;
@@ -38,6 +39,7 @@ typedef struct prov_key_t {
     apr_int64_t created_at;
     apr_int64_t reissued_at;  /* 0 = never */
     apr_int64_t deleted_at;   /* 0 = live */
+    prov_key_controls_t controls; /* expiry, models, addresses, rate, in flight */
 } prov_key_t;
 
 /* What the inference checks need about the caller, from one query. */
@@ -50,6 +52,7 @@ typedef struct prov_auth_t {
     int has_budget;
     prov_micro_t weekly_budget;
     prov_micro_t balance;
+    prov_key_controls_t controls; /* the key's own controls, from the same row */
 } prov_auth_t;
 
 /* Non-zero when e is an address prov_user_add takes (a dot-atom local part,

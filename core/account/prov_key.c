@@ -8,7 +8,7 @@
 #include "prov_money.h"
 
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
- * deleted_at */
+ * deleted_at, then KEY_CONTROLS (prov_key_controls_read) */
 static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_key_t *k = apr_pcalloc(p, sizeof(*k));
@@ -21,6 +21,7 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     k->created_at = prov_store_get_i64(s, row, 5, 0);
     k->reissued_at = prov_store_get_i64(s, row, 6, 0);
     k->deleted_at = prov_store_get_i64(s, row, 7, 0);
+    prov_key_controls_read(&k->controls, s, row, 8, p);
     if (!k->display)
         k->display = "";
     return k;

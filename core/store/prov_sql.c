@@ -9,7 +9,10 @@
 #include "prov_store.h"
 
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
-#define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
+/* A key's controls (prov_key_controls.h), read with the key wherever it is. */
+#define KEY_CONTROLS "expires_at, models, addresses, rpm, max_in_flight"
+#define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at, " \
+                   KEY_CONTROLS
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning, max_output, created_at"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
@@ -85,8 +88,13 @@ static const prov_stmt_def_t statements[] = {
       "UPDATE api_keys SET deleted_at = %lld WHERE id = %lld AND deleted_at IS NULL" },
     { "key_budget",
       "UPDATE api_keys SET weekly_budget = %lld WHERE id = %lld AND deleted_at IS NULL" },
+    /* args: expires, models, addresses, rpm, in flight (NULL: none), id */
+    { "key_controls",
+      "UPDATE api_keys SET expires_at = %lld, models = %s, addresses = %s, rpm = %lld, "
+      "max_in_flight = %lld WHERE id = %lld AND deleted_at IS NULL" },
     { "auth_lookup",
-      "SELECT k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance "
+      "SELECT k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance, "
+      "k.expires_at, k.models, k.addresses, k.rpm, k.max_in_flight "
       "FROM api_keys k JOIN users u ON u.id = k.user_id "
       "WHERE k.hash = %s AND k.deleted_at IS NULL" },
 

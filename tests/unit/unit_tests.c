@@ -194,6 +194,7 @@ int main(int argc, char **argv)
     prov_test_suite_cache();
     prov_test_suite_ratelimit();
     prov_test_suite_metrics();
+    prov_test_suite_key_controls();
     prov_test_suite_messages();
     prov_test_suite_messages_relay();
     prov_test_suite_messages_fast();

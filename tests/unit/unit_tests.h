@@ -60,6 +60,7 @@ void prov_test_suite_sse(void);
 void prov_test_suite_cache(void);
 void prov_test_suite_ratelimit(void);
 void prov_test_suite_metrics(void);
+void prov_test_suite_key_controls(void);
 void prov_test_suite_messages(void);
 void prov_test_suite_messages_relay(void);
 void prov_test_suite_messages_fast(void);

@@ -362,6 +362,38 @@ describe('the cabinet page in a browser', () => {
     await clean();
   });
 
+  it('sets the key\'s limits on its card (another model refused), shows them, and clears them', async () => {
+    const card = keyCard('laptop');
+    await card.locator('details.controls summary').click();
+    for (const f of ['expires_at', 'models', 'addresses', 'rpm', 'max_in_flight']) {
+      const input = card.locator(`input[name="${f}"]`);
+      assert.equal(await card.locator(`label[for="${await input.getAttribute('id')}"]`).count(), 1, `${f} has a label`);
+    }
+    await card.locator('input[name="models"]').fill('prov-main');
+    await card.locator('input[name="rpm"]').fill('600');
+    await card.locator('button', { hasText: 'Save limits' }).click();
+    await page.waitForSelector('#status:text("limits of laptop are saved")');
+    const text = await keyCard('laptop').locator('.key-controls').textContent();
+    assert.match(text, /models: prov-main/);
+    assert.match(text, /600 requests a minute/);
+    assert.equal((await chat(second)).status, 200);
+    const other = await stack.chat(second, { model: 'prov-second', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 });
+    assert.equal(other.status, 403);
+    assert.equal(other.json.error.code, 'MODEL_NOT_ALLOWED');
+    await screenshot('limits');
+    // a count that is not a whole number: said on the card, nothing sent
+    await keyCard('laptop').locator('details.controls summary').click();
+    await keyCard('laptop').locator('input[name="rpm"]').fill('1.5');
+    await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
+    assert.match(await keyCard('laptop').locator('.error').textContent(), /whole number/);
+    await keyCard('laptop').locator('input[name="models"]').fill('');
+    await keyCard('laptop').locator('input[name="rpm"]').fill('');
+    await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
+    await page.waitForFunction(() => /No limits/.test(document.querySelector('li.key .key-controls')?.textContent || ''));
+    assert.equal((await stack.chat(second, { model: 'prov-second', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 })).status, 200);
+    await clean();
+  });
+
   it('stars a favorite, which GET /v1/models/favorites then lists, and keeps it over a reload', async () => {
     const star = page.locator('#model-prov-main button.star');
     assert.equal(await star.getAttribute('aria-pressed'), 'false');
