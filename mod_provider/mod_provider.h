@@ -91,6 +91,7 @@ typedef struct provider_srv_conf {
     prov_rl_limit_t anon_limit[PROV_RL_CLASSES];  /* ProviderAnonRateLimit CLASS N [BURST] */
     apr_int64_t anon_slots;         /* ProviderAnonRateLimitSlots (the first server's) */
     apr_int64_t purge_interval;     /* ProviderPurgeInterval, seconds (the first server's) */
+    apr_int64_t ledger_retention;   /* ProviderLedgerRetention, days (0: for ever) */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;

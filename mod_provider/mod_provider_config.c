@@ -11,6 +11,7 @@
 #include "mod_provider_docs.h"
 #include "prov_billing.h"
 #include "prov_idp.h"
+#include "prov_rollup.h"
 
 #define DEFAULT_GATEWAY_TIMEOUT 300
 #define DEFAULT_CONNECT_TIMEOUT 5
@@ -67,6 +68,7 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
         c->anon_limit[i].per_minute = PROVIDER_UNSET;
     c->anon_slots = PROVIDER_UNSET;
     c->purge_interval = PROVIDER_UNSET;
+    c->ledger_retention = PROVIDER_UNSET;
     return c;
 }
 
@@ -103,6 +105,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
                                                                              : base->anon_limit[i];
     MERGE_NUM(anon_slots);
     MERGE_NUM(purge_interval);
+    MERGE_NUM(ledger_retention);
     return c;
 }
 
@@ -121,6 +124,7 @@ void provider_config_defaults(provider_srv_conf *c)
     if (!c->web_root) c->web_root = PROVIDER_WEB_ROOT_DEFAULT;
     if (c->anon_slots == PROVIDER_UNSET) c->anon_slots = PROV_RL_SLOTS_DEFAULT;
     if (c->purge_interval == PROVIDER_UNSET) c->purge_interval = DEFAULT_PURGE_INTERVAL;
+    if (c->ledger_retention == PROVIDER_UNSET) c->ledger_retention = PROV_RETENTION_DEFAULT;
     {
         int i;
         for (i = 0; i < PROV_RL_CLASSES; i++) {
@@ -217,6 +221,19 @@ static const char *set_int(cmd_parms *cmd, void *dc, const char *v)
 static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
 {
     return set_number(cmd, v, 0);
+}
+
+/* ProviderLedgerRetention: 0 (for ever) or at least PROV_RETENTION_MIN days,
+ * so that the rolling 7-day window and the weekly budgets keep their rows. */
+static const char *set_retention(cmd_parms *cmd, void *dc, const char *v)
+{
+    const char *err = set_int0(cmd, dc, v);
+    apr_int64_t n = cmd_conf(cmd)->ledger_retention;
+    if (!err && n > 0 && n < PROV_RETENTION_MIN)
+        return apr_psprintf(cmd->pool, "%s: '%s' days would remove ledger rows the rolling "
+                            "7-day window and the weekly budgets still read (0 or at least %d)",
+                            cmd->directive->directive, v, PROV_RETENTION_MIN);
+    return err;
 }
 
 /* ProviderDefaultMaxTokens: a positive number no request could exceed. */
@@ -402,6 +419,9 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderPurgeInterval", set_int0, OFF(purge_interval), RSRC_CONF,
                   "Seconds between purges of ended sign-ins, sessions and OAuth clients, "
                   "codes, grants and tokens (default 300; 0 = only providerctl oauth purge)"),
+    AP_INIT_TAKE1("ProviderLedgerRetention", set_retention, OFF(ledger_retention), RSRC_CONF,
+                  "Days raw ledger rows are kept once rolled up into daily usage (default "
+                  "400; 0 = for ever; at least 8); removed in small batches by the purge"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

@@ -24,18 +24,42 @@
 #define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
 #define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
                    "s.until_at, s.cancelled_at"
-/* The usage report's columns and filter (user, key, model: 0 = any; since
- * inclusive, until exclusive: 0 = unbounded). Settled rows only: a
- * reservation still in flight is not usage yet. */
-#define USAGE_SUMS "COUNT(*), COALESCE(SUM(l.input_tokens), 0), " \
-                   "COALESCE(SUM(l.output_tokens), 0), COALESCE(SUM(l.cache_tokens), 0), " \
-                   "COALESCE(SUM(l.reasoning_tokens), 0), COALESCE(SUM(l.credits), 0)"
-#define USAGE_WHERE "WHERE l.status <> 'reserved' " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.model_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
+/* The usage reports (prov_usage.c): daily rollups for the whole UTC days of
+ * the range before ledger_rollup_state.rolled_until, settled raw rows for
+ * the rest (prov_rollup.h), summed by the outer query. A report has a shape:
+ * its driving filter is an equality the ledger's and the rollups' indexes
+ * serve (KEY: key, then user and model, 0 = any; USER: user, then model;
+ * ANY: model), so that a user's or a key's report reads only its own rows.
+ * After the three filters (one per part): the rollups' days [A, B); the raw
+ * rows of [since, min(until, A)); and of [max(since, A, min(B, rolled)),
+ * until): args since, A, B, B, until. */
+#define USAGE_F_KEY(x) x ".key_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".user_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_USER(x) x ".user_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_ANY(x) "(CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_RAW "SELECT l.created_at / 86400 * 86400, l.key_id, l.model_id, 1, l.input_tokens, " \
+    "l.output_tokens, l.cache_tokens, l.reasoning_tokens, l.credits FROM ledger l " \
+    "WHERE l.status <> 'reserved' AND "
+#define USAGE_SRC(F) "SELECT r.day AS day, r.key_id AS key_id, r.model_id AS model_id, " \
+    "r.requests AS n, r.input_tokens AS i, r.output_tokens AS o, r.cache_tokens AS c, " \
+    "r.reasoning_tokens AS rt, r.credits AS cr FROM ledger_rollup r WHERE " F("r") \
+    " AND r.day >= %lld AND r.day < %lld " \
+    "AND r.day < (SELECT rolled_until FROM ledger_rollup_state WHERE id = 1) " \
+    "UNION ALL " USAGE_RAW F("l") " AND l.created_at >= %lld AND l.created_at < %lld " \
+    "UNION ALL " USAGE_RAW F("l") " AND l.created_at >= %lld AND l.created_at >= %lld " \
+    "AND l.created_at >= (SELECT CASE WHEN rolled_until < %lld THEN rolled_until ELSE %lld END " \
+    "FROM ledger_rollup_state WHERE id = 1) AND l.created_at < %lld"
+#define USAGE_SUMS "COALESCE(SUM(u.n), 0), COALESCE(SUM(u.i), 0), COALESCE(SUM(u.o), 0), " \
+    "COALESCE(SUM(u.c), 0), COALESCE(SUM(u.rt), 0), COALESCE(SUM(u.cr), 0)"
+#define USAGE_STMTS(shape, F) \
+    { "usage_total_" shape, "SELECT " USAGE_SUMS " FROM (" USAGE_SRC(F) ") u", NULL }, \
+    { "usage_by_day_" shape, "SELECT u.day, " USAGE_SUMS " FROM (" USAGE_SRC(F) ") u " \
+      "GROUP BY u.day ORDER BY 1", NULL }, \
+    { "usage_by_key_" shape, "SELECT u.key_id, " USAGE_SUMS " FROM (" USAGE_SRC(F) ") u " \
+      "GROUP BY u.key_id ORDER BY u.key_id", NULL }, \
+    { "usage_by_model_" shape, "SELECT COALESCE(m.public_id, CAST(u.model_id AS TEXT)), " \
+      USAGE_SUMS " FROM (" USAGE_SRC(F) ") u LEFT JOIN models m ON m.id = u.model_id " \
+      "GROUP BY u.model_id, m.public_id ORDER BY 1", NULL }
 
 static const prov_stmt_def_t statements[] = {
     /* users and balance. Integer parameters are %lld / %d: the values are
@@ -148,18 +172,10 @@ static const prov_stmt_def_t statements[] = {
       "AND starts_at <= %lld AND cancelled_at IS NULL "
       "AND (until_at IS NULL OR until_at > %lld)" },
 
-    /* usage reports from the ledger (prov_usage.c); args: USAGE_WHERE's ten */
-    { "usage_total", "SELECT " USAGE_SUMS " FROM ledger l " USAGE_WHERE },
-    { "usage_by_day",
-      "SELECT l.created_at / 86400 * 86400, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.created_at / 86400 * 86400 ORDER BY 1" },
-    { "usage_by_key",
-      "SELECT l.key_id, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.key_id ORDER BY l.key_id" },
-    { "usage_by_model",
-      "SELECT COALESCE(m.public_id, CAST(l.model_id AS TEXT)), " USAGE_SUMS " FROM ledger l "
-      "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
-      "GROUP BY l.model_id, m.public_id ORDER BY 1" },
+    /* usage reports (prov_usage.c): rollups and raw rows, by shape */
+    USAGE_STMTS("key", USAGE_F_KEY),
+    USAGE_STMTS("user", USAGE_F_USER),
+    USAGE_STMTS("any", USAGE_F_ANY),
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN
@@ -493,6 +509,58 @@ static const prov_stmt_def_t statements[] = {
     { "signin_state_cap",
       "DELETE FROM signin_states WHERE client_key = %s AND state_hash NOT IN (SELECT state_hash "
       "FROM signin_states WHERE client_key = %s ORDER BY created_at DESC, state_hash LIMIT %d)" },
+
+    /* rollups and retention (prov_rollup.c; migration 012). The state row,
+     * locked on PostgreSQL so that two nodes never roll the same rows */
+    { "rollup_state", "SELECT last_id, rolled_until FROM ledger_rollup_state WHERE id = 1",
+      "SELECT last_id, rolled_until FROM ledger_rollup_state WHERE id = 1 FOR UPDATE" },
+    /* args: last id, last id + cap, cutoff: the first row that stops a step
+     * (still reserved, or of a day not closed yet) */
+    { "rollup_stop",
+      "SELECT id FROM ledger WHERE id > %lld AND id <= %lld "
+      "AND (status = 'reserved' OR created_at >= %lld) ORDER BY id LIMIT 1" },
+    { "rollup_max_id", "SELECT COALESCE(MAX(id), 0) FROM ledger" },
+    /* args: from (exclusive), to (inclusive): the rows' sums added to their days */
+    { "rollup_add",
+      "INSERT INTO ledger_rollup (day, user_id, key_id, model_id, transport, requests, "
+      "input_tokens, output_tokens, cache_tokens, reasoning_tokens, credits, plan_credits, "
+      "refused, failed) SELECT created_at / 86400 * 86400, user_id, key_id, model_id, transport, "
+      "COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_tokens), "
+      "SUM(reasoning_tokens), SUM(credits), SUM(plan_credits), "
+      "SUM(CASE WHEN status = 'refused' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+      "FROM ledger WHERE id > %lld AND id <= %lld "
+      "GROUP BY created_at / 86400 * 86400, user_id, key_id, model_id, transport "
+      "ON CONFLICT (day, user_id, key_id, model_id, transport) DO UPDATE SET "
+      "requests = ledger_rollup.requests + excluded.requests, "
+      "input_tokens = ledger_rollup.input_tokens + excluded.input_tokens, "
+      "output_tokens = ledger_rollup.output_tokens + excluded.output_tokens, "
+      "cache_tokens = ledger_rollup.cache_tokens + excluded.cache_tokens, "
+      "reasoning_tokens = ledger_rollup.reasoning_tokens + excluded.reasoning_tokens, "
+      "credits = ledger_rollup.credits + excluded.credits, "
+      "plan_credits = ledger_rollup.plan_credits + excluded.plan_credits, "
+      "refused = ledger_rollup.refused + excluded.refused, "
+      "failed = ledger_rollup.failed + excluded.failed" },
+    /* args: last id, cutoff: the oldest time of a row not rolled up yet */
+    { "rollup_pending",
+      "SELECT MIN(created_at) FROM ledger WHERE id > %lld AND created_at < %lld" },
+    { "rollup_set",
+      "UPDATE ledger_rollup_state SET last_id = %lld, rolled_until = %lld WHERE id = 1" },
+    /* args: batch, before: the oldest rows by id, rolled up, of a day before
+     * both before and rolled_until */
+    { "ledger_compact",
+      "DELETE FROM ledger WHERE id IN (SELECT id FROM ledger ORDER BY id LIMIT %d) "
+      "AND created_at < %lld AND status <> 'reserved' "
+      "AND id <= (SELECT last_id FROM ledger_rollup_state WHERE id = 1) "
+      "AND created_at < (SELECT rolled_until FROM ledger_rollup_state WHERE id = 1)" },
+    { "ledger_status",
+      "SELECT (SELECT COUNT(*) FROM ledger), (SELECT created_at FROM ledger ORDER BY id LIMIT 1), "
+      "s.last_id, s.rolled_until, (SELECT MIN(day) FROM ledger_rollup), "
+      "(SELECT MAX(day) FROM ledger_rollup WHERE day < s.rolled_until), "
+      "(SELECT COUNT(*) FROM ledger_rollup) FROM ledger_rollup_state s WHERE s.id = 1" },
+    { "db_size",
+      "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+      "SELECT pg_database_size(current_database())" },
 
     { NULL, NULL, NULL }
 };

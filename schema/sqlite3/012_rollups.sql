@@ -1,0 +1,36 @@
+-- 012_rollups.sql (SQLite): daily usage rollups and the ledger's retention
+-- (issue 34; core/store/prov_rollup.c, docs/internals/billing.md "Rollups
+-- and retention"). ledger_rollup: one row per UTC day, user, key, model and
+-- transport: the sums of the settled ledger rows of that day (requests, the
+-- four token kinds, credits and the plan's part of them, refused and failed
+-- requests). ledger_rollup_state, one row: last_id, the highest ledger id
+-- rolled up (every settled row up to it is in ledger_rollup, none after);
+-- rolled_until, the first UTC day not wholly rolled up (every ledger row
+-- created before it is in ledger_rollup). Readers take rollups for the days
+-- before rolled_until and raw rows after; retention removes raw rows only
+-- before it.
+CREATE TABLE ledger_rollup (
+  day              BIGINT NOT NULL,
+  user_id          BIGINT NOT NULL,
+  key_id           BIGINT NOT NULL,
+  model_id         BIGINT NOT NULL,
+  transport        TEXT NOT NULL,
+  requests         BIGINT NOT NULL DEFAULT 0,
+  input_tokens     BIGINT NOT NULL DEFAULT 0,
+  output_tokens    BIGINT NOT NULL DEFAULT 0,
+  cache_tokens     BIGINT NOT NULL DEFAULT 0,
+  reasoning_tokens BIGINT NOT NULL DEFAULT 0,
+  credits          BIGINT NOT NULL DEFAULT 0,
+  plan_credits     BIGINT NOT NULL DEFAULT 0,
+  refused          BIGINT NOT NULL DEFAULT 0,
+  failed           BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, user_id, key_id, model_id, transport)
+);
+CREATE INDEX ledger_rollup_user ON ledger_rollup(user_id, day);
+CREATE INDEX ledger_rollup_key ON ledger_rollup(key_id, day);
+CREATE TABLE ledger_rollup_state (
+  id           INTEGER PRIMARY KEY CHECK (id = 1),
+  last_id      BIGINT NOT NULL,
+  rolled_until BIGINT NOT NULL
+);
+INSERT INTO ledger_rollup_state (id, last_id, rolled_until) VALUES (1, 0, 0);
