@@ -90,6 +90,7 @@ extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
+extern const ctl_cmd_t ctl_ledger_cmds[];
 
 /* ---- arguments (providerctl_common.c) ---- */
 /* "GROUP VERB ARGS [--opt VALUE]...": the command's synopsis for the help. */
