@@ -22,8 +22,8 @@ static void status_json(const prov_ledger_status_t *st, apr_pool_t *p)
     json_object_object_add(o, "oldest", ctl_json_time(st->oldest));
     json_object_object_add(o, "rolled_first_day", ctl_json_str(day_text(st->first_day, p)));
     json_object_object_add(o, "rolled_last_day", ctl_json_str(day_text(st->last_day, p)));
-    json_object_object_add(o, "rolled_until", ctl_json_time(st->state.rolled_until));
-    json_object_object_add(o, "rolled_last_id", json_object_new_int64(st->state.last_id));
+    json_object_object_add(o, "rolled_last_id", json_object_new_int64(st->last_id));
+    json_object_object_add(o, "rows_not_rolled", json_object_new_int64(st->pending));
     json_object_object_add(o, "rollup_rows", json_object_new_int64(st->rollup_rows));
     json_object_object_add(o, "database_bytes",
                            st->db_bytes >= 0 ? json_object_new_int64(st->db_bytes) : NULL);
@@ -45,8 +45,8 @@ static int ledger_status(ctl_t *ctl)
     ctl_kv("oldest row:", ctl_time(st.oldest, 0, p));
     ctl_kv("rolled days:", st.last_day >= 0 ? apr_psprintf(p, "%s to %s",
            day_text(st.first_day, p), day_text(st.last_day, p)) : "none");
-    ctl_kv("raw rows from:", st.state.rolled_until ? day_text(st.state.rolled_until, p)
-                                                        : "the first row");
+    ctl_kv("rolled up to:", apr_psprintf(p, "ledger id %" APR_INT64_T_FMT " (%" APR_INT64_T_FMT
+                                         " row(s) after it)", st.last_id, st.pending));
     ctl_kv("rollup rows:", prov_i64(st.rollup_rows, p));
     ctl_kv("database size:", st.db_bytes >= 0 ? apr_psprintf(p, "%" APR_INT64_T_FMT
                                                              " bytes", st.db_bytes) : "-");
@@ -70,7 +70,7 @@ static int ledger_compact(ctl_t *ctl)
                          "window and the weekly budgets still read those rows (at most %s)",
                          arg, PROV_RETENTION_MIN, day_text(limit, ctl->pool));
     do {
-        rv = prov_rollup_run(&r, ctl->store, now, PROV_ROLLUP_GRACE, 1000, ctl->pool);
+        rv = prov_rollup_run(&r, ctl->store, now, 1000, ctl->pool);
         rolled += r;
     } while (rv == APR_SUCCESS && r >= (apr_int64_t)1000 * PROV_ROLLUP_CAP);
     if (rv != APR_SUCCESS)

@@ -35,8 +35,7 @@ static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
     provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
     apr_int64_t now = prov_now(), rolled = 0, before;
     int i, n = 0, removed = 0;
-    apr_status_t rv = prov_rollup_run(&rolled, store, now, c->hold_timeout + 600,
-                                      ROLLUP_STEPS, p);
+    apr_status_t rv = prov_rollup_run(&rolled, store, now, ROLLUP_STEPS, p);
     before = prov_retention_cut(now, (int)c->ledger_retention);
     for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_BATCHES; i++) {
         if ((rv = prov_rollup_compact(&n, store, before, now, PROV_COMPACT_BATCH, p))

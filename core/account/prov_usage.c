@@ -2,10 +2,10 @@
  * truth (the usage buckets serve the hot-path checks, not reports: a report
  * must equal the ledger even for a filter the buckets do not have, such as a
  * model). A report reads the daily rollups (core/store/prov_rollup.h) for
- * the whole UTC days of its range that are rolled up, and the settled raw
- * rows for the rest (the range's partial first and last days, and the days
- * not rolled up yet: today), in one statement so that a rollup step or a
- * compaction between two reads cannot count a row twice or lose it. One
+ * the whole UTC days of its range, and the settled raw rows for the rest
+ * (the range's partial first and last days, and the rows not rolled up yet:
+ * today's), in one statement so that a rollup step or a compaction between
+ * two reads cannot count a row twice or lose it. One
  * labelled statement per grouping and shape of filter (prov_sql.c); rows
  * still "reserved" are requests in flight and are left out. Days are UTC days, labelled
  * YYYY-MM-DD. The per-key summary (today since 00:00 UTC, and the last seven
@@ -45,46 +45,50 @@ static const char *group_name(prov_usage_by_e by)
     }
 }
 
+/* Appends a part's filter and its two bounds to a. */
+static int part_args(const char **a, int n, const char *const *flt, int nf, apr_int64_t lo,
+                     apr_int64_t hi, apr_pool_t *p)
+{
+    int i;
+    for (i = 0; i < nf; i++)
+        a[n++] = flt[i];
+    a[n++] = prov_i64(lo, p);
+    a[n++] = prov_i64(hi, p);
+    return n;
+}
+
 /* A filter's statement and arguments (prov_sql.c, "The usage reports"): the
- * shape its driving filter gives, each part's filter, then the bounds. */
+ * shape its driving filter gives, then each part's filter and bounds: the
+ * rollups' days, the partial days' rolled-up rows (a range that does not
+ * start and end at midnight), the rows not rolled up. */
 static const char *report_args(const char ***argv, int *argc, const prov_usage_filter_t *f,
                                apr_pool_t *p)
 {
     const char *u = prov_i64(f->user_id, p), *k = prov_i64(f->key_id, p);
     const char *m = prov_i64(f->model_id, p), *shape;
     const char *fk[] = { k, u, u, m, m }, *fu[] = { u, m, m }, *fa[] = { m, m };
-    const char **flt;
-    int nf, part, i, n = 0;
-    prov_usage_span_t sp;
+    const char *const *flt;
     const char **a;
+    int nf, n = 0, edges;
+    prov_usage_span_t sp;
 
     prov_usage_span(&sp, f->since, f->until);
+    edges = sp.since % DAY_SECONDS || (f->until && sp.until % DAY_SECONDS);
     if (f->key_id)       { shape = "key";  flt = fk; nf = 5; }
     else if (f->user_id) { shape = "user"; flt = fu; nf = 3; }
     else                 { shape = "any";  flt = fa; nf = 2; }
-    a = apr_palloc(p, (3 * nf + 9) * sizeof(*a));
-    for (part = 0; part < 3; part++) {
-        for (i = 0; i < nf; i++)
-            a[n++] = flt[i];
-        if (part == 0) {
-            a[n++] = prov_i64(sp.first_day, p);
-            a[n++] = prov_i64(sp.end_day, p);
-        }
-        else if (part == 1) {
-            a[n++] = prov_i64(sp.since, p);
-            a[n++] = prov_i64(sp.until < sp.first_day ? sp.until : sp.first_day, p);
-        }
-        else {
-            a[n++] = prov_i64(sp.since, p);
-            a[n++] = prov_i64(sp.first_day, p);
-            a[n++] = prov_i64(sp.end_day, p);
-            a[n++] = prov_i64(sp.end_day, p);
-            a[n++] = prov_i64(sp.until, p);
-        }
+    a = apr_palloc(p, 4 * (nf + 2) * sizeof(*a));
+    n = part_args(a, n, flt, nf, sp.first_day, sp.end_day, p);
+    if (edges) {
+        n = part_args(a, n, flt, nf, sp.since, sp.until < sp.first_day ? sp.until : sp.first_day,
+                      p);
+        n = part_args(a, n, flt, nf, sp.end_day > sp.first_day ? sp.end_day : sp.first_day,
+                      sp.until, p);
     }
+    n = part_args(a, n, flt, nf, sp.since, sp.until, p);
     *argv = a;
     *argc = n;
-    return apr_pstrcat(p, group_name(f->by), "_", shape, NULL);
+    return apr_pstrcat(p, group_name(f->by), "_", shape, edges ? "_e" : "", NULL);
 }
 
 void prov_usage_span(prov_usage_span_t *sp, apr_int64_t since, apr_int64_t until)

@@ -33,8 +33,7 @@ typedef struct prov_usage_row_t {
 } prov_usage_row_t;
 
 /* A report's range in days: the rollups serve the whole UTC days
- * [first_day, end_day) (those before ledger_rollup_state.rolled_until), the
- * raw rows the rest of [since, until). */
+ * [first_day, end_day), the raw rows the rest of [since, until). */
 #define PROV_USAGE_END ((apr_int64_t)1 << 52)   /* until 0: no end */
 typedef struct prov_usage_span_t {
     apr_int64_t since, until;   /* until: PROV_USAGE_END for none */

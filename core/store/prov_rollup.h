@@ -1,44 +1,35 @@
 /* prov_rollup.h: the ledger's daily rollups and its retention (migration
  * 012; docs/internals/billing.md, "Rollups and retention"). A step adds the
  * settled ledger rows after ledger_rollup_state.last_id, in id order, to
- * ledger_rollup (one row per UTC day, user, key, model and transport), up to
- * the first row still reserved or created on a day not closed yet (a day
- * closes PROV_ROLLUP_GRACE after its end, once its holds are settled), and
- * moves rolled_until to the first day that still has a row not rolled up:
- * the reports (prov_usage.c) read rollups before it and raw rows after, so
- * that they always give the raw rows' totals. Retention removes raw rows
- * older than a number of days (never fewer than PROV_RETENTION_MIN), only
- * rolled-up ones of days before rolled_until, a batch at a time, each
- * batch its own short statement. The server runs both in the purge thread
- * (mod_provider_purge.c); providerctl ledger compact and status by hand. */
+ * ledger_rollup (one row per UTC day, user, key, model and transport) and
+ * moves last_id past them, in one transaction: the rollups always hold
+ * exactly the rows up to last_id. It stops at the first row still reserved
+ * (its figures may change) or created today (today is read raw), and after
+ * PROV_ROLLUP_CAP ids. The reports (prov_usage.c) sum the rollups of whole
+ * days and the raw rows after last_id, so that they always give the raw
+ * rows' totals. Retention removes raw rows older than a number of days
+ * (never fewer than PROV_RETENTION_MIN), only rolled-up ones, a batch at a
+ * time, each batch its own short statement. The server runs both in the
+ * purge thread (mod_provider_purge.c); providerctl ledger compact and
+ * status by hand. */
 #ifndef PROV_ROLLUP_H
 #define PROV_ROLLUP_H
 
 #include "prov_store.h"
 
 #define PROV_ROLLUP_DAY 86400
-#define PROV_ROLLUP_GRACE 7200        /* a day closes two hours after its end:
-                                       * longer than a hold lives by default
-                                       * (ProviderHoldTimeout 3600) */
 #define PROV_ROLLUP_CAP 10000         /* ledger ids one step rolls up (its write
                                        * transaction stays ~10 ms) */
 #define PROV_RETENTION_MIN 8          /* days: the 7-day window and budgets, and a day */
 #define PROV_RETENTION_DEFAULT 400    /* days (ProviderLedgerRetention) */
 #define PROV_COMPACT_BATCH 1000       /* rows a compaction statement removes */
 
-typedef struct prov_rollup_state_t {
-    apr_int64_t last_id;              /* the last ledger id rolled up */
-    apr_int64_t rolled_until;         /* every row created before it is rolled up */
-} prov_rollup_state_t;
-
-/* One step at now: *rolled the ledger ids it passed (0: nothing to do),
- * *out the state after it. grace: seconds after a day's end before it is
- * rolled up (PROV_ROLLUP_GRACE or the hold timeout, whichever is longer). */
-apr_status_t prov_rollup_step(apr_int64_t *rolled, prov_rollup_state_t *out, prov_store_t *s,
-                              apr_int64_t now, apr_int64_t grace, apr_pool_t *p);
+/* One step at now: *rolled the ledger ids it passed (0: nothing to do). */
+apr_status_t prov_rollup_step(apr_int64_t *rolled, prov_store_t *s, apr_int64_t now,
+                              apr_pool_t *p);
 /* Steps until nothing is left (at most steps of them): the ids rolled. */
-apr_status_t prov_rollup_run(apr_int64_t *rolled, prov_store_t *s, apr_int64_t now,
-                             apr_int64_t grace, int steps, apr_pool_t *p);
+apr_status_t prov_rollup_run(apr_int64_t *rolled, prov_store_t *s, apr_int64_t now, int steps,
+                             apr_pool_t *p);
 
 /* The first time retention keeps at now with days of it (0: none kept back,
  * 0 returned: keep for ever). */
@@ -52,8 +43,9 @@ apr_status_t prov_rollup_compact(int *removed, prov_store_t *s, apr_int64_t befo
 typedef struct prov_ledger_status_t {
     apr_int64_t rows;                 /* raw ledger rows */
     apr_int64_t oldest;               /* the first row's created_at (0: none) */
-    prov_rollup_state_t state;
-    apr_int64_t first_day, last_day;  /* rolled days (-1: none) */
+    apr_int64_t last_id;              /* the last ledger id rolled up */
+    apr_int64_t pending;              /* raw rows after it */
+    apr_int64_t first_day, last_day;  /* days in the rollups (-1: none) */
     apr_int64_t rollup_rows;
     apr_int64_t db_bytes;             /* the database's size (-1: unknown) */
 } prov_ledger_status_t;

@@ -4,11 +4,10 @@
 -- transport: the sums of the settled ledger rows of that day (requests, the
 -- four token kinds, credits and the plan's part of them, refused and failed
 -- requests). ledger_rollup_state, one row: last_id, the highest ledger id
--- rolled up (every settled row up to it is in ledger_rollup, none after);
--- rolled_until, the first UTC day not wholly rolled up (every ledger row
--- created before it is in ledger_rollup). Readers take rollups for the days
--- before rolled_until and raw rows after; retention removes raw rows only
--- before it.
+-- rolled up: the rollups hold exactly the ledger rows up to it (settled
+-- ones, which never change again), the rows after it are not in them.
+-- Readers sum the rollups of whole days and the raw rows after last_id;
+-- retention removes only raw rows up to it.
 CREATE TABLE ledger_rollup (
   day              BIGINT NOT NULL,
   user_id          BIGINT NOT NULL,
@@ -30,7 +29,6 @@ CREATE INDEX ledger_rollup_user ON ledger_rollup(user_id, day);
 CREATE INDEX ledger_rollup_key ON ledger_rollup(key_id, day);
 CREATE TABLE ledger_rollup_state (
   id           INTEGER PRIMARY KEY CHECK (id = 1),
-  last_id      BIGINT NOT NULL,
-  rolled_until BIGINT NOT NULL
+  last_id      BIGINT NOT NULL
 );
-INSERT INTO ledger_rollup_state (id, last_id, rolled_until) VALUES (1, 0, 0);
+INSERT INTO ledger_rollup_state (id, last_id) VALUES (1, 0);
