@@ -15,24 +15,14 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, seedCatalog, freePort, ROOMY_LIMITS, sleep } from './lib/server.js';
+import { startStack, seedCatalog, freePort, ROOMY_LIMITS } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { chatBody } from './lib/helpers.js';
+import { chatBody, eventually } from './lib/helpers.js';
 import { signedIn, client, authorizeCode, exchange, callAccount } from './lib/oauth.js';
 
 const DAY = 86400;
 const TODAY = Math.floor(Date.now() / 1000 / DAY) * DAY;   // the real day: sign-ins need real time
 const DAYS = [-10, -9, -3, -1, 0];                           // the days with requests
-
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 const dayLabel = (t) => new Date(t * 1000).toISOString().slice(0, 10);
 const micro = (credits) => Math.round(Number(credits) * 1e6);
@@ -147,7 +137,8 @@ describe('daily usage rollups and ledger retention', { timeout: 300000 }, () => 
   it('rolls the closed days up, and every reader gives the raw rows\' sums', async () => {
     const beforeToday = Number(stack.sql(`SELECT CAST(COALESCE(MAX(id), 0) AS TEXT) AS m FROM ledger
       WHERE created_at < ${TODAY}`)[0].m);
-    await until('the rollups', () => Number(stack.sql('SELECT CAST(last_id AS TEXT) AS l FROM ledger_rollup_state')[0].l) >= beforeToday);
+    await eventually(() => assert.ok(Number(stack.sql('SELECT CAST(last_id AS TEXT) AS l FROM ledger_rollup_state')[0].l)
+      >= beforeToday, 'the rollups reach today'), 30000);
     const state = stack.ctlJSON('ledger', 'status');
     assert.equal(state.rolled_last_id, beforeToday);
     assert.equal(state.rows_not_rolled, Number(stack.sql(`SELECT COUNT(*) AS n FROM ledger WHERE created_at >= ${TODAY}`)[0].n));
@@ -173,7 +164,8 @@ describe('daily usage rollups and ledger retention', { timeout: 300000 }, () => 
     const young = Number(stack.sql(`SELECT COUNT(*) AS n FROM ledger WHERE created_at >= ${cut}`)[0].n);
     assert.ok(old >= 2 * 2 * 3, `old rows: ${old}`);
     await stack.restartHttpd({ overrides: { ...stack.opts.overrides, ProviderLedgerRetention: '8' } });
-    await until('the retention', () => Number(stack.sql(`SELECT COUNT(*) AS n FROM ledger WHERE created_at < ${cut}`)[0].n) === 0);
+    await eventually(() => assert.equal(Number(stack.sql(`SELECT COUNT(*) AS n FROM ledger WHERE created_at < ${cut}`)[0].n), 0,
+      'the retention removed the old rows'), 30000);
     assert.equal(Number(stack.sql(`SELECT COUNT(*) AS n FROM ledger WHERE created_at >= ${cut}`)[0].n), young,
       'the rows of the last eight days are all kept');
     assert.match(stack.readFile(stack.errorLog), /PROV00902: rolled up \d+ ledger id\(s\) into daily usage and removed \d+ raw ledger row/);
