@@ -10,12 +10,16 @@
 // after ProviderLedgerRetention 8 has removed the raw rows of the two oldest
 // days, every reader still gives the same figures, the rows of the last
 // eight days are all there, and the key's rolling week (its budget) and
-// the ledger's status agree with the ledger. Runs on SQLite, and on
+// the ledger's status agree with the ledger; a retention under 8 days
+// stops apache2 at start-up. Runs on SQLite, and on
 // PostgreSQL with PROVIDER_TEST_PGSQL=1.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startStack, seedCatalog, freePort, ROOMY_LIMITS } from './lib/server.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { startStack, seedCatalog, freePort, ROOMY_LIMITS, HTTPD } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
 import { chatBody, eventually } from './lib/helpers.js';
 import { signedIn, client, authorizeCode, exchange, callAccount } from './lib/oauth.js';
@@ -181,5 +185,23 @@ describe('daily usage rollups and ledger retention', { timeout: 300000 }, () => 
     assert.equal(st.oldest, new Date(Number(stack.sql('SELECT MIN(created_at) AS t FROM ledger')[0].t) * 1000)
       .toISOString().replace(/\.000Z$/, 'Z'));
     assert.equal(st.rolled_first_day, dayLabel(TODAY + DAYS[0] * DAY), 'the rollups of removed days stay');
+  });
+
+  it('refuses a ProviderLedgerRetention under 8 days at start-up, naming it', () => {
+    const check = (value) => {
+      const conf = path.join(stack.dir, `retention-${value}.conf`);
+      fs.writeFileSync(conf, `${fs.readFileSync(stack.conf, 'utf8')}\nProviderLedgerRetention ${value}\n`);
+      return spawnSync(HTTPD, ['-t', '-f', conf], { env: stack.httpdEnv(), encoding: 'utf8' });
+    };
+    for (const bad of ['7', '1', '-1', 'x']) {
+      const r = check(bad);
+      assert.notEqual(r.status, 0, `apache2 -t refuses ${bad}`);
+      assert.match(r.stderr, /ProviderLedgerRetention/);
+    }
+    assert.match(check('7').stderr, /7-day window and the weekly budgets/);
+    for (const good of ['8', '0', '400']) {
+      const r = check(good);
+      assert.equal(r.status, 0, `${good} is fine: ${r.stderr}`);
+    }
   });
 });
