@@ -95,6 +95,7 @@ extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
+extern const ctl_cmd_t ctl_ledger_cmds[];
 extern const ctl_cmd_t ctl_alert_cmds[];
 extern const ctl_cmd_t ctl_audit_cmds[];
 

@@ -101,6 +101,7 @@ typedef struct provider_srv_conf {
     apr_int64_t alert_balance_below; /* ProviderAlertBalanceBelow, micro-credits (0: none) */
     apr_int64_t alert_interval;     /* ProviderAlertInterval, seconds between scans */
     const char *alert_secret;       /* read at post_config; never logged */
+    apr_int64_t ledger_retention;   /* ProviderLedgerRetention, days (0: for ever) */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;

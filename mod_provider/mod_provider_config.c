@@ -12,6 +12,7 @@
 #include "mod_provider_alert.h"
 #include "prov_billing.h"
 #include "prov_idp.h"
+#include "prov_rollup.h"
 
 #define DEFAULT_GATEWAY_TIMEOUT 300
 #define DEFAULT_CONNECT_TIMEOUT 5
@@ -70,6 +71,7 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
     c->purge_interval = PROVIDER_UNSET;
     c->alert_balance_below = PROVIDER_UNSET;
     c->alert_interval = PROVIDER_UNSET;
+    c->ledger_retention = PROVIDER_UNSET;
     return c;
 }
 
@@ -113,6 +115,7 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_PTR(alert_secret_file);
     MERGE_NUM(alert_balance_below);
     MERGE_NUM(alert_interval);
+    MERGE_NUM(ledger_retention);
     return c;
 }
 
@@ -133,6 +136,7 @@ void provider_config_defaults(provider_srv_conf *c)
     if (c->purge_interval == PROVIDER_UNSET) c->purge_interval = DEFAULT_PURGE_INTERVAL;
     if (c->alert_balance_below == PROVIDER_UNSET) c->alert_balance_below = 0;
     if (c->alert_interval == PROVIDER_UNSET) c->alert_interval = PROVIDER_ALERT_INTERVAL_DEFAULT;
+    if (c->ledger_retention == PROVIDER_UNSET) c->ledger_retention = PROV_RETENTION_DEFAULT;
     {
         int i;
         for (i = 0; i < PROV_RL_CLASSES; i++) {
@@ -229,6 +233,19 @@ static const char *set_int(cmd_parms *cmd, void *dc, const char *v)
 static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
 {
     return set_number(cmd, v, 0);
+}
+
+/* ProviderLedgerRetention: 0 (for ever) or at least PROV_RETENTION_MIN days,
+ * so that the rolling 7-day window and the weekly budgets keep their rows. */
+static const char *set_retention(cmd_parms *cmd, void *dc, const char *v)
+{
+    const char *err = set_int0(cmd, dc, v);
+    apr_int64_t n = cmd_conf(cmd)->ledger_retention;
+    if (!err && n > 0 && n < PROV_RETENTION_MIN)
+        return apr_psprintf(cmd->pool, "%s: '%s' days would remove ledger rows the rolling "
+                            "7-day window and the weekly budgets still read (0 or at least %d)",
+                            cmd->directive->directive, v, PROV_RETENTION_MIN);
+    return err;
 }
 
 /* ProviderDefaultMaxTokens: a positive number no request could exceed. */
@@ -486,6 +503,9 @@ const command_rec provider_config_cmds[] = {
                   "their own threshold (default 0: none)"),
     AP_INIT_TAKE1("ProviderAlertInterval", set_int, OFF(alert_interval), RSRC_CONF,
                   "Seconds between two scans for crossings (default 10)"),
+    AP_INIT_TAKE1("ProviderLedgerRetention", set_retention, OFF(ledger_retention), RSRC_CONF,
+                  "Days raw ledger rows are kept once rolled up into daily usage (default "
+                  "400; 0 = for ever; at least 8); removed in small batches by the purge"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

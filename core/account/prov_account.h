@@ -81,6 +81,11 @@ apr_status_t prov_user_set_blocked(int *revoked, prov_store_t *s, apr_int64_t us
 apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_int64_t user_id,
                               prov_micro_t amount, const char *reason, apr_pool_t *p);
 
+/* The key's controls from a row, its five columns (KEY_CONTROLS in
+ * prov_sql.c: expires_at, models, addresses, rpm, max_in_flight) from col on. */
+void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
+                            int col, apr_pool_t *p);
+
 /* Creates a key; *secret is the only copy of the key ever produced. */
 apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,
                              apr_int64_t user_id, const char *name, int has_budget,

@@ -32,7 +32,7 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     r->has_budget = prov_store_get(s, row, 4) != NULL;
     r->weekly_budget = r->has_budget ? prov_store_get_i64(s, row, 4, 0) : 0;
     r->balance = prov_store_get_i64(s, row, 5, 0);
-    prov_key_controls_read(&r->controls, s, row, 6, p);
+    prov_key_read_controls(&r->controls, s, row, 6, p);
     if (!r->key_display)
         r->key_display = "";
     *a = r;

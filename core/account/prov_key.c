@@ -7,8 +7,20 @@
 #include "prov_log.h"
 #include "prov_money.h"
 
+void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
+                            int col, apr_pool_t *p)
+{
+    const char *models = prov_store_get(s, row, col + 1);
+    const char *addresses = prov_store_get(s, row, col + 2);
+    c->expires_at = prov_store_get_i64(s, row, col, 0);
+    c->models = models ? apr_pstrdup(p, models) : NULL;
+    c->addresses = addresses ? apr_pstrdup(p, addresses) : NULL;
+    c->rpm = prov_store_get_i64(s, row, col + 3, 0);
+    c->max_in_flight = prov_store_get_i64(s, row, col + 4, 0);
+}
+
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
- * deleted_at, then KEY_CONTROLS (prov_key_controls_read) */
+ * deleted_at, then KEY_CONTROLS (prov_key_read_controls) */
 static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_key_t *k = apr_pcalloc(p, sizeof(*k));
@@ -21,7 +33,7 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     k->created_at = prov_store_get_i64(s, row, 5, 0);
     k->reissued_at = prov_store_get_i64(s, row, 6, 0);
     k->deleted_at = prov_store_get_i64(s, row, 7, 0);
-    prov_key_controls_read(&k->controls, s, row, 8, p);
+    prov_key_read_controls(&k->controls, s, row, 8, p);
     if (!k->display)
         k->display = "";
     return k;

@@ -10,18 +10,6 @@
 #include "prov_models.h"
 #include "prov_log.h"
 
-void prov_key_controls_read(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
-                            int col, apr_pool_t *p)
-{
-    const char *models = prov_store_get(s, row, col + 1);
-    const char *addresses = prov_store_get(s, row, col + 2);
-    c->expires_at = prov_store_get_i64(s, row, col, 0);
-    c->models = models ? apr_pstrdup(p, models) : NULL;
-    c->addresses = addresses ? apr_pstrdup(p, addresses) : NULL;
-    c->rpm = prov_store_get_i64(s, row, col + 3, 0);
-    c->max_in_flight = prov_store_get_i64(s, row, col + 4, 0);
-}
-
 int prov_key_controls_any(const prov_key_controls_t *c)
 {
     return c->expires_at > 0 || c->models || c->addresses || c->rpm > 0

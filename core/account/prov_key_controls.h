@@ -45,10 +45,6 @@ typedef struct prov_key_change_t {
     prov_key_controls_t to;
 } prov_key_change_t;
 
-/* The key's controls from a row, its five columns (KEY_CONTROLS in
- * prov_sql.c: expires_at, models, addresses, rpm, max_in_flight) from col on. */
-void prov_key_controls_read(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
-                            int col, apr_pool_t *p);
 /* Non-zero when any control is set. */
 int prov_key_controls_any(const prov_key_controls_t *c);
 /* Non-zero when public_id is in list (NULL list: every model). */

@@ -27,18 +27,52 @@
 #define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
 #define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
                    "s.until_at, s.cancelled_at"
-/* The usage report's columns and filter (user, key, model: 0 = any; since
- * inclusive, until exclusive: 0 = unbounded). Settled rows only: a
- * reservation still in flight is not usage yet. */
-#define USAGE_SUMS "COUNT(*), COALESCE(SUM(l.input_tokens), 0), " \
-                   "COALESCE(SUM(l.output_tokens), 0), COALESCE(SUM(l.cache_tokens), 0), " \
-                   "COALESCE(SUM(l.reasoning_tokens), 0), COALESCE(SUM(l.credits), 0)"
-#define USAGE_WHERE "WHERE l.status <> 'reserved' " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.model_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
+/* The usage reports (prov_usage.c): the daily rollups hold exactly the
+ * ledger rows up to ledger_rollup_state.last_id (prov_rollup.h), the raw
+ * rows after it are the rest; a report sums the rollups of the whole UTC
+ * days of its range [A, B), the rolled-up raw rows of its partial first and
+ * last days ([since, min(until, A)) and [max(A, B), until): the _e
+ * statements, for a range that does not start and end at midnight), and
+ * the raw rows not rolled up yet in [since, until), in one statement (one
+ * snapshot). A report has a shape: its driving filter is an equality the
+ * ledger's and the rollups' indexes serve (KEY: key, then user and model,
+ * 0 = any; USER: user, then model; ANY: model), so that a user's or a
+ * key's report reads only its own rows, and the rows not rolled up are a
+ * range of ids. */
+#define USAGE_F_KEY(x) x ".key_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".user_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_USER(x) x ".user_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_ANY(x) "(CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_LAST "(SELECT last_id FROM ledger_rollup_state WHERE id = 1)"
+#define USAGE_RAW "SELECT l.created_at / 86400 * 86400, l.key_id, l.model_id, 1, l.input_tokens, " \
+    "l.output_tokens, l.cache_tokens, l.reasoning_tokens, l.credits FROM ledger l " \
+    "WHERE l.status <> 'reserved' AND "
+#define USAGE_ROLLED(F) "SELECT r.day AS day, r.key_id AS key_id, r.model_id AS model_id, " \
+    "r.requests AS n, r.input_tokens AS i, r.output_tokens AS o, r.cache_tokens AS c, " \
+    "r.reasoning_tokens AS rt, r.credits AS cr FROM ledger_rollup r WHERE " F("r") \
+    " AND r.day >= %lld AND r.day < %lld"
+#define USAGE_EDGES(F) \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id <= " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld" \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id <= " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld"
+#define USAGE_NEW(F) \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id > " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld"
+#define USAGE_SUMS "COALESCE(SUM(u.n), 0), COALESCE(SUM(u.i), 0), COALESCE(SUM(u.o), 0), " \
+    "COALESCE(SUM(u.c), 0), COALESCE(SUM(u.rt), 0), COALESCE(SUM(u.cr), 0)"
+#define USAGE_STMT(group, shape, SRC, head, tail) \
+    { "usage_" group "_" shape, "SELECT " head USAGE_SUMS " FROM (" SRC ") u" tail, NULL }
+#define USAGE_GROUPS(shape, SRC) \
+    USAGE_STMT("total", shape, SRC, "", ""), \
+    USAGE_STMT("by_day", shape, SRC, "u.day, ", " GROUP BY u.day ORDER BY 1"), \
+    USAGE_STMT("by_key", shape, SRC, "u.key_id, ", " GROUP BY u.key_id ORDER BY u.key_id"), \
+    USAGE_STMT("by_model", shape, SRC, "COALESCE(m.public_id, CAST(u.model_id AS TEXT)), ", \
+               " LEFT JOIN models m ON m.id = u.model_id GROUP BY u.model_id, m.public_id " \
+               "ORDER BY 1")
+#define USAGE_STMTS(shape, F) \
+    USAGE_GROUPS(shape, USAGE_ROLLED(F) USAGE_NEW(F)), \
+    USAGE_GROUPS(shape "_e", USAGE_ROLLED(F) USAGE_EDGES(F) USAGE_NEW(F))
 
 static const prov_stmt_def_t statements[] = {
     /* users and balance. Integer parameters are %lld / %d: the values are
@@ -236,18 +270,10 @@ static const prov_stmt_def_t statements[] = {
       "AND starts_at <= %lld AND cancelled_at IS NULL "
       "AND (until_at IS NULL OR until_at > %lld)" },
 
-    /* usage reports from the ledger (prov_usage.c); args: USAGE_WHERE's ten */
-    { "usage_total", "SELECT " USAGE_SUMS " FROM ledger l " USAGE_WHERE },
-    { "usage_by_day",
-      "SELECT l.created_at / 86400 * 86400, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.created_at / 86400 * 86400 ORDER BY 1" },
-    { "usage_by_key",
-      "SELECT l.key_id, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.key_id ORDER BY l.key_id" },
-    { "usage_by_model",
-      "SELECT COALESCE(m.public_id, CAST(l.model_id AS TEXT)), " USAGE_SUMS " FROM ledger l "
-      "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
-      "GROUP BY l.model_id, m.public_id ORDER BY 1" },
+    /* usage reports (prov_usage.c): rollups and raw rows, by shape */
+    USAGE_STMTS("key", USAGE_F_KEY),
+    USAGE_STMTS("user", USAGE_F_USER),
+    USAGE_STMTS("any", USAGE_F_ANY),
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN
@@ -601,6 +627,52 @@ static const prov_stmt_def_t statements[] = {
     { "audit_purge",
       "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < %lld ORDER BY id "
       "LIMIT %d)" },
+    /* rollups and retention (prov_rollup.c; migration 012). The state row,
+     * locked on PostgreSQL so that two nodes never roll the same rows */
+    { "rollup_state", "SELECT last_id FROM ledger_rollup_state WHERE id = 1",
+      "SELECT last_id FROM ledger_rollup_state WHERE id = 1 FOR UPDATE" },
+    /* args: last id, last id + cap, cutoff: the first row that stops a step
+     * (still reserved, or of a day not closed yet) */
+    { "rollup_stop",
+      "SELECT id FROM ledger WHERE id > %lld AND id <= %lld "
+      "AND (status = 'reserved' OR created_at >= %lld) ORDER BY id LIMIT 1" },
+    { "rollup_max_id", "SELECT COALESCE(MAX(id), 0) FROM ledger" },
+    /* args: from (exclusive), to (inclusive): the rows' sums added to their days */
+    { "rollup_add",
+      "INSERT INTO ledger_rollup (day, user_id, key_id, model_id, transport, requests, "
+      "input_tokens, output_tokens, cache_tokens, reasoning_tokens, credits, plan_credits, "
+      "refused, failed) SELECT created_at / 86400 * 86400, user_id, key_id, model_id, transport, "
+      "COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_tokens), "
+      "SUM(reasoning_tokens), SUM(credits), SUM(plan_credits), "
+      "SUM(CASE WHEN status = 'refused' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+      "FROM ledger WHERE id > %lld AND id <= %lld "
+      "GROUP BY created_at / 86400 * 86400, user_id, key_id, model_id, transport "
+      "ON CONFLICT (day, user_id, key_id, model_id, transport) DO UPDATE SET "
+      "requests = ledger_rollup.requests + excluded.requests, "
+      "input_tokens = ledger_rollup.input_tokens + excluded.input_tokens, "
+      "output_tokens = ledger_rollup.output_tokens + excluded.output_tokens, "
+      "cache_tokens = ledger_rollup.cache_tokens + excluded.cache_tokens, "
+      "reasoning_tokens = ledger_rollup.reasoning_tokens + excluded.reasoning_tokens, "
+      "credits = ledger_rollup.credits + excluded.credits, "
+      "plan_credits = ledger_rollup.plan_credits + excluded.plan_credits, "
+      "refused = ledger_rollup.refused + excluded.refused, "
+      "failed = ledger_rollup.failed + excluded.failed" },
+    { "rollup_set", "UPDATE ledger_rollup_state SET last_id = %lld WHERE id = 1" },
+    /* args: batch, before: of the oldest rows by id, the rolled-up ones
+     * created before before */
+    { "ledger_compact",
+      "DELETE FROM ledger WHERE id IN (SELECT id FROM ledger ORDER BY id LIMIT %d) "
+      "AND created_at < %lld AND status <> 'reserved' "
+      "AND id <= (SELECT last_id FROM ledger_rollup_state WHERE id = 1)" },
+    { "ledger_status",
+      "SELECT (SELECT COUNT(*) FROM ledger), (SELECT created_at FROM ledger ORDER BY id LIMIT 1), "
+      "s.last_id, (SELECT COUNT(*) FROM ledger WHERE id > s.last_id), "
+      "(SELECT MIN(day) FROM ledger_rollup), (SELECT MAX(day) FROM ledger_rollup), "
+      "(SELECT COUNT(*) FROM ledger_rollup) FROM ledger_rollup_state s WHERE s.id = 1" },
+    { "db_size",
+      "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+      "SELECT pg_database_size(current_database())" },
 
     { NULL, NULL, NULL }
 };

@@ -54,7 +54,7 @@ describe('core/identity SQL on PostgreSQL (the unit suites, PROV_UNIT_PGSQL)', {
   // build (several to a round trip) on PostgreSQL.
   for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5], ['oauth', 6],
     ['billing', 16], ['billing_lease', 12], ['billing_progress', 2], ['lease_clock', 4], ['store_billing', 4],
-    ['alert', 9]]) {
+    ['alert', 9], ['rollup', 4]]) {
     it(`unit suite ${suite} passes on PostgreSQL`, () => {
       const before = Number(cluster.psql(db, "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE 'unit\\_%'").trim());
       const r = runSuite(conninfo, suite);
