@@ -69,6 +69,8 @@ struct prov_slot_t {
     prov_lease_state_e state;
     char id[PROV_LEASE_ID_MAX];                    /* the lease's row in billing_leases */
     char *key_hash;                 /* the key's secret as checked by the lease */
+    int key_has_budget;             /* the key's weekly budget as the lease saw it: */
+    prov_micro_t key_budget;        /* a request that sees another stops the draws */
     int from_plan;
     prov_micro_t amount;            /* what the database holds for the lease */
     prov_micro_t drawn;             /* of it, by entries not yet written */

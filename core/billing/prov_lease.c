@@ -251,6 +251,14 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
         return 0;
     if (auth->key_hash && (!s->key_hash || strcmp(s->key_hash, auth->key_hash)))
         return 0;
+    /* The key's budget changed since the lease was placed (its owner lowered
+     * or removed it): no more draws, the next batch returns the lease, and
+     * this request is reserved in the database under the new budget. */
+    if (auth->has_budget != s->key_has_budget
+        || (auth->has_budget && auth->weekly_budget != s->key_budget)) {
+        s->state = PROV_LEASE_DRAINING;
+        return 0;
+    }
     if (prov_i64_add_sat(s->drawn, hold) > s->amount) {
         s->exhausted = 1;
         return 0;

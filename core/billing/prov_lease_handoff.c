@@ -287,6 +287,8 @@ static void lease_open(prov_slot_t *s, const prov_op_t *op, apr_int64_t now)
     memcpy(s->id, op->lease_id, sizeof(s->id));
     free(s->key_hash);
     s->key_hash = op->auth->key_hash ? strdup(op->auth->key_hash) : NULL;
+    s->key_has_budget = op->auth->has_budget;
+    s->key_budget = op->auth->has_budget ? op->auth->weekly_budget : 0;
     s->from_plan = op->out->row.from_plan;
     s->amount = op->granted;
     s->drawn = 0;

@@ -8,7 +8,8 @@
 // was answered: the next child replays its journal and returns its lease at
 // once, and the requests it died under cost their input estimate at most. Requests
 // beside the key's long one of another model stop within 100 ms of the
-// key's deletion, relying on the lease's check instead of a read each.
+// key's deletion, or of its budget lowered to 0, relying on the lease's
+// check instead of a read each.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,6 +53,7 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
         mkUser(s, 'killed', { balance: 100000 });
         mkUser(s, 'beside', { balance: 100000 });
         mkUser(s, 'besidegone', { balance: 100000 });
+        mkUser(s, 'budgetcut', { balance: 100000, budget: 90000 });
       },
     });
   });
@@ -210,6 +212,51 @@ describe('billing leases: requests of one key at once', { timeout: 240000 }, () 
     assert.deepEqual(late, late.map(() => 401), 'all refused');
     assertCharged(await long, FULL_CHARGE);
     await burstOver(user);
+    checkBooks(user, charged);
+  });
+
+  it("stops a key's draws on its lease within the lease's check once its budget is lowered to 0", async () => {
+    // As a deleted key: requests 30 ms apart beside a long one draw on the
+    // key's lease; its owner lowers the budget to 0 (what the cabinet's
+    // budget field does); every request sent 400 ms later is refused as
+    // over the budget, none is charged, and the books are exact.
+    const user = u.budgetcut;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const long = stack.chat(user.key.secret, fullBody({ model: SLOW }));
+    for (const end = Date.now() + 3000; Date.now() < end && !stack.sql(`SELECT request_id
+      FROM ledger WHERE user_id = ${user.id} AND status = 'reserved'`).length;) await sleep(20);
+    let charged = 1;
+    const ids = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await stack.chat(user.key.secret, fullBody());
+      assertCharged(r, FULL_CHARGE);
+      ids.push(r.headers.get('x-request-id'));
+      charged++;
+      await sleep(30);
+    }
+    stack.ctl('key', 'budget', String(user.key.id), '0');
+    const cut = Date.now();
+    const late = [];
+    while (Date.now() - cut < 700) {
+      const sent = Date.now() - cut;
+      const r = await stack.chat(user.key.secret, fullBody());
+      if (r.status === 200) {
+        assertCharged(r, FULL_CHARGE);
+        charged++;
+      }
+      else {
+        assert.equal(r.status, 429, r.text);
+        assert.equal(r.json.error.code, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
+      }
+      if (sent >= 400) late.push(r.status);
+      await sleep(30);
+    }
+    assert.ok(late.length >= 3, `requests sent 400 ms after the change: ${late.length}`);
+    assert.deepEqual(late, late.map(() => 429), 'all refused');
+    assertCharged(await long, FULL_CHARGE);
+    await burstOver(user);
+    const drawn = holds();
+    assert.ok(ids.some((id) => drawn.get(id) === 'lease'), 'requests before the change drew on a lease');
     checkBooks(user, charged);
   });
 

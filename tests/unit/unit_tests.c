@@ -177,6 +177,7 @@ int main(int argc, char **argv)
     prov_test_suite_billing();
     prov_test_suite_billing_lease();
     prov_test_suite_lease_clock();
+    prov_test_suite_lease_budget();
     prov_test_suite_lease_burst();
     prov_test_suite_billing_journal();
     prov_test_suite_billing_progress();

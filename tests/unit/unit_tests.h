@@ -44,6 +44,7 @@ void prov_test_suite_window(void);
 void prov_test_suite_billing(void);
 void prov_test_suite_billing_lease(void);
 void prov_test_suite_lease_clock(void);
+void prov_test_suite_lease_budget(void);
 void prov_test_suite_lease_burst(void);
 void prov_test_suite_billing_journal(void);
 void prov_test_suite_billing_progress(void);
