@@ -20,6 +20,7 @@
 
 APLOG_USE_MODULE(provider);
 
+#include "prov_agent.h"
 #include "prov_estimate.h"
 #include "prov_secret.h"
 #include "prov_money.h"
@@ -209,6 +210,11 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
     ask.hold = in->worst.hold;
     ask.hold_min = in->worst.hold_min;
     ask.floor = prov_money_charge(&in->eff, &input);
+    /* The agent session it names, for its ledger row (grouping only). */
+    prov_agent_session(&ask.session, &ask.client,
+                       apr_table_get(in->r->headers_in, "x-claude-code-session-id"),
+                       apr_table_get(in->r->headers_in, "session-id"),
+                       apr_table_get(in->r->headers_in, "User-Agent"));
     rv = prov_billing_reserve_ask(&in->res, &err, provider_request_source(in->r), in->auth,
                                   in->model->id, in->transport, in->request_id, &ask,
                                   prov_now(), in->r->pool);

@@ -50,6 +50,7 @@ void prov_test_suite_billing_progress(void);
 void prov_test_suite_journal(void);
 void prov_test_suite_plans(void);
 void prov_test_suite_usage(void);
+void prov_test_suite_agent(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_chat_fast(void);
 void prov_test_suite_fields(void);
