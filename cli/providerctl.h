@@ -93,6 +93,9 @@ extern const ctl_cmd_t ctl_usage_cmds[];
 struct prov_usage_filter_t;
 int ctl_usage_sessions(ctl_t *ctl, const struct prov_usage_filter_t *f, const char *model,
                        const char *format);
+/* A usage report's JSON object with its filter and grouping (by), without
+ * its rows (providerctl_usage.c). */
+json_object *ctl_usage_json(const struct prov_usage_filter_t *f, const char *model);
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
 

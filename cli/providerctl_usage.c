@@ -67,13 +67,9 @@ static void print_table(const char *head, apr_array_header_t *rows,
     ctl_table_print(t, "no usage");
 }
 
-static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
-                       apr_array_header_t *rows, const prov_usage_row_t *total)
+json_object *ctl_usage_json(const struct prov_usage_filter_t *f, const char *model)
 {
     json_object *o = json_object_new_object(), *flt = json_object_new_object();
-    json_object *arr = json_object_new_array();
-    int i;
-
     json_object_object_add(flt, "user_id", f->user_id ? json_object_new_int64(f->user_id) : NULL);
     json_object_object_add(flt, "key_id", f->key_id ? json_object_new_int64(f->key_id) : NULL);
     json_object_object_add(flt, "model", ctl_json_str(model));
@@ -81,6 +77,16 @@ static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *mod
     json_object_object_add(flt, "until", ctl_json_time(f->until));
     json_object_object_add(o, "filter", flt);
     json_object_object_add(o, "by", json_object_new_string(by_names[f->by]));
+    return o;
+}
+
+static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
+                       apr_array_header_t *rows, const prov_usage_row_t *total)
+{
+    json_object *o = ctl_usage_json(f, model);
+    json_object *arr = json_object_new_array();
+    int i;
+
     for (i = 0; f->by != PROV_USAGE_BY_NONE && i < rows->nelts; i++) {
         const prov_usage_row_t *r = APR_ARRAY_IDX(rows, i, prov_usage_row_t *);
         json_object *x = prov_usage_fields(json_object_new_object(), r);

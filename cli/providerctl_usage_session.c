@@ -51,16 +51,9 @@ static void total_add(prov_usage_session_t *t, const prov_usage_session_t *u)
 static void print_json(const prov_usage_filter_t *f, const char *model, apr_array_header_t *rows,
                        const prov_usage_session_t *total)
 {
-    json_object *o = json_object_new_object(), *flt = json_object_new_object();
+    json_object *o = ctl_usage_json(f, model);
     json_object *arr = json_object_new_array();
     int i;
-    json_object_object_add(flt, "user_id", f->user_id ? json_object_new_int64(f->user_id) : NULL);
-    json_object_object_add(flt, "key_id", f->key_id ? json_object_new_int64(f->key_id) : NULL);
-    json_object_object_add(flt, "model", ctl_json_str(model));
-    json_object_object_add(flt, "since", ctl_json_time(f->since));
-    json_object_object_add(flt, "until", ctl_json_time(f->until));
-    json_object_object_add(o, "filter", flt);
-    json_object_object_add(o, "by", json_object_new_string("session"));
     for (i = 0; i < rows->nelts; i++) {
         const prov_usage_session_t *u = APR_ARRAY_IDX(rows, i, prov_usage_session_t *);
         json_object *x = json_object_new_object();

@@ -41,27 +41,34 @@ static const char *label_for(prov_usage_by_e by)
     }
 }
 
-apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
+apr_status_t prov_usage_select(apr_dbd_results_t **res, prov_store_t *s, const char *label,
                                const prov_usage_filter_t *f, apr_pool_t *p)
 {
-    apr_dbd_results_t *res = NULL;
-    apr_dbd_row_t *row = NULL;
-    apr_array_header_t *arr;
     const char *uid, *kid, *mid, *since, *until;
-    apr_status_t rv;
-
     if (!f || f->user_id < 0 || f->key_id < 0 || f->model_id < 0 || f->since < 0
-        || f->until < 0 || (f->until && f->since && f->until < f->since)
-        || f->by < PROV_USAGE_BY_NONE || f->by > PROV_USAGE_BY_MODEL)
+        || f->until < 0 || (f->until && f->since && f->until < f->since))
         return APR_EINVAL;
     uid = prov_i64(f->user_id, p);
     kid = prov_i64(f->key_id, p);
     mid = prov_i64(f->model_id, p);
     since = prov_i64(f->since, p);
     until = prov_i64(f->until, p);
-    rv = prov_store_select(s, &res, label_for(f->by),
-                           PROV_ARGS(uid, uid, kid, kid, mid, mid, since, since, until, until),
-                           p);
+    return prov_store_select(s, res, label,
+                             PROV_ARGS(uid, uid, kid, kid, mid, mid, since, since, until, until),
+                             p);
+}
+
+apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
+                               const prov_usage_filter_t *f, apr_pool_t *p)
+{
+    apr_dbd_results_t *res = NULL;
+    apr_dbd_row_t *row = NULL;
+    apr_array_header_t *arr;
+    apr_status_t rv;
+
+    if (!f || f->by < PROV_USAGE_BY_NONE || f->by > PROV_USAGE_BY_MODEL)
+        return APR_EINVAL;
+    rv = prov_usage_select(&res, s, label_for(f->by), f, p);
     if (rv != APR_SUCCESS)
         return rv;
     arr = apr_array_make(p, 8, sizeof(prov_usage_row_t *));

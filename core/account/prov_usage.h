@@ -38,6 +38,10 @@ typedef struct prov_usage_row_t {
  * credits). */
 apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
                                const prov_usage_filter_t *f, apr_pool_t *p);
+/* Runs the usage statement label with f's filter (prov_sql.c's
+ * USAGE_WHERE: its ten arguments); APR_EINVAL for a filter out of range. */
+apr_status_t prov_usage_select(apr_dbd_results_t **res, prov_store_t *s, const char *label,
+                               const prov_usage_filter_t *f, apr_pool_t *p);
 
 typedef struct prov_usage_key_t {
     prov_usage_row_t today;   /* since 00:00 UTC of now's day */

@@ -52,20 +52,8 @@ apr_status_t prov_usage_sessions(apr_array_header_t **rows, prov_store_t *s,
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *arr;
-    const char *uid, *kid, *mid, *since, *until;
-    apr_status_t rv;
+    apr_status_t rv = prov_usage_select(&res, s, "usage_by_session", f, p);
 
-    if (!f || f->user_id < 0 || f->key_id < 0 || f->model_id < 0 || f->since < 0
-        || f->until < 0 || (f->until && f->since && f->until < f->since))
-        return APR_EINVAL;
-    uid = prov_i64(f->user_id, p);
-    kid = prov_i64(f->key_id, p);
-    mid = prov_i64(f->model_id, p);
-    since = prov_i64(f->since, p);
-    until = prov_i64(f->until, p);
-    rv = prov_store_select(s, &res, "usage_by_session",
-                           PROV_ARGS(uid, uid, kid, kid, mid, mid, since, since, until, until),
-                           p);
     if (rv != APR_SUCCESS)
         return rv;
     arr = apr_array_make(p, 8, sizeof(prov_usage_session_t *));

@@ -17,9 +17,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startStack, freePort, seedCatalog } from './lib/server.js';
-import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { seedCatalog } from './lib/server.js';
+import { startSignIn } from './lib/signin.js';
 import { seedMessagesCatalog, VERSION } from './lib/messages.js';
 import { assertOpenAIError, chatBody, toMicro } from './lib/helpers.js';
 import { BILL_RATE } from './lib/billing.js';
@@ -30,21 +29,10 @@ const SLOWISH = 'agent-slowish';   // answers after 300 ms: a wave overlaps, the
 const WAVE = 24;
 
 describe('agent sessions: the ledger and the usage by session', { timeout: 180000 }, () => {
+  let signin;
   let stack;
-  let kit;
   let alice;
   let key;
-
-  async function signIn(login) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login });
-    assert.ok(flow.callback, `no callback (${flow.status})`);
-    const r = await jar.fetch(flow.callback);
-    await r.arrayBuffer();
-    assert.equal(r.status, 302);
-    const who = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
-    return { jar, id: who.userId };
-  }
 
   async function api(method, urlPath, body) {
     const h = { origin: stack.baseURL };
@@ -59,23 +47,24 @@ describe('agent sessions: the ledger and the usage by session', { timeout: 18000
   }
 
   before(async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
-    stack = await startStack({
-      port,
-      threads: 64,
-      directives: `ProviderPublicURL ${base}\n${kit.directives()}\n`
-        + 'LogFormat "%{provider-request-id}n %{provider-hold}n" hold\n'
-        + 'CustomLog logs/hold.log hold',
-      seed: (s) => {
-        seedCatalog(s);
-        seedMessagesCatalog(s);
-        s.addModel(SLOWISH, 'mock-fault-delay-300', {
-          rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
+    signin = await startSignIn({
+      kit: { count: 1, plain: 0 },
+      stack: {
+        threads: 64,
+        directives: 'LogFormat "%{provider-request-id}n %{provider-hold}n" hold\n'
+          + 'CustomLog logs/hold.log hold',
+        seed: (s) => {
+          seedCatalog(s);
+          seedMessagesCatalog(s);
+          s.addModel(SLOWISH, 'mock-fault-delay-300', {
+            rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE } });
+        },
       },
     });
-    alice = await signIn('alice');
+    stack = signin.stack;
+    const { jar } = await signin.signIn('idp1', { login: 'alice' });
+    const who = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
+    alice = { jar, id: who.userId };
     stack.ctl('balance', 'add', String(alice.id), '100000', '--reason', 'test');
     const made = await api('POST', '/v1/keys', { name: 'agent-key' });
     assert.equal(made.status, 201, made.text);
@@ -84,12 +73,7 @@ describe('agent sessions: the ledger and the usage by session', { timeout: 18000
   });
 
   after(async () => {
-    if (stack) {
-      stack.secrets.push(...kit.secrets(), ...kit.subjects());
-      if (alice) for (const c of alice.jar.cookies) if (c.value) stack.secrets.push(c.value);
-      await stack.stop();
-    }
-    if (kit) await kit.stop();
+    if (signin) await signin.stop();
   });
 
   // One request of each transport, plain or streamed, with these headers.

@@ -8,7 +8,8 @@
  * (without them) still read, and a record with an unknown client dropped;
  * and the usage report by session on SQLite: one row per session, client
  * and key, models sorted, newest first, reservations and rows without a
- * session left out, at most PROV_USAGE_SESSIONS_MAX. */
+ * session left out, at most PROV_USAGE_SESSIONS_MAX; and the cabinet's
+ * GET /v1/usage?by=session answer made of it. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "prov_journal.h"
 #include "prov_usage.h"
 #include "prov_models.h"
+#include "prov_cabinet.h"
 
 static void test_agent_valid(void)
 {
@@ -296,9 +298,52 @@ static void test_agent_report(void)
     apr_pool_destroy(p);
 }
 
+static void test_agent_cabinet(void)
+{
+    apr_pool_t *p = NULL;
+    prov_store_t *s;
+    prov_error_t *err = NULL;
+    prov_usage_by_e by = PROV_USAGE_BY_DAY;
+    json_object *o = NULL, *data, *e, *v;
+    int days = 0;
+
+    apr_pool_create(&p, prov_test_pool());
+    CU_ASSERT_EQUAL(prov_cabinet_usage_args(&days, &by, &err, "2", "session", p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(by, PROV_USAGE_BY_SESSION);
+    CU_ASSERT_EQUAL(prov_cabinet_usage_args(&days, &by, &err, NULL, "sessions", p), APR_EINVAL);
+    s = prov_test_store(p);
+    CU_ASSERT_EQUAL_FATAL(prov_model_add(NULL, s, "beta", "up/beta", NULL, NULL, p),
+                          APR_SUCCESS);
+    row(s, 1, 10, 1, T0 + 10, "ok", 100, 1000, "cc-a", "claude-code", p);
+    row(s, 1, 10, 1, T0 + 70, "ok", 50, 500, "cc-a", "claude-code", p);
+    row(s, 1, 10, 1, T0 - 86400 * 3, "ok", 1, 1, "old", "codex", p);   /* out of the days */
+    CU_ASSERT_EQUAL_FATAL(prov_cabinet_usage(&o, s, 1, 2, PROV_USAGE_BY_SESSION, T0 + 100, p),
+                          APR_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "by")), "session");
+    data = json_object_object_get(o, "data");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(data), 1);
+    e = json_object_array_get_idx(data, 0);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "session")), "cc-a");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "group")), "cc-a");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "client")),
+                           "claude-code");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "key")), "10");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "first_request_at")),
+                           "2030-01-15T00:00:10Z");
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(e, "last_request_at")),
+                           "2030-01-15T00:01:10Z");
+    CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(e, "requests")), 2);
+    CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(e, "input_tokens")), 150);
+    v = json_object_object_get(e, "models");
+    CU_ASSERT_EQUAL_FATAL(json_object_array_length(v), 1);
+    CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(v, 0)), "beta");
+    apr_pool_destroy(p);
+}
+
 void prov_test_suite_agent(void)
 {
     PROV_SUITE("agent", PROV_TEST(test_agent_valid), PROV_TEST(test_agent_headers),
                PROV_TEST(test_agent_client_names), PROV_TEST(test_agent_row_copy),
-               PROV_TEST(test_agent_journal), PROV_TEST(test_agent_report));
+               PROV_TEST(test_agent_journal), PROV_TEST(test_agent_report),
+               PROV_TEST(test_agent_cabinet));
 }
