@@ -1,6 +1,6 @@
 /* prov_usage.h: usage reports from the ledger (the truth): requests, the four
  * token kinds and credits, filtered by user, key, model and time, grouped by
- * day, key or model; and the per-key summary (today and the last seven days)
+ * day, key, model or agent session; and the per-key summary (today and the last seven days)
  * that providerctl and the cabinet show. */
 #ifndef PROV_USAGE_H
 #define PROV_USAGE_H

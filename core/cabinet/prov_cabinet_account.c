@@ -3,7 +3,8 @@
  * what requests in flight hold of it, and the plan's two windows read by
  * the window code the reservations use (prov_billing_account_status), so
  * that the figures here are those a 429 quotes. Usage is the ledger's
- * report (prov_usage_report) limited to the user and to whole UTC days. */
+ * report (prov_usage_report, or prov_usage_sessions by agent session)
+ * limited to the user and to whole UTC days. */
 #include "prov_cabinet_int.h"
 #include "prov_account.h"
 #include "prov_billing.h"

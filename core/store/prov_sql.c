@@ -37,7 +37,9 @@
     "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
     "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
 
-/* The session report's columns (the sums from the 7th) and the rest of it. */
+/* The session report's columns (the sums from the 7th) and the rest of it;
+ * its LIMIT is prov_usage.h's PROV_USAGE_SESSIONS_MAX (test_prov_agent's
+ * report test reads one session more than it). */
 #define USAGE_SESSION_COLS "l.agent_session, l.agent_client, l.user_id, l.key_id, " \
     "MIN(l.created_at), MAX(l.created_at), " USAGE_SUMS
 #define USAGE_MODEL "COALESCE(m.public_id, CAST(l.model_id AS TEXT))"
