@@ -93,6 +93,14 @@ extern const ctl_cmd_t ctl_model_cmds[];
 extern const ctl_cmd_t ctl_plan_cmds[];
 extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
+/* `usage report --by session` (providerctl_usage_session.c): format is
+ * table, csv or json; f is the report's filter, model its model's id. */
+struct prov_usage_filter_t;
+int ctl_usage_sessions(ctl_t *ctl, const struct prov_usage_filter_t *f, const char *model,
+                       const char *format);
+/* A usage report's JSON object with its filter and grouping (by), without
+ * its rows (providerctl_usage.c). */
+json_object *ctl_usage_json(const struct prov_usage_filter_t *f, const char *model);
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
 extern const ctl_cmd_t ctl_ledger_cmds[];

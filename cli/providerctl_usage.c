@@ -1,7 +1,7 @@
 /* providerctl_usage.c: the `usage` group (`usage report`: requests, the four
  * token kinds and credits from the ledger, filtered by user, key, model and a
  * time range, grouped by day, key or model, as an aligned table, CSV or JSON,
- * with a total). T in --since and --until is YYYY-MM-DD at 00:00 UTC,
+ * with a total; by agent session in providerctl_usage_session.c). T in --since and --until is YYYY-MM-DD at 00:00 UTC,
  * YYYY-MM-DDTHH:MM[:SS]Z or epoch seconds (ctl_parse_time). */
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 
 /* ---- usage report -------------------------------------------------------- */
 
-static const char *const by_names[] = { "none", "day", "key", "model" };
+static const char *const by_names[] = { "none", "day", "key", "model", "session" };
 static const char *const table_heads[] = { "", "DAY (UTC)", "KEY", "MODEL" };
 
 static void add_row(prov_usage_row_t *total, const prov_usage_row_t *r)
@@ -67,13 +67,9 @@ static void print_table(const char *head, apr_array_header_t *rows,
     ctl_table_print(t, "no usage");
 }
 
-static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
-                       apr_array_header_t *rows, const prov_usage_row_t *total)
+json_object *ctl_usage_json(const struct prov_usage_filter_t *f, const char *model)
 {
     json_object *o = json_object_new_object(), *flt = json_object_new_object();
-    json_object *arr = json_object_new_array();
-    int i;
-
     json_object_object_add(flt, "user_id", f->user_id ? json_object_new_int64(f->user_id) : NULL);
     json_object_object_add(flt, "key_id", f->key_id ? json_object_new_int64(f->key_id) : NULL);
     json_object_object_add(flt, "model", ctl_json_str(model));
@@ -81,6 +77,16 @@ static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *mod
     json_object_object_add(flt, "until", ctl_json_time(f->until));
     json_object_object_add(o, "filter", flt);
     json_object_object_add(o, "by", json_object_new_string(by_names[f->by]));
+    return o;
+}
+
+static void print_json(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
+                       apr_array_header_t *rows, const prov_usage_row_t *total)
+{
+    json_object *o = ctl_usage_json(f, model);
+    json_object *arr = json_object_new_array();
+    int i;
+
     for (i = 0; f->by != PROV_USAGE_BY_NONE && i < rows->nelts; i++) {
         const prov_usage_row_t *r = APR_ARRAY_IDX(rows, i, prov_usage_row_t *);
         json_object *x = prov_usage_fields(json_object_new_object(), r);
@@ -116,10 +122,10 @@ static int usage_report(ctl_t *ctl)
     memset(&total, 0, sizeof(total));
     total.group = "total";
     if (by) {
-        for (i = 1; i < 4 && strcmp(by, by_names[i]); i++)
+        for (i = 1; i < 5 && strcmp(by, by_names[i]); i++)
             ;
-        if (i == 4)
-            return ctl_usage(ctl, "--by must be day, key or model (not '%s')", by);
+        if (i == 5)
+            return ctl_usage(ctl, "--by must be day, key, model or session (not '%s')", by);
         f.by = (prov_usage_by_e)i;
     }
     if (!format)
@@ -153,6 +159,8 @@ static int usage_report(ctl_t *ctl)
         if (rv != APR_SUCCESS)
             return ctl_db_fail(ctl, rv, "look up the key");
     }
+    if (f.by == PROV_USAGE_BY_SESSION)
+        return ctl_usage_sessions(ctl, &f, m ? m->public_id : NULL, format);
     rv = prov_usage_report(&rows, ctl->store, &f, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "read the usage");
@@ -180,7 +188,11 @@ static int usage_report(ctl_t *ctl)
     "input, output, cache and reasoning tokens and the credits charged, with a\n" \
     "total row. T is YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or seconds\n" \
     "since the epoch. CSV has a header line and the total as its last line;\n" \
-    "JSON has the filter, the rows and the total, credits as decimals."
+    "JSON has the filter, the rows and the total, credits as decimals.\n" \
+    "--by session groups the requests that carry an agent session (Claude\n" \
+    "Code's x-claude-code-session-id, Codex's session-id): one row per session,\n" \
+    "with its client, user, key, models and first and last request, the latest\n" \
+    "first, at most 50; requests without a session are left out."
 
 static const ctl_opt_t report_opts[] = {
     { "user", "USER", 0, "only this user's requests (id or email)" },
@@ -188,7 +200,8 @@ static const ctl_opt_t report_opts[] = {
     { "model", "MODEL", 0, "only requests to this model (public id)" },
     { "since", "T", 0, "from T on (inclusive)" },
     { "until", "T", 0, "before T (exclusive)" },
-    { "by", "day|key|model", 0, "one row per UTC day, key or model, then the total" },
+    { "by", "day|key|model|session", 0,
+      "one row per UTC day, key, model or agent session, then the total" },
     { "format", "table|csv|json", 0, "the output format (default table; --json = json)" },
     { NULL, NULL, 0, NULL }
 };

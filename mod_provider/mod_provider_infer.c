@@ -21,6 +21,7 @@
 
 APLOG_USE_MODULE(provider);
 
+#include "prov_agent.h"
 #include "prov_estimate.h"
 #include "prov_secret.h"
 #include "prov_money.h"
@@ -217,6 +218,21 @@ static void set_cap(provider_infer_t *in)
                        prov_i64(in->cap, r->pool));
 }
 
+/* The agent session the request names, for its ledger row (grouping only;
+ * docs/internals/billing.md, "Agent sessions"): a header that is not one is
+ * ignored, said at debug level without its value. */
+static void agent_session(provider_infer_t *in, prov_hold_ask_t *ask)
+{
+    const apr_table_t *h = in->r->headers_in;
+    const char *cc = apr_table_get(h, "x-claude-code-session-id");
+    const char *sid = apr_table_get(h, "session-id");
+    prov_agent_session(&ask->session, &ask->client, cc, sid, apr_table_get(h, "User-Agent"));
+    if (!ask->session && (cc || sid))
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, in->r, "PROV01200: request %s: its agent "
+                      "session header is not 1 to %d token characters: not recorded",
+                      in->request_id, PROV_AGENT_SESSION_MAX);
+}
+
 provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
@@ -236,6 +252,7 @@ provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_e
     ask.hold = in->worst.hold;
     ask.hold_min = in->worst.hold_min;
     ask.floor = prov_money_charge(&in->eff, &input);
+    agent_session(in, &ask);
     rv = prov_billing_reserve_ask(&in->res, &err, provider_request_source(in->r), in->auth,
                                   in->model->id, in->transport, in->request_id, &ask,
                                   prov_now(), in->r->pool);

@@ -2,8 +2,8 @@
 // another site). It asks the JSON API who is signed in and shows either
 // the sign-in buttons (GET /v1/auth/providers) or the account: balance and
 // plan windows (GET /v1/account), keys with their usage and a 7-day chart
-// (GET/POST/PUT/DELETE /v1/keys...), usage by day, key or model (GET
-// /v1/usage), the catalog with favorite stars
+// (GET/POST/PUT/DELETE /v1/keys...), usage by day, key, model or agent
+// session (GET /v1/usage), the catalog with favorite stars
 // (GET /v1/models, /v1/models/favorites, PUT/DELETE .../favorite) and the
 // low-balance alert's threshold (GET/PUT /v1/account/alerts), the
 // linked sign-in methods (GET /v1/auth/identities, POST /v1/auth/NAME/link,
@@ -475,15 +475,41 @@
     });
   }
 
-  /* ---- usage by day, key or model --------------------------------------------- */
+  /* ---- usage by day, key, model or agent session ------------------------------ */
 
   const USAGE_GROUPS = { day: 'Day', key: 'Key', model: 'Model' };
+
+  /** The agent sessions (by=session): one row each, the latest first. */
+  function sessionTable(data) {
+    const rows = data.map((g) => el('tr', { class: 'session-row' },
+      el('th', { scope: 'row', title: g.session, text: g.session.length > 13 ? `${g.session.slice(0, 12)}…` : g.session }),
+      el('td', { text: g.client }),
+      el('td', { text: g.name || `#${g.key}` }),
+      el('td', { text: (g.models || []).join(', ') }),
+      el('td', {}, when(g.first_request_at)),
+      el('td', {}, when(g.last_request_at)),
+      el('td', { class: 'num', text: count(g.requests) }),
+      el('td', { class: 'num', text: count(tokens(g)) }),
+      el('td', { class: 'num', text: credits(g.credits) })));
+    return el('table', { class: 'usage-report sessions' },
+      el('thead', {}, el('tr', {},
+        ...['Session', 'Client', 'Key', 'Models', 'First request', 'Last request']
+          .map((h) => el('th', { scope: 'col', text: h })),
+        ...['Requests', 'Tokens', 'Credits'].map((h) => el('th', { scope: 'col', class: 'num', text: h })))),
+      el('tbody', {}, ...rows));
+  }
 
   function loadUsage() {
     const days = $('usage-days').value;
     const by = $('usage-by').value;
     return guarded('usage-error', async () => {
       const r = await api('GET', `/v1/usage?days=${encodeURIComponent(days)}&by=${encodeURIComponent(by)}`);
+      if (by === 'session') {
+        const data = (r && r.data) || [];
+        $('usage-body').replaceChildren(data.length ? sessionTable(data)
+          : el('p', { class: 'note', text: 'No agent sessions in this period (Claude Code and Codex name theirs).' }));
+        return;
+      }
       const rows = ((r && r.data) || []).map((g) => el('tr', {},
         el('th', { scope: 'row', text: by === 'key' && g.name ? g.name : g.group }),
         ...[g.requests, g.input_tokens, g.output_tokens, g.cache_tokens, g.reasoning_tokens]

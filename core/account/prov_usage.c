@@ -99,6 +99,23 @@ void prov_usage_span(prov_usage_span_t *sp, apr_int64_t since, apr_int64_t until
     sp->end_day = sp->until / DAY_SECONDS * DAY_SECONDS;
 }
 
+apr_status_t prov_usage_select(apr_dbd_results_t **res, prov_store_t *s, const char *label,
+                               const prov_usage_filter_t *f, apr_pool_t *p)
+{
+    const char *uid, *kid, *mid, *since, *until;
+    if (!f || f->user_id < 0 || f->key_id < 0 || f->model_id < 0 || f->since < 0
+        || f->until < 0 || (f->until && f->since && f->until < f->since))
+        return APR_EINVAL;
+    uid = prov_i64(f->user_id, p);
+    kid = prov_i64(f->key_id, p);
+    mid = prov_i64(f->model_id, p);
+    since = prov_i64(f->since, p);
+    until = prov_i64(f->until, p);
+    return prov_store_select(s, res, label,
+                             PROV_ARGS(uid, uid, kid, kid, mid, mid, since, since, until, until),
+                             p);
+}
+
 apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
                                const prov_usage_filter_t *f, apr_pool_t *p)
 {

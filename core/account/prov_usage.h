@@ -1,6 +1,6 @@
 /* prov_usage.h: usage reports from the ledger (the truth): requests, the four
  * token kinds and credits, filtered by user, key, model and time, grouped by
- * day, key or model; and the per-key summary (today and the last seven days)
+ * day, key, model or agent session; and the per-key summary (today and the last seven days)
  * that providerctl and the cabinet show. */
 #ifndef PROV_USAGE_H
 #define PROV_USAGE_H
@@ -13,7 +13,8 @@ typedef enum {
     PROV_USAGE_BY_NONE = 0,   /* one total row */
     PROV_USAGE_BY_DAY,        /* UTC days */
     PROV_USAGE_BY_KEY,
-    PROV_USAGE_BY_MODEL
+    PROV_USAGE_BY_MODEL,
+    PROV_USAGE_BY_SESSION     /* agent sessions: prov_usage_sessions, not prov_usage_report */
 } prov_usage_by_e;
 
 typedef struct prov_usage_filter_t {
@@ -47,6 +48,10 @@ void prov_usage_span(prov_usage_span_t *sp, apr_int64_t since, apr_int64_t until
  * credits). */
 apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
                                const prov_usage_filter_t *f, apr_pool_t *p);
+/* Runs the usage statement label with f's filter (prov_sql.c's
+ * USAGE_WHERE: its ten arguments); APR_EINVAL for a filter out of range. */
+apr_status_t prov_usage_select(apr_dbd_results_t **res, prov_store_t *s, const char *label,
+                               const prov_usage_filter_t *f, apr_pool_t *p);
 
 typedef struct prov_usage_key_t {
     prov_usage_row_t today;   /* since 00:00 UTC of now's day */
@@ -60,5 +65,25 @@ apr_status_t prov_usage_key_summary(prov_usage_key_t *out, prov_store_t *s, apr_
  * as a decimal) and returns o: the shape the cabinet API, MCP and providerctl's
  * --json share. */
 json_object *prov_usage_fields(json_object *o, const prov_usage_row_t *u);
+
+/* One agent session's usage (docs/internals/billing.md, "Agent sessions"):
+ * the settled ledger rows that carry its id, of one client, user and key. */
+typedef struct prov_usage_session_t {
+    prov_usage_row_t sums;    /* group: the session id */
+    const char *client;       /* "claude-code", "codex", "other" */
+    apr_int64_t user_id, key_id;
+    apr_array_header_t *models;     /* the models' public ids (const char *), sorted */
+    apr_int64_t first_at, last_at;  /* its first and last request's created_at */
+} prov_usage_session_t;
+/* The most sessions a report lists. */
+#define PROV_USAGE_SESSIONS_MAX 50
+/* Rows (prov_usage_session_t *) of f's filter (f->by is not read), the
+ * session with the latest last request first, at most
+ * PROV_USAGE_SESSIONS_MAX; rows without a session are not in it. */
+apr_status_t prov_usage_sessions(apr_array_header_t **rows, prov_store_t *s,
+                                 const prov_usage_filter_t *f, apr_pool_t *p);
+/* o with a session's fields beside prov_usage_fields': session, client,
+ * models, first_request_at and last_request_at (Unix seconds). */
+json_object *prov_usage_session_fields(json_object *o, const prov_usage_session_t *u);
 
 #endif

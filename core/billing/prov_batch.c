@@ -171,10 +171,8 @@ apr_status_t prov_batch_run(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
 prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_tokens_t *t,
                                    prov_micro_t charge, prov_status_e status, apr_int64_t now)
 {
-    apr_size_t lid = strlen(r->row.request_id) + 1, lt = strlen(r->row.transport) + 1;
-    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + lid + lt);
+    prov_op_t *c = calloc(1, sizeof(*c) + sizeof(*r) + prov_ledger_row_strings_len(&r->row));
     prov_reservation_t *cr;
-    char *str;
     if (!c)
         return NULL;
     c->kind = PROV_OP_SETTLE;
@@ -184,9 +182,7 @@ prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_token
     c->charge = charge;
     cr = (prov_reservation_t *)(c + 1);
     *cr = *r;
-    str = (char *)(cr + 1);
-    cr->row.request_id = memcpy(str, r->row.request_id, lid);
-    cr->row.transport = memcpy(str + lid, r->row.transport, lt);
+    prov_ledger_row_strings_copy(&cr->row, &r->row, (char *)(cr + 1));
     c->status = status;
     cr->windows.plan_name = NULL;
     cr->slot = cr->entry = NULL;

@@ -116,6 +116,8 @@ typedef struct prov_op_t {
     apr_int64_t model_id;
     const char *transport;
     const char *request_id;
+    const char *session;            /* the agent session (NULL: none) and its client */
+    prov_client_e client;
     prov_micro_t hold;
     prov_micro_t hold_min;          /* the least hold it may be lowered to (a request
                                      * whose output cap the service chooses); hold

@@ -123,7 +123,8 @@ apr_status_t prov_batch_replay(batch_t *b, prov_op_t *op)
                       prov_i64(w->tokens.reasoning, p), prov_i64(w->hold, p),
                       prov_i64(w->charge, p), prov_i64(w->from_plan ? w->charge : 0, p),
                       prov_batch_source(w->from_plan), prov_ledger_status_name(w->status),
-                      prov_i64(w->created_at, p), prov_i64(w->settled_at, p)), p);
+                      prov_i64(w->created_at, p), prov_i64(w->settled_at, p), w->session,
+                      prov_ledger_client_name(w->client)), p);
         if (rv == APR_SUCCESS && n == 1) {
             prov_batch_usage(b, w->user_id, w->key_id, w->created_at, w->charge, w->from_plan, 1);
             if (!w->from_plan)

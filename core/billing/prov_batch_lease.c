@@ -65,7 +65,8 @@ apr_status_t prov_batch_lease_write(batch_t *b, prov_slot_t *w)
                                                                                    p),
                           prov_i64(e->row.model_id, p), e->row.transport, prov_i64(e->row.hold, p),
                           prov_batch_source(e->row.from_plan), prov_i64(e->row.created_at, p),
-                          e->owner && e->owner[0] ? e->owner : NULL, prov_i64(e->row.floor, p)), p);
+                          e->owner && e->owner[0] ? e->owner : NULL, prov_i64(e->row.floor, p),
+                          e->row.session, prov_ledger_client_name(e->row.client)), p);
             if (rv != APR_SUCCESS)
                 return rv;
         }

@@ -208,7 +208,8 @@ static apr_status_t take_hold(batch_t *b, prov_op_t *op, acct_t *a, keyw_t *k, i
         PROV_ARGS(op->request_id, prov_i64(auth->user_id, b->p), prov_i64(auth->key_id, b->p),
                   prov_i64(op->model_id, b->p), op->transport, prov_i64(hold, b->p),
                   from_plan ? "plan" : "balance", prov_i64(b->now, b->p), op->hold_owner,
-                  prov_i64(op->floor, b->p)), b->p);
+                  prov_i64(op->floor, b->p), op->session,
+                  prov_ledger_client_name(op->session ? op->client : PROV_CLIENT_NONE)), b->p);
     if (rv != APR_SUCCESS)
         return rv;
     prov_batch_usage(b, auth->user_id, auth->key_id, b->now, hold, from_plan, 1);
@@ -228,6 +229,8 @@ static apr_status_t take_hold(batch_t *b, prov_op_t *op, acct_t *a, keyw_t *k, i
     r->row.key_id = auth->key_id;
     r->row.model_id = op->model_id;
     r->row.transport = apr_pstrdup(p, op->transport);
+    r->row.session = op->session ? apr_pstrdup(p, op->session) : NULL;
+    r->row.client = op->session ? op->client : PROV_CLIENT_NONE;
     r->row.hold = hold;
     r->row.floor = op->floor;
     r->row.from_plan = from_plan;

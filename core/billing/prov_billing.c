@@ -65,7 +65,7 @@ apr_status_t prov_billing_reserve(prov_reservation_t **r, prov_error_t **err,
                                   const char *request_id, prov_micro_t hold, apr_int64_t now,
                                   apr_pool_t *p)
 {
-    prov_hold_ask_t ask = { hold, hold, 0 };
+    prov_hold_ask_t ask = { hold, hold, 0, NULL, PROV_CLIENT_NONE };
     return prov_billing_reserve_ask(r, err, src, auth, model_id, transport, request_id, &ask,
                                     now, p);
 }
@@ -91,8 +91,11 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
             if (ok)
                 prov_lease_admitted(&q->leases, auth, model_id);
         }
-        drawn = ok && prov_lease_draw(&q->leases, r, auth, model_id, transport, request_id,
-                                      hold, now, p);
+        op.transport = transport;
+        op.request_id = request_id;
+        op.session = ask->session;
+        op.client = ask->client;
+        drawn = ok && prov_lease_draw(&q->leases, r, auth, model_id, &op, hold, now, p);
         if (drawn) {
             (*r)->queue = q;
             (*r)->row.floor = floor;
@@ -120,6 +123,8 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
     op.model_id = model_id;
     op.transport = transport;
     op.request_id = request_id;
+    op.session = ask->session;
+    op.client = ask->client;
     op.hold = hold;
     op.hold_min = ask->hold_min > 0 && ask->hold_min < op.hold ? ask->hold_min : op.hold;
     op.floor = floor;

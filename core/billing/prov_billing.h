@@ -108,6 +108,11 @@ typedef struct prov_hold_ask_t {
     prov_micro_t hold;
     prov_micro_t hold_min;
     prov_micro_t floor;
+    /* The agent session the request names (prov_agent.h; NULL: none) and
+     * the client that named it: carried by its ledger row whichever way the
+     * row is written (held, drawn from a lease, journaled, replayed). */
+    const char *session;
+    prov_client_e client;
 } prov_hold_ask_t;
 apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err,
                                       const prov_store_source_t *src, const prov_auth_t *auth,

@@ -337,7 +337,15 @@ static int format_rec(char *buf, apr_size_t len, const prov_journal_rec_t *r)
     *o++ = '\t';
     if (end - o < 2 || !(o = put_text(o, end, prov_ledger_status_name(r->row.status)))
         || !(o = put_i64(o, end, r->row.created_at))
-        || !(o = put_i64(o, end, r->row.settled_at)) || end - o < 1)
+        || !(o = put_i64(o, end, r->row.settled_at)) || end - o < 2)
+        return -1;
+    *o++ = '\t';
+    if (!(o = put_text(o, end, r->row.session)) || end - o < 2)
+        return -1;
+    *o++ = '\t';
+    if (!(o = put_text(o, end, prov_ledger_client_name(r->row.session ? r->row.client
+                                                                      : PROV_CLIENT_NONE)))
+        || end - o < 1)
         return -1;
     *o++ = '\n';
     return (int)(o - buf);

@@ -28,9 +28,12 @@
 #define PROV_JOURNAL_SEGMENT (1024 * 1024)
 /* The files' format: a lock file's header line starts with the tag, a
  * record line has this many tab-separated fields (prov_journal.c writes
- * them, prov_journal_read.c reads them). */
+ * them, prov_journal_read.c reads them): the last two the agent session
+ * and its client (empty: none); a line of the older format, without them
+ * (PROV_JOURNAL_FIELDS_OLD), is read as a row without a session. */
 #define PROV_JOURNAL_HEADER_TAG "PROVJ1"
-#define PROV_JOURNAL_FIELDS 17
+#define PROV_JOURNAL_FIELDS 19
+#define PROV_JOURNAL_FIELDS_OLD 17
 /* Room for a journal's owner name (host, pid, random; see prov_journal_owner). */
 #define PROV_JOURNAL_OWNER_MAX 96
 

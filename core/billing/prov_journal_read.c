@@ -56,9 +56,10 @@ static int parse_rec(prov_journal_rec_t *r, char *line, apr_pool_t *p)
         if ((t = strchr(t, '\t')) != NULL)
             *t++ = '\0';
     }
-    if (n != PROV_JOURNAL_FIELDS || t || (strcmp(f[0], "S") && strcmp(f[0], "P")))
+    if ((n != PROV_JOURNAL_FIELDS && n != PROV_JOURNAL_FIELDS_OLD) || t
+        || (strcmp(f[0], "S") && strcmp(f[0], "P")))
         return 0;
-    for (i = 2; i < PROV_JOURNAL_FIELDS; i++) {
+    for (i = 2; i < PROV_JOURNAL_FIELDS_OLD; i++) {
         if (i == 5 || i == 14)
             continue;
         if (prov_parse_i64(&v[i], f[i]) != APR_SUCCESS)
@@ -84,6 +85,13 @@ static int parse_rec(prov_journal_rec_t *r, char *line, apr_pool_t *p)
     r->row.created_at = v[15];
     r->row.settled_at = v[16];
     r->progress = f[0][0] == 'P';
+    /* the agent session (the older format has none); a client the ledger
+     * does not know: a bad record */
+    if (n == PROV_JOURNAL_FIELDS && *f[17]) {
+        if (prov_ledger_client_parse(&r->row.client, f[18]) != APR_SUCCESS)
+            return 0;
+        r->row.session = get_text(f[17], p);
+    }
     return 1;
 }
 

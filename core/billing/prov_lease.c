@@ -235,14 +235,12 @@ void prov_lease_admitted(prov_leases_t *L, const prov_auth_t *auth, apr_int64_t 
 }
 
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t *auth,
-                    apr_int64_t model_id, const char *transport, const char *request_id,
-                    prov_micro_t hold, apr_int64_t now, apr_pool_t *p)
+                    apr_int64_t model_id, const prov_op_t *op, prov_micro_t hold,
+                    apr_int64_t now, apr_pool_t *p)
 {
     prov_slot_t *s = prov_slot_find(L, auth->key_id, model_id);
     prov_reservation_t *r;
     prov_entry_t *e;
-    char *str;
-    apr_size_t lid, lt;
 
     /* keep_idle 0: no writer thread to write the entry (a lease a stopped
      * writer left is only returned). */
@@ -263,24 +261,22 @@ int prov_lease_draw(prov_leases_t *L, prov_reservation_t **pr, const prov_auth_t
         s->exhausted = 1;
         return 0;
     }
-    /* one allocation: the entry, then its two strings */
-    lid = strlen(request_id) + 1;
-    lt = strlen(transport) + 1;
-    if ((e = calloc(1, sizeof(*e) + lid + lt)) == NULL)
-        return 0;
     r = apr_pcalloc(p, sizeof(*r));
-    r->row.request_id = apr_pstrdup(p, request_id);
+    r->row.request_id = apr_pstrdup(p, op->request_id);
     r->row.user_id = auth->user_id;
     r->row.key_id = auth->key_id;
     r->row.model_id = model_id;
-    r->row.transport = apr_pstrdup(p, transport);
+    r->row.transport = apr_pstrdup(p, op->transport);
+    r->row.session = op->session ? apr_pstrdup(p, op->session) : NULL;
+    r->row.client = op->session ? op->client : PROV_CLIENT_NONE;
     r->row.hold = hold;
     r->row.from_plan = s->from_plan;
     r->row.created_at = now;
+    /* one allocation: the entry, then its strings */
+    if ((e = calloc(1, sizeof(*e) + prov_ledger_row_strings_len(&r->row))) == NULL)
+        return 0;
     e->row = r->row;                /* the same row, its strings the entry's own */
-    str = (char *)(e + 1);
-    e->row.request_id = memcpy(str, request_id, lid);
-    e->row.transport = memcpy(str + lid, transport, lt);
+    prov_ledger_row_strings_copy(&e->row, &r->row, (char *)(e + 1));
     e->slot = s;
     e->state = PROV_ENT_INFLIGHT;
     e->drawn_at = apr_time_now();
@@ -310,8 +306,8 @@ int prov_lease_draw_queued(prov_leases_t *L, prov_op_t *op)
 {
     prov_slot_t *s = op->slot;
     if (op->kind != PROV_OP_RESERVE || op->retried || op->no_draw || !s
-        || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op->transport,
-                            op->request_id, op->hold, op->now, op->p))
+        || !prov_lease_draw(L, &op->out, op->auth, op->model_id, op, op->hold, op->now,
+                            op->p))
         return 0;
     op->out->row.floor = op->floor;
     ((prov_entry_t *)op->out->entry)->row.floor = op->floor;

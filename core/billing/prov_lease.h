@@ -59,11 +59,13 @@ typedef struct prov_leases_t {
 #define PROV_LEASE_LONE_GAP apr_time_from_msec(2)
 int prov_lease_lone(const prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
 void prov_lease_admitted(prov_leases_t *L, const prov_auth_t *auth, apr_int64_t model_id);
-/* Draws r (allocated in p) from an open lease of auth's key and model;
- * returns 0 when none has room (the caller reserves in the database). */
+/* Draws r (allocated in p) from an open lease of auth's key and model for
+ * the request that op names (its request id, transport, session and
+ * client); returns 0 when none has room (the caller reserves in the
+ * database). */
 int prov_lease_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,
-                    apr_int64_t model_id, const char *transport, const char *request_id,
-                    prov_micro_t hold, apr_int64_t now, apr_pool_t *p);
+                    apr_int64_t model_id, const prov_op_t *op, prov_micro_t hold,
+                    apr_int64_t now, apr_pool_t *p);
 /* Counts a reservation that goes to the database as in flight from now on
  * (op->slot), so that its key's lease is not returned as idle meanwhile. */
 void prov_lease_pending(prov_leases_t *L, prov_op_t *op);

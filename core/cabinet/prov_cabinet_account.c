@@ -3,7 +3,8 @@
  * what requests in flight hold of it, and the plan's two windows read by
  * the window code the reservations use (prov_billing_account_status), so
  * that the figures here are those a 429 quotes. Usage is the ledger's
- * report (prov_usage_report) limited to the user and to whole UTC days. */
+ * report (prov_usage_report, or prov_usage_sessions by agent session)
+ * limited to the user and to whole UTC days. */
 #include "prov_cabinet_int.h"
 #include "prov_account.h"
 #include "prov_billing.h"
@@ -98,10 +99,39 @@ static apr_status_t key_names(apr_hash_t **names, prov_store_t *s, apr_int64_t u
     return APR_SUCCESS;
 }
 
+/* by=session's entries: each session with its key (id and name) and its
+ * first and last request's times. */
+static apr_status_t session_entries(json_object *a, prov_store_t *s,
+                                    const prov_usage_filter_t *f, apr_pool_t *p)
+{
+    apr_array_header_t *rows = NULL;
+    apr_hash_t *names = NULL;
+    apr_status_t rv;
+    int i;
+    if ((rv = prov_usage_sessions(&rows, s, f, p)) != APR_SUCCESS
+        || (rv = key_names(&names, s, f->user_id, p)) != APR_SUCCESS)
+        return rv;
+    for (i = 0; i < rows->nelts; i++) {
+        const prov_usage_session_t *u = APR_ARRAY_IDX(rows, i, prov_usage_session_t *);
+        const char *key = prov_i64(u->key_id, p), *n = apr_hash_get(names, key,
+                                                                     APR_HASH_KEY_STRING);
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "group", json_object_new_string(u->sums.group));
+        json_object_object_add(e, "key", json_object_new_string(key));
+        json_object_object_add(e, "name", n && *n ? json_object_new_string(n) : NULL);
+        json_object_object_add(e, "first_request_at",
+                               json_object_new_string(prov_cabinet_time(u->first_at, p)));
+        json_object_object_add(e, "last_request_at",
+                               json_object_new_string(prov_cabinet_time(u->last_at, p)));
+        json_object_array_add(a, prov_usage_session_fields(e, u));
+    }
+    return APR_SUCCESS;
+}
+
 apr_status_t prov_cabinet_usage(json_object **out, prov_store_t *s, apr_int64_t user_id,
                                 int days, prov_usage_by_e by, apr_int64_t now, apr_pool_t *p)
 {
-    static const char *const by_names[] = { "total", "day", "key", "model" };
+    static const char *const by_names[] = { "total", "day", "key", "model", "session" };
     prov_usage_filter_t f = { 0, 0, 0, 0, 0, PROV_USAGE_BY_DAY };
     apr_array_header_t *rows = NULL;
     apr_hash_t *names = NULL;
@@ -110,20 +140,28 @@ apr_status_t prov_cabinet_usage(json_object **out, prov_store_t *s, apr_int64_t 
     apr_status_t rv;
 
     if (user_id <= 0 || days < 1 || days > PROV_CABINET_DAYS_MAX || by < PROV_USAGE_BY_DAY
-        || by > PROV_USAGE_BY_MODEL)
+        || by > PROV_USAGE_BY_SESSION)
         return APR_EINVAL;
     f.user_id = user_id;
     f.since = now - now % PROV_CABINET_DAY - (apr_int64_t)(days - 1) * PROV_CABINET_DAY;
     f.until = now + 1;
     f.by = by;
-    if ((rv = prov_usage_report(&rows, s, &f, p)) != APR_SUCCESS
-        || (by == PROV_USAGE_BY_KEY && (rv = key_names(&names, s, user_id, p)) != APR_SUCCESS))
+    if (by != PROV_USAGE_BY_SESSION
+        && ((rv = prov_usage_report(&rows, s, &f, p)) != APR_SUCCESS
+            || (by == PROV_USAGE_BY_KEY && (rv = key_names(&names, s, user_id, p))
+                                           != APR_SUCCESS)))
         return rv;
     o = prov_json_own(json_object_new_object(), p);
     a = json_object_new_array();
     json_object_object_add(o, "days", json_object_new_int(days));
     json_object_object_add(o, "by", json_object_new_string(by_names[by]));
-    for (i = 0; i < rows->nelts; i++) {
+    json_object_object_add(o, "data", a);
+    if (by == PROV_USAGE_BY_SESSION) {
+        if ((rv = session_entries(a, s, &f, p)) == APR_SUCCESS)
+            *out = o;
+        return rv;
+    }
+    for (i = 0; rows && i < rows->nelts; i++) {
         const prov_usage_row_t *u = APR_ARRAY_IDX(rows, i, prov_usage_row_t *);
         json_object *e = json_object_new_object();
         json_object_object_add(e, "group", json_object_new_string(u->group));
@@ -133,7 +171,6 @@ apr_status_t prov_cabinet_usage(json_object **out, prov_store_t *s, apr_int64_t 
         }
         json_object_array_add(a, prov_usage_fields(e, u));
     }
-    json_object_object_add(o, "data", a);
     *out = o;
     return APR_SUCCESS;
 }

@@ -138,7 +138,7 @@ apr_status_t prov_cabinet_usage_args(int *days, prov_usage_by_e *by, prov_error_
 {
     static const struct { const char *name; prov_usage_by_e by; } groups[] = {
         { "day", PROV_USAGE_BY_DAY }, { "key", PROV_USAGE_BY_KEY },
-        { "model", PROV_USAGE_BY_MODEL }
+        { "model", PROV_USAGE_BY_MODEL }, { "session", PROV_USAGE_BY_SESSION }
     };
     int d = 7, i;
     prov_usage_by_e b = PROV_USAGE_BY_DAY;
@@ -150,10 +150,10 @@ apr_status_t prov_cabinet_usage_args(int *days, prov_usage_by_e *by, prov_error_
                                                  PROV_CABINET_DAYS_MAX), p);
     }
     if (by_arg) {
-        for (i = 0; i < 3 && strcmp(by_arg, groups[i].name); i++)
+        for (i = 0; i < 4 && strcmp(by_arg, groups[i].name); i++)
             ;
-        if (i == 3)
-            return bad(err, "by", "by must be day, key or model.", p);
+        if (i == 4)
+            return bad(err, "by", "by must be day, key, model or session.", p);
         b = groups[i].by;
     }
     *days = d;

@@ -8,7 +8,7 @@
  * providerctl's `key show`; key id, name and display prefix only: never a
  * secret). account_usage: the cabinet's GET /v1/usage (requests, the four
  * token kinds and credits from the ledger over the last 1 to 30 UTC days,
- * today included, by day, key or model). */
+ * today included, by day, key, model or agent session). */
 #include <string.h>
 #include "prov_mcp.h"
 #include "prov_json.h"
@@ -98,9 +98,9 @@ static prov_mcp_tool_rc_e account_limits(json_object **result, const char **msg,
 
 /* ---- account_usage ------------------------------------------------------------- */
 
-#define BY_TEXT "by must be \"day\", \"key\" or \"model\""
+#define BY_TEXT "by must be \"day\", \"key\", \"model\" or \"session\""
 
-/* The arguments: days 1..30 (default 7), by day|key|model (default day),
+/* The arguments: days 1..30 (default 7), by day|key|model|session (default day),
  * checked as GET /v1/usage checks its query. */
 static int usage_args(int *days, prov_usage_by_e *by, const char **msg, json_object *args,
                       apr_pool_t *p)
@@ -184,16 +184,21 @@ static const prov_mcp_tool_t tool_account_usage = {
     "account_usage", "Account usage",
     "The signed-in account's usage over the last 1 to 30 days (UTC, today included): "
     "requests, input, output, cache and reasoning tokens, and credits spent, grouped by day, "
-    "by API key or by model.",
+    "by API key, by model or by agent session (a Claude Code or Codex session: its client, "
+    "key, models and first and last request; the latest 50).",
     "{\"type\":\"object\",\"properties\":{"
     "\"days\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":30,\"description\":"
     "\"How many days back, today included (default 7)\"},"
-    "\"by\":{\"type\":\"string\",\"enum\":[\"day\",\"key\",\"model\"],\"description\":"
+    "\"by\":{\"type\":\"string\",\"enum\":[\"day\",\"key\",\"model\",\"session\"],"
+    "\"description\":"
     "\"How to group the rows (default day)\"}},\"additionalProperties\":false}",
     "{\"type\":\"object\",\"properties\":{\"days\":" COUNT ",\"by\":{\"type\":\"string\"},"
     "\"data\":{\"type\":\"array\",\"items\":{\"type\":"
     "\"object\",\"properties\":{\"group\":{\"type\":\"string\"},\"name\":{\"type\":"
-    "[\"string\",\"null\"]},\"requests\":" COUNT ",\"input_tokens\":" COUNT
+    "[\"string\",\"null\"]},\"session\":{\"type\":\"string\"},\"client\":{\"type\":"
+    "\"string\"},\"key\":{\"type\":\"string\"},\"models\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"string\"}},\"first_request_at\":{\"type\":\"string\"},"
+    "\"last_request_at\":{\"type\":\"string\"},\"requests\":" COUNT ",\"input_tokens\":" COUNT
     ",\"output_tokens\":" COUNT ",\"cache_tokens\":" COUNT ",\"reasoning_tokens\":" COUNT
     ",\"credits\":" CREDITS "},\"required\":[\"group\",\"requests\",\"credits\"]}}},"
     "\"required\":[\"days\",\"by\",\"data\"]}",

@@ -1,6 +1,7 @@
 /* prov_ledger.c: the table of ledger statuses (wire name as stored in
  * ledger.status, meaning), as prov_error.c's is of wire error codes: every
- * status a row is given is named here, and only here. */
+ * status a row is given is named here, and only here; and the names of
+ * the agent clients (ledger.agent_client). */
 #include <string.h>
 #include "prov_ledger.h"
 
@@ -66,4 +67,49 @@ void prov_ledger_row_settle(prov_ledger_row_t *row, const prov_tokens_t *t, prov
     row->charge = charge;
     row->status = status;
     row->settled_at = now;
+}
+
+static const char *const clients[PROV_CLIENT__COUNT] = {
+    [PROV_CLIENT_NONE] = NULL, [PROV_CLIENT_CLAUDE_CODE] = "claude-code",
+    [PROV_CLIENT_CODEX] = "codex", [PROV_CLIENT_OTHER] = "other",
+};
+
+const char *prov_ledger_client_name(prov_client_e client)
+{
+    return (int)client > 0 && client < PROV_CLIENT__COUNT ? clients[client] : NULL;
+}
+
+apr_status_t prov_ledger_client_parse(prov_client_e *client, const char *name)
+{
+    int i;
+    if (!name || !*name) {
+        *client = PROV_CLIENT_NONE;
+        return APR_SUCCESS;
+    }
+    for (i = 1; i < PROV_CLIENT__COUNT; i++) {
+        if (!strcmp(clients[i], name)) {
+            *client = (prov_client_e)i;
+            return APR_SUCCESS;
+        }
+    }
+    return APR_EINVAL;
+}
+
+apr_size_t prov_ledger_row_strings_len(const prov_ledger_row_t *row)
+{
+    return strlen(row->request_id) + 1 + strlen(row->transport) + 1
+           + (row->session ? strlen(row->session) + 1 : 0);
+}
+
+void prov_ledger_row_strings_copy(prov_ledger_row_t *dst, const prov_ledger_row_t *src,
+                                  char *buf)
+{
+    const char *id = src->request_id, *t = src->transport, *session = src->session;
+    apr_size_t n = strlen(id) + 1;
+    dst->request_id = memcpy(buf, id, n);
+    buf += n;
+    n = strlen(t) + 1;
+    dst->transport = memcpy(buf, t, n);
+    buf += n;
+    dst->session = session ? memcpy(buf, session, strlen(session) + 1) : NULL;
 }

@@ -47,6 +47,23 @@ const char *prov_ledger_status_name(prov_status_e status);
  * the table does not hold (*status untouched). */
 apr_status_t prov_ledger_status_parse(prov_status_e *status, const char *name);
 
+/* ledger.agent_client: the coding agent that named the request's session
+ * (prov_agent.h reads it from the request's headers); none without a
+ * session. Only for grouping: never trusted for anything else. */
+typedef enum {
+    PROV_CLIENT_NONE = 0,           /* no session (stored as NULL) */
+    PROV_CLIENT_CLAUDE_CODE,        /* "claude-code": x-claude-code-session-id */
+    PROV_CLIENT_CODEX,              /* "codex": session-id from Codex */
+    PROV_CLIENT_OTHER,              /* "other": session-id from another client */
+    PROV_CLIENT__COUNT
+} prov_client_e;
+
+/* Its name as stored in ledger.agent_client (NULL for none). */
+const char *prov_ledger_client_name(prov_client_e client);
+/* The client named name (NULL or "": none): APR_SUCCESS, or APR_EINVAL for
+ * another name (*client untouched). */
+apr_status_t prov_ledger_client_parse(prov_client_e *client, const char *name);
+
 /* One request's ledger row. */
 typedef struct prov_ledger_row_t {
     const char *request_id;
@@ -60,7 +77,18 @@ typedef struct prov_ledger_row_t {
                                      * (ledger.floor_credits) */
     int from_plan;                  /* funded by the plan (plan_credits = charge,
                                      * source 'plan'), else by the balance */
+    const char *session;            /* the agent session it belongs to
+                                     * (ledger.agent_session), NULL: none */
+    prov_client_e client;           /* who named it (ledger.agent_client) */
 } prov_ledger_row_t;
+
+/* The bytes the row's strings take (request id, transport, session, each
+ * with its NUL), and their copy into buf (that many bytes): dst's strings
+ * then point into buf. For a row that outlives the request's pool (a
+ * lease's entry, a queued settlement). */
+apr_size_t prov_ledger_row_strings_len(const prov_ledger_row_t *row);
+void prov_ledger_row_strings_copy(prov_ledger_row_t *dst, const prov_ledger_row_t *src,
+                                  char *buf);
 
 /* Settles row: tokens t (NULL: none), charge and status at now. */
 void prov_ledger_row_settle(prov_ledger_row_t *row, const prov_tokens_t *t, prov_micro_t charge,

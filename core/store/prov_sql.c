@@ -20,9 +20,9 @@
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
 #define LEDGER_INSERT "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, " \
     "input_tokens, output_tokens, cache_tokens, reasoning_tokens, reserved, credits, " \
-    "plan_credits, source, status, created_at, settled_at) VALUES "
+    "plan_credits, source, status, created_at, settled_at, agent_session, agent_client) VALUES "
 #define LEDGER_ROW "(%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, " \
-    "%s, %s, %lld, %lld)"
+    "%s, %s, %lld, %lld, %s, %s)"
 #define LEDGER_ROWS4 LEDGER_ROW ", " LEDGER_ROW ", " LEDGER_ROW ", " LEDGER_ROW
 #define LEDGER_ROWS16 LEDGER_ROWS4 ", " LEDGER_ROWS4 ", " LEDGER_ROWS4 ", " LEDGER_ROWS4
 #define SESSION_COLS "id, user_id, active_expires, refresh_expires, created_at"
@@ -75,6 +75,29 @@
 #define USAGE_STMTS(shape, F) \
     USAGE_GROUPS(shape, USAGE_ROLLED(F) USAGE_NEW(F)), \
     USAGE_GROUPS(shape "_e", USAGE_ROLLED(F) USAGE_EDGES(F) USAGE_NEW(F))
+
+/* The session report's columns (the sums from the 7th) and the rest of it;
+ * its LIMIT is prov_usage.h's PROV_USAGE_SESSIONS_MAX (test_prov_agent's
+ * report test reads one session more than it). */
+/* The agent sessions' report reads raw rows (sessions are not in the
+ * rollups): its sums and filter (args: user, key, model, since, until,
+ * each twice, 0 = any). */
+#define USAGE_RAW_SUMS "COUNT(*), COALESCE(SUM(l.input_tokens), 0), " \
+    "COALESCE(SUM(l.output_tokens), 0), COALESCE(SUM(l.cache_tokens), 0), " \
+    "COALESCE(SUM(l.reasoning_tokens), 0), COALESCE(SUM(l.credits), 0)"
+#define USAGE_WHERE "WHERE l.status <> 'reserved' " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.model_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
+#define USAGE_SESSION_COLS "l.agent_session, l.agent_client, l.user_id, l.key_id, " \
+    "MIN(l.created_at), MAX(l.created_at), " USAGE_RAW_SUMS
+#define USAGE_MODEL "COALESCE(m.public_id, CAST(l.model_id AS TEXT))"
+#define USAGE_SESSION_FROM "FROM ledger l LEFT JOIN models m ON m.id = l.model_id " \
+    USAGE_WHERE "AND l.agent_session IS NOT NULL " \
+    "GROUP BY l.agent_session, l.agent_client, l.user_id, l.key_id " \
+    "ORDER BY MAX(l.created_at) DESC, l.agent_session LIMIT 50"
 
 static const prov_stmt_def_t statements[] = {
     /* users and balance. Integer parameters are %lld / %d: the values are
@@ -196,6 +219,14 @@ static const prov_stmt_def_t statements[] = {
     USAGE_STMTS("key", USAGE_F_KEY),
     USAGE_STMTS("user", USAGE_F_USER),
     USAGE_STMTS("any", USAGE_F_ANY),
+    /* agent sessions (prov_usage_session.c): one row per session, client,
+     * user and key, the newest last request first, the models it used as
+     * one comma-separated text (each dialect's aggregate); args: USAGE_WHERE's */
+    { "usage_by_session",
+      "SELECT " USAGE_SESSION_COLS ", GROUP_CONCAT(DISTINCT " USAGE_MODEL ") "
+      USAGE_SESSION_FROM,
+      "SELECT " USAGE_SESSION_COLS ", string_agg(DISTINCT " USAGE_MODEL ", ',') "
+      USAGE_SESSION_FROM },
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN
@@ -244,11 +275,12 @@ static const prov_stmt_def_t statements[] = {
     /* args: id, user, key, model, transport, hold, source, created, owner (the
      * holding process's journal, or NULL), floor (the charge of the input
      * estimate: what the replay of a dead owner's journal charges a hold no
-     * record of it settled) */
+     * record of it settled), agent session and client (NULL: none) */
     { "bill_ledger_reserve",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, reserved, "
-      "plan_credits, source, status, created_at, owner, floor_credits) "
-      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 0, %s, 'reserved', %lld, %s, %lld)" },
+      "plan_credits, source, status, created_at, owner, floor_credits, agent_session, "
+      "agent_client) "
+      "VALUES (%s, %lld, %lld, %lld, %s, %lld, 0, %s, 'reserved', %lld, %s, %lld, %s, %s)" },
     { "bill_ledger_settle",
       "UPDATE ledger SET input_tokens = %lld, output_tokens = %lld, cache_tokens = %lld, "
       "reasoning_tokens = %lld, credits = %lld, "
@@ -265,7 +297,7 @@ static const prov_stmt_def_t statements[] = {
     /* A request drawn from a lease, written once it is settled: the whole
      * row at once (SQLite; PostgreSQL gets many rows per statement). args:
      * id, user, key, model, transport, tokens x4, hold, charge, plan charge,
-     * source, status, created, settled */
+     * source, status, created, settled, agent session, agent client */
     { "bill_ledger_complete", LEDGER_INSERT LEDGER_ROW },
     /* The same, several rows to a statement (SQLite only: one statement
      * costs SQLite less than as many rows one at a time, the AUTOINCREMENT
@@ -279,8 +311,9 @@ static const prov_stmt_def_t statements[] = {
     { "bill_ledger_replay",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
       "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, "
-      "status, created_at, settled_at) VALUES (%s, %lld, %lld, %lld, %s, %lld, %lld, %lld, "
-      "%lld, %lld, %lld, %lld, %s, %s, %lld, %lld) ON CONFLICT (request_id) DO NOTHING" },
+      "status, created_at, settled_at, agent_session, agent_client) VALUES (%s, %lld, %lld, "
+      "%lld, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %lld, %lld, %s, %s) "
+      "ON CONFLICT (request_id) DO NOTHING" },
     /* leases (prov_batch_lease.c): args id, user, key, model, source, amount, at, owner
      * (the holding process's journal, or NULL) */
     { "bill_lease_insert",

@@ -58,7 +58,7 @@ static const char *quoted(prov_store_t *s, const char *v, apr_pool_t *p)
 
 /* The ledger's columns written whole, in the order of the statements'
  * values (bill_ledger_complete*) and of the arrays below. */
-#define LEDGER_COLUMNS 16
+#define LEDGER_COLUMNS 18
 
 /* Rows [0, k) of e in one statement of k rows (SQLite): k is one of the
  * sizes of bill_ledger_complete*. */
@@ -87,6 +87,8 @@ static apr_status_t insert_rows(prov_store_t *s, const prov_ledger_row_t *e, int
         a[13] = prov_ledger_status_name(e->status);
         a[14] = &e->created_at;
         a[15] = &e->settled_at;
+        a[16] = e->session;         /* NULL: SQL NULL */
+        a[17] = prov_ledger_client_name(e->session ? e->client : PROV_CLIENT_NONE);
     }
     return prov_store_exec_bin(s, label, args, p);
 }
@@ -111,12 +113,15 @@ static apr_status_t insert_sqlite(prov_store_t *s, const prov_ledger_row_t *rows
 }
 
 /* A text value as an element of an array literal: double-quoted, with
- * backslash before '"' and '\' (the literal is then quoted for SQL). */
+ * backslash before '"' and '\' (the literal is then quoted for SQL); NULL
+ * is the array's NULL. */
 static const char *array_text(const char *v, apr_pool_t *p)
 {
     apr_size_t n = 0;
     const char *c;
     char *out, *o;
+    if (!v)
+        return "NULL";
     for (c = v; *c; c++)
         n += (*c == '"' || *c == '\\') ? 2 : 1;
     o = out = apr_palloc(p, n + 3);
@@ -137,12 +142,15 @@ static const char *ledger_value(const prov_ledger_row_t *e, int c, apr_pool_t *p
     const apr_int64_t v[LEDGER_COLUMNS] = {
         0, e->user_id, e->key_id, e->model_id, 0, e->tokens.input, e->tokens.output,
         e->tokens.cache, e->tokens.reasoning, e->hold, e->charge,
-        e->from_plan ? e->charge : 0, 0, 0, e->created_at, e->settled_at };
+        e->from_plan ? e->charge : 0, 0, 0, e->created_at, e->settled_at, 0, 0 };
     switch (c) {
     case 0: return array_text(e->request_id, p);
     case 4: return array_text(e->transport, p);
     case 12: return array_text(source_of(e->from_plan), p);
     case 13: return array_text(prov_ledger_status_name(e->status), p);
+    case 16: return array_text(e->session, p);
+    case 17: return array_text(prov_ledger_client_name(e->session ? e->client
+                                                                  : PROV_CLIENT_NONE), p);
     default: return apr_psprintf(p, "%" APR_INT64_T_FMT, v[c]);
     }
 }
@@ -154,14 +162,15 @@ static const char *insert_unnest(prov_store_t *s, const prov_ledger_row_t *rows,
 {
     static const char *const types[LEDGER_COLUMNS] = {
         "text", "bigint", "bigint", "bigint", "text", "bigint", "bigint", "bigint", "bigint",
-        "bigint", "bigint", "bigint", "text", "text", "bigint", "bigint" };
+        "bigint", "bigint", "bigint", "text", "text", "bigint", "bigint", "text", "text" };
     apr_array_header_t *parts = apr_array_make(p, 4 * LEDGER_COLUMNS + 2, sizeof(char *));
     apr_array_header_t *elts = apr_array_make(p, 2 * n, sizeof(char *));
     int c, i;
     APR_ARRAY_PUSH(parts, const char *) =
         "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
         "output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, "
-        "source, status, created_at, settled_at) SELECT * FROM unnest(";
+        "source, status, created_at, settled_at, agent_session, agent_client) "
+        "SELECT * FROM unnest(";
     for (c = 0; c < LEDGER_COLUMNS; c++) {
         elts->nelts = 0;
         for (i = 0; i < n; i++) {

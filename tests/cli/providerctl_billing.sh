@@ -235,7 +235,13 @@ json "--model" "j.filter.model === 'gpt-x' && j.total.requests === 4 && j.total.
 
 run usage report --by week
 exits "--by week" 2
-complains "--by week is named" "--by must be day, key or model"
+complains "--by week is named" "--by must be day, key, model or session"
+# rows without an agent session are in no session's row
+run usage report --by session
+exits "usage report --by session" 0
+says "--by session without sessions" "no agent sessions"
+run usage report --by session --json
+json "--by session json" "j.by === 'session' && j.rows.length === 0 && j.total.requests === 0" '"by": "session"'
 run usage report --format xml
 exits "--format xml" 2
 complains "--format xml is named" "--format must be table, csv or json"
@@ -257,7 +263,7 @@ run usage report --user nobody@example.com
 exits "unknown user" 1
 run usage report --help
 exits "usage report --help" 0
-says "usage report --help shows the options" "[--by day|key|model] [--format table|csv|json]"
+says "usage report --help shows the options" "[--by day|key|model|session] [--format table|csv|json]"
 
 # ---- held, key status and per-key usage --------------------------------------
 run balance show alice@example.com --json

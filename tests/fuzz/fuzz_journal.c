@@ -8,7 +8,8 @@
  * progress record that a journal writes (prov_journal_append) and a replay
  * reads back: the same record must come back (a progress one last, after
  * the settlement of another request that keeps the files), whatever bytes
- * its strings hold. The journals live
+ * its strings hold, its agent session and client too (a session of no
+ * bytes is none, and has no client). The journals live
  * in a directory of this process under TMPDIR. */
 #include <unistd.h>
 #include "fuzz_common.h"
@@ -55,6 +56,8 @@ static apr_status_t replayed(void *baton, const char *owner, const prov_journal_
         s->rec = recs[n - 1];
         s->rec.row.request_id = apr_pstrdup(s->p, recs[n - 1].row.request_id);
         s->rec.row.transport = apr_pstrdup(s->p, recs[n - 1].row.transport);
+        if (recs[n - 1].row.session)
+            s->rec.row.session = apr_pstrdup(s->p, recs[n - 1].row.session);
     }
     s->n += n;
     s->calls++;
@@ -129,6 +132,12 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
     r.row.from_plan = fuzz_take(&data, &size) & 1;
     r.drawn = fuzz_take(&data, &size) & 1;
     r.progress = fuzz_take(&data, &size) & 1;
+    r.row.session = take_text(&data, &size, 128, p);
+    r.row.client = (prov_client_e)(fuzz_take(&data, &size) % PROV_CLIENT__COUNT);
+    if (!*r.row.session || r.row.client == PROV_CLIENT_NONE) {
+        r.row.session = NULL;       /* the engine's rows: a session has a client */
+        r.row.client = PROV_CLIENT_NONE;
+    }
 
     FUZZ_CHECK(prov_journal_open(&j, journal_dir(), "fuzzdb", 0, p) == APR_SUCCESS);
     FUZZ_CHECK(prov_journal_append(j, &r, &ticket) == APR_SUCCESS
@@ -158,6 +167,10 @@ static void round_trip(const uint8_t *data, size_t size, apr_pool_t *p)
     FUZZ_CHECK(s.rec.row.created_at == r.row.created_at
                && s.rec.row.settled_at == r.row.settled_at);
     FUZZ_CHECK(s.rec.row.from_plan == r.row.from_plan && s.rec.drawn == r.drawn);
+    FUZZ_CHECK(s.rec.row.client == r.row.client
+               && (r.row.session ? s.rec.row.session && !strcmp(s.rec.row.session,
+                                                                r.row.session)
+                                 : !s.rec.row.session));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -77,6 +77,13 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
     const again = await check(`/v1/keys/${id}/reissue`, write('POST'), 200,
       { ...signed, template: '/v1/keys/{id}/reissue' });
     stack.secrets.push(again.secret);
+    // one request of an agent session, for the usage by session below
+    const agent = await stack.request('POST', '/v1/chat/completions', { key: again.secret,
+      headers: { 'x-claude-code-session-id': 'docs-session-1' },
+      body: { model: 'prov-main', messages: [{ role: 'user', content: 'hi' }] } });
+    assert.equal(agent.status, 200, agent.text);
+    await stack.requestSettled(agent);
+    await stack.billingSettled();
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: null }), 200,
       { ...signed, template: '/v1/keys/{id}/budget' });
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: -1 }), 400,
@@ -84,8 +91,9 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
     await check(`/v1/keys/${id}`, write('DELETE'), 204, { ...signed, template: '/v1/keys/{id}' });
     await check(`/v1/keys/${id}`, write('DELETE'), 404, { ...signed, template: '/v1/keys/{id}' });
 
-    for (const by of ['day', 'key', 'model']) {
-      await check(`/v1/usage?days=3&by=${by}`, undefined, 200, { ...signed, template: '/v1/usage' });
+    for (const by of ['day', 'key', 'model', 'session']) {
+      const u = await check(`/v1/usage?days=3&by=${by}`, undefined, 200, { ...signed, template: '/v1/usage' });
+      if (by === 'session') assert.deepEqual(u.data.map((g) => [g.session, g.client]), [['docs-session-1', 'claude-code']]);
     }
     await check('/v1/usage?days=99', undefined, 400, { ...signed, template: '/v1/usage' });
 

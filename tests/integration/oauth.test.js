@@ -197,7 +197,9 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     const key = stack.createKey(uid, { name: 'laptop', budget: 20 });
     // The module's clock on from the subscription's start (providerctl's real time).
     now = stack.setClock(Math.floor(Date.now() / 1000) + 1);
-    const chat = await stack.chat(key.secret, chatBody('prov-main'));
+    // of a Codex session: account_usage by session lists it
+    const chat = await stack.chat(key.secret, chatBody('prov-main'),
+      { headers: { 'session-id': 'mcp-sess-1', 'user-agent': 'codex_exec/0.169.0' } });
     assert.equal(chat.status, 200, chat.text);
     await stack.billingSettled();
 
@@ -236,7 +238,7 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     assert.deepEqual([s.balance, s.held, s.available], [cabJson.balance, cabJson.held, cabJson.available]);
 
     const day = new Date(now * 1000).toISOString().slice(0, 10);
-    for (const by of ['day', 'key', 'model']) {
+    for (const by of ['day', 'key', 'model', 'session']) {
       const usage = (await callAccount(stack, t.access_token, 'account_usage', { days: 1, by })).structuredContent;
       const report = stack.ctlJSON('usage', 'report', '--user', String(uid), '--since', day, '--by', by);
       const rows = report.rows.map((r) => ({ group: String(r[by === 'key' ? 'key_id' : by]), requests: r.requests,
@@ -244,6 +246,10 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
       assert.deepEqual(usage.data.map((r) => ({ group: r.group, requests: r.requests, credits: r.credits })), rows, by);
       assert.equal(usage.data[0].requests, 1);
       if (by === 'key') assert.equal(usage.data[0].name, 'laptop');
+      if (by === 'session') {
+        assert.deepEqual([usage.data[0].session, usage.data[0].client, usage.data[0].models],
+          ['mcp-sess-1', 'codex', ['prov-main']]);
+      }
       const cabUsage = await (await jar.fetch(`${stack.baseURL}/v1/usage?days=1&by=${by}`)).json();
       assert.deepEqual(usage, cabUsage, by);
     }

@@ -119,6 +119,8 @@ void bf_journal(prov_journal_t *j, const prov_reservation_t *r, prov_micro_t cha
     rec.row.hold = r->row.hold;
     rec.row.charge = charge;
     rec.row.from_plan = r->row.from_plan;
+    rec.row.session = r->row.session;
+    rec.row.client = r->row.client;
     rec.drawn = r->entry != NULL;
     rec.progress = progress;
     CU_ASSERT_EQUAL(prov_journal_append(j, &rec, &ticket), APR_SUCCESS);
@@ -208,6 +210,19 @@ void bf_reserve_op(prov_op_t *op, bf_fixture_t *f, const char *id, apr_int64_t n
     op->transport = "chat";
     op->request_id = id;
     op->hold = C;
+}
+
+int bf_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,
+            apr_int64_t model_id, const char *transport, const char *id, const char *session,
+            prov_micro_t hold, apr_int64_t now, apr_pool_t *p)
+{
+    prov_op_t op;
+    memset(&op, 0, sizeof(op));
+    op.transport = transport;
+    op.request_id = id;
+    op.session = session;
+    op.client = session ? PROV_CLIENT_CODEX : PROV_CLIENT_NONE;
+    return prov_lease_draw(L, r, auth, model_id, &op, hold, now, p);
 }
 
 prov_slot_t *bf_granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])

@@ -55,6 +55,11 @@ prov_reservation_t *bf_reserve(bf_fixture_t *f, const char *id, prov_micro_t hol
                                apr_int64_t now, prov_error_t **err);
 /* A reserve op of f's key and model with a hold of C, alone (next NULL). */
 void bf_reserve_op(prov_op_t *op, bf_fixture_t *f, const char *id, apr_int64_t now);
+/* prov_lease_draw for a request of this transport, id and agent session
+ * (NULL: none; client codex with one). */
+int bf_draw(prov_leases_t *L, prov_reservation_t **r, const prov_auth_t *auth,
+            apr_int64_t model_id, const char *transport, const char *id, const char *session,
+            prov_micro_t hold, apr_int64_t now, apr_pool_t *p);
 
 /* Makes f->dir, an empty journal directory of the test's own; the files
  * in a directory (hidden ones too; -1: none); the directory removed with

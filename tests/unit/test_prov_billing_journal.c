@@ -78,8 +78,9 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
                                               "WHERE owner = '%s'", L.owner)), 1);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
-        CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f->auth, f->m->id, "chat",
-                                             apr_psprintf(f->p, "%s-%d", tag, i), C, T0, f->p));
+        CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f->auth, f->m->id, "chat",
+                                     apr_psprintf(f->p, "%s-%d", tag, i),
+                                     apr_psprintf(f->p, "sess-%s", tag), C, T0, f->p));
         journal(j, r, C / 4);
         CU_ASSERT_TRUE(prov_lease_settle(&L, r, &t, C / 4, PROV_STATUS_OK, T0 + 1) > 0);
         if (i == written - 1) {
@@ -120,6 +121,9 @@ static void test_replay_dead_process(void)
     /* Every drawn request once, the queued settlement done, the lease back;
      * the hold still in flight stays until it expires. */
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 41);
+    /* the drawn requests' agent session, written by the batch and replayed */
+    CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE agent_session = 'sess-d' "
+                                 "AND agent_client = 'codex'"), 40);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(DISTINCT request_id) FROM ledger"), 42);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT credits FROM ledger WHERE request_id = 'd-hold-a'"),
                     C / 2);

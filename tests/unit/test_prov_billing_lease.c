@@ -561,7 +561,7 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 2 * C - 1024 * C);
 
-    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", C, T0 + 1,
+    CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", NULL, C, T0 + 1,
                                          f.p));
     CU_ASSERT_TRUE(r->leased);
     CU_ASSERT_FALSE(prov_lease_due(&L));
@@ -628,7 +628,7 @@ static void test_lease_written_expired(void)
     bf_setup(&f, 10000 * C, 0, 0);
     bf_lease_table(&L, TEST_KEEP_IDLE);
     bf_granted(&f, &L, ops);
-    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "x-3", C, T0 + 1,
+    CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f.auth, f.m->id, "chat", "x-3", NULL, C, T0 + 1,
                                          f.p));
     age_entry(r);
     CU_ASSERT_TRUE_FATAL(prov_lease_due(&L));
@@ -706,8 +706,8 @@ static void test_lease_batch_cap(void)
     prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
-        CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat",
-                                             apr_psprintf(f.p, "cap-%d", i), C / 4, T0 + 1, f.p));
+        CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f.auth, f.m->id, "chat",
+                                             apr_psprintf(f.p, "cap-%d", i), NULL, C / 4, T0 + 1, f.p));
         CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, PROV_STATUS_OK, T0 + 1), 1);
     }
     CU_ASSERT_TRUE(prov_lease_due(&L));

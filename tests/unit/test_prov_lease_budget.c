@@ -24,21 +24,21 @@ static void test_budget_lowered_drains(void)
     CU_ASSERT_EQUAL(s->key_budget, budget);
     CU_ASSERT_TRUE(s->key_has_budget);
     /* the same budget: drawn from the lease */
-    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "b-1", C, T0 + 1,
+    CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f.auth, f.m->id, "chat", "b-1", NULL, C, T0 + 1,
                                          f.p));
     CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, T0 + 1),
                     PROV_LEASE_SETTLE_DRAWN);
     /* the owner lowers it to 0: no draw, the lease drains and is due */
     f.auth->weekly_budget = 0;
-    CU_ASSERT_FALSE(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "b-2", C, T0 + 2, f.p));
+    CU_ASSERT_FALSE(bf_draw(&L, &r, f.auth, f.m->id, "chat", "b-2", NULL, C, T0 + 2, f.p));
     CU_ASSERT_EQUAL(s->state, PROV_LEASE_DRAINING);
     CU_ASSERT_TRUE(prov_lease_due(&L));
     /* seen the old budget again (another child's stale copy): still none */
     f.auth->weekly_budget = budget;
-    CU_ASSERT_FALSE(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "b-3", C, T0 + 2, f.p));
+    CU_ASSERT_FALSE(bf_draw(&L, &r, f.auth, f.m->id, "chat", "b-3", NULL, C, T0 + 2, f.p));
     /* removing the budget is a change too */
     f.auth->has_budget = 0;
-    CU_ASSERT_FALSE(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "b-4", C, T0 + 2, f.p));
+    CU_ASSERT_FALSE(bf_draw(&L, &r, f.auth, f.m->id, "chat", "b-4", NULL, C, T0 + 2, f.p));
     /* the next batch writes b-1 and returns the lease */
     work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);

@@ -31,7 +31,7 @@ static void test_clock_drawn(void)
     /* the two holds run: nothing by time */
     wall = apr_time_now();
     CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + HI);
-    CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "clock-3", C, T0 + 1,
+    CU_ASSERT_TRUE_FATAL(bf_draw(&L, &r, f.auth, f.m->id, "chat", "clock-3", NULL, C, T0 + 1,
                                          f.p));
     wall = s->pending_oldest;
     CU_ASSERT_EQUAL(prov_lease_next_due(&L, wall, LO, HI), wall + apr_time_from_sec(1));

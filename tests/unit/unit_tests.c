@@ -187,6 +187,7 @@ int main(int argc, char **argv)
     prov_test_suite_alert();
     prov_test_suite_usage();
     prov_test_suite_rollup();
+    prov_test_suite_agent();
     prov_test_suite_chat();
     prov_test_suite_chat_fast();
     prov_test_suite_fields();

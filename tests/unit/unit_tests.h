@@ -53,6 +53,7 @@ void prov_test_suite_plans(void);
 void prov_test_suite_audit(void);
 void prov_test_suite_usage(void);
 void prov_test_suite_rollup(void);
+void prov_test_suite_agent(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_chat_fast(void);
 void prov_test_suite_fields(void);

@@ -20,15 +20,14 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '../../integration/lib/server.js';
-import { recordingProxy } from '../lib/proxy.js';
 import { seedMessagesCatalog, MESSAGES_UPSTREAMS, MESSAGES_CATALOG } from '../../integration/lib/messages.js';
 import { MESSAGES_FAULTS, seedFaults, ledgerRows } from '../lib/upstream.js';
+import { loopbackOnly, recordingProxy, runAgent } from '../lib/agents.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const CLAUDE = process.env.PROV_CLAUDE
@@ -37,26 +36,8 @@ const CLAUDE = process.env.PROV_CLAUDE
 // (thinking, cache_control); served by the catalog like any other.
 const MODEL = 'claude-sonnet-4-5';
 
-function loopbackOnly() {
-  const ifs = os.networkInterfaces();
-  return Object.entries(ifs).every(([name, addrs]) => name === 'lo'
-    || addrs.every((a) => a.internal));
-}
-
 function runClaude(args, env, cwd) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(CLAUDE, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 120000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runAgent(CLAUDE, args, { env, cwd });
 }
 
 describe('Claude Code against /v1/messages', { timeout: 300000 }, () => {

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startStack } from '../../integration/lib/server.js';
-import { recordingProxy } from '../lib/proxy.js';
+import { recordingProxy } from '../lib/agents.js';
 import { MESSAGES_UPSTREAMS } from '../../integration/lib/messages.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -6,7 +6,8 @@
 // balance and plan with both windows, a key made with the keyboard whose
 // secret is read from the dialog and used from node for a real
 // /v1/chat/completions against the mock gateway, its usage after a reload
-// (the key's card and chart, the usage report by day, model and key),
+// (the key's card and chart, the usage report by day, model, key and agent
+// session),
 // reissue (the old secret refused, the new one works), a budget (0 refuses
 // the next request; cleared again), a low-balance alert's threshold, a favorite star (seen in GET
 // /v1/models/favorites), a second provider linked and unlinked, the page
@@ -183,8 +184,8 @@ describe('the cabinet page in a browser', () => {
 
   const keyCard = (name) => page.locator('li.key', { has: page.locator('h3', { hasText: name }) });
 
-  async function chat(secret) {
-    return stack.chat(secret, { model: 'prov-main', messages: [{ role: 'user', content: 'Hello from the cabinet test' }], max_tokens: 16 });
+  async function chat(secret, headers = {}) {
+    return stack.chat(secret, { model: 'prov-main', messages: [{ role: 'user', content: 'Hello from the cabinet test' }], max_tokens: 16 }, { headers });
   }
 
   /** Reads the secret from the open dialog, checks the warning and the copy button, closes it (Done or Escape). */
@@ -252,7 +253,8 @@ describe('the cabinet page in a browser', () => {
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Create key');
     await page.keyboard.press('Enter');
     first = await takeSecret({ close: 'escape' });
-    const r = await chat(first);
+    // as Claude Code sends it: the request belongs to an agent session
+    const r = await chat(first, { 'x-claude-code-session-id': 'cab-sess-1', 'user-agent': 'claude-cli/2.1.0 (external, cli)' });
     assert.equal(r.status, 200, r.text);
     assert.ok(Number(r.headers.get('x-provider-credits')) > 0);
     await keyCard('laptop').waitFor();
@@ -297,6 +299,12 @@ describe('the cabinet page in a browser', () => {
     rows = await report();
     assert.deepEqual(rows.map((r) => [r[0], r[1]]), [['laptop', '1']]);
     assert.equal(rows[0][6], await today.locator('td').last().textContent(), 'the same credits as the key\'s card');
+    // by agent session: the session, its client, key, model, one request, the same credits
+    await page.selectOption('#usage-by', 'session');
+    await page.waitForSelector('#usage-body tbody tr.session-row');
+    rows = await report();
+    assert.deepEqual(rows.map((r) => [r[0], r[1], r[2], r[3], r[6]]), [['cab-sess-1', 'claude-code', 'laptop', 'prov-main', '1']]);
+    assert.equal(rows[0][8], await today.locator('td').last().textContent(), 'the session cost what the key spent');
     await screenshot('usage');
     await clean();
   });
