@@ -44,6 +44,7 @@ typedef enum {
     PROVIDER_EP_MCP_ACCOUNT,   /* /v1/mcp/account (mod_provider_oauth.c) */
     PROVIDER_EP_MCP_CLIENTS,   /* /v1/mcp/clients[/ID] (mod_provider_oauth.c) */
     PROVIDER_EP_OAUTH,         /* /oauth/... and /.well-known/oauth-... (mod_provider_oauth.c) */
+    PROVIDER_EP_REQUESTS,      /* /v1/requests (mod_provider_account.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 

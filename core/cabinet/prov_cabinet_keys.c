@@ -95,6 +95,10 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_
     json_object_object_add(o, "weekly_budget",
                            k->has_budget ? prov_json_credits(k->weekly_budget) : NULL);
     json_object_object_add(o, "week_used", prov_json_credits(week));
+    /* when the oldest of the week's spend leaves it (the cabinet shows an
+     * exhausted key's "accepted again" time from it), null if none */
+    json_object_object_add(o, "budget_returns_at", reset > 0
+                           ? json_object_new_string(prov_cabinet_time(now + reset, p)) : NULL);
     json_object_object_add(o, "today",
                            prov_usage_fields(json_object_new_object(), &ku.today));
     json_object_object_add(o, "last_7_days",

@@ -160,6 +160,18 @@ static const prov_stmt_def_t statements[] = {
       "SELECT COALESCE(m.public_id, CAST(l.model_id AS TEXT)), " USAGE_SUMS " FROM ledger l "
       "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
       "GROUP BY l.model_id, m.public_id ORDER BY 1" },
+    /* the cabinet's recent requests (prov_cabinet_requests.c); args: user,
+     * key (0 = any) twice, status ('' = any) twice, before (0 = newest)
+     * twice, how many rows */
+    { "cabinet_requests",
+      "SELECT l.id, l.request_id, l.created_at, l.key_id, k.name, "
+      "COALESCE(m.public_id, CAST(l.model_id AS TEXT)), l.transport, l.status, "
+      "l.input_tokens, l.output_tokens, l.cache_tokens, l.reasoning_tokens, l.credits, "
+      "l.plan_credits, l.source FROM ledger l LEFT JOIN models m ON m.id = l.model_id "
+      "LEFT JOIN api_keys k ON k.id = l.key_id WHERE l.user_id = %lld "
+      "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) "
+      "AND (CAST(%s AS TEXT) = '' OR l.status = %s) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR l.id < %lld) ORDER BY l.id DESC LIMIT %d" },
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN
