@@ -81,7 +81,7 @@ typedef struct {
 /* The account a run reserves for: a user with a balance, a plan and a key. */
 typedef struct {
     prov_user_t *u;
-    prov_apikey_t *k;
+    prov_key_t *k;
     prov_model_t *m;
     prov_auth_t *a;
 } account_t;
@@ -141,8 +141,8 @@ static void make_account(account_t *acc, prov_store_t *s, long rows, apr_int64_t
     if (prov_user_add(&acc->u, s, "bench@example.com", NULL, p)
         || prov_balance_add(NULL, s, acc->u->id,
                             APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, "bench", p)
-        || prov_apikey_create(&acc->k, &secret, s, acc->u->id, "bench", 1,
-                              APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, p)
+        || prov_key_create(&acc->k, &secret, s, acc->u->id, "bench", 1,
+                           APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, p)
         || prov_model_add(&acc->m, s, "bench-model", "bench-model", NULL, NULL, p)
         || prov_plan_add(&plan, s, "bench", APR_INT64_C(1000) * PROV_MICRO_PER_CREDIT,
                          APR_INT64_C(1000000000) * PROV_MICRO_PER_CREDIT, p)
@@ -170,7 +170,7 @@ static void time_engine(apr_time_t *t_res, apr_time_t *t_set, prov_store_source_
                                  apr_psprintf(it, "bench-%ld", i), 100, now, it) || !r)
             die("a reservation");
         t1 = apr_time_now();
-        if (prov_billing_settle(src, r, &t, 30, "ok", now, it))
+        if (prov_billing_settle(src, r, &t, 30, PROV_STATUS_OK, now, it))
             die("a settlement");
         *t_res += t1 - t0;
         *t_set += apr_time_now() - t1;
@@ -197,7 +197,7 @@ static apr_time_t time_check(prov_store_t *s, const account_t *acc, long iterati
                                   it)
             || prov_store_select_one(&row, s, "bill_key", PROV_ARGS(prov_i64(acc->k->id, it)),
                                      it)
-            || prov_billing_plan_windows(&pw, &w5, &w7, s, acc->u->id, now, it)
+            || prov_window_plan(&pw, &w5, &w7, s, acc->u->id, now, it)
             || prov_window_sum(&wk, s, "key:h", acc->k->id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
                                0, now, it))
             die("a check");

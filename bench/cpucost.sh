@@ -279,7 +279,7 @@ if [ "$PASS" != perf ]; then
              prov_chat_relay_read prov_json_scan_render prov_chat_read_answer \
              prov_json_answer_render provider_infer_answer provider_write_json \
              prov_journal_append json_put_cleanup \
-             - writer_main prov_billing_submit prov_store_bill_ledger_insert \
+             - writer_main prov_queue_submit prov_store_bill_ledger_insert \
              prov_store_bill_buckets_add prov_store_commit provider_db_open; do
         if [ "$f" = - ]; then echo "  timing-dependent:"; continue; fi
         awk -v f="$f" '$2 == f { printf "  %10d  %s\n", $1, f; found = 1; exit }

@@ -29,11 +29,11 @@ static double cpu_us(void)
 }
 
 /* calls calls (and a tenth as many before, unmeasured) through b. */
-static int measure(const prov_gw_backend_t *b, const char *url, const char *auth, long calls,
+static int measure(const prov_gateway_backend_t *b, const char *url, const char *auth, long calls,
                    apr_pool_t *root)
 {
     const void *where = NULL;
-    prov_gw_req_t req;
+    prov_gateway_req_t req;
     apr_pool_t *p;
     double c0 = 0;
     apr_time_t t0 = 0;
@@ -54,7 +54,7 @@ static int measure(const prov_gw_backend_t *b, const char *url, const char *auth
     req.body = body;
     req.len = sizeof(body) - 1;
     for (i = -calls / 10; i < calls; i++) {
-        prov_gw_response_t *r = NULL;
+        prov_gateway_response_t *r = NULL;
         const char *why = NULL;
         if (i == 0) {
             c0 = cpu_us();
@@ -85,11 +85,11 @@ int main(int argc, char **argv)
     apr_initialize();
     apr_pool_create(&root, NULL);
     auth = apr_pstrcat(root, "Authorization: Bearer ", argv[2], NULL);
-    if (prov_gw_curl_backend.init() != APR_SUCCESS)
+    if (prov_gateway_curl_backend.init() != APR_SUCCESS)
         return 1;
     for (k = 0; k < rounds; k++) {
-        rc |= measure(&prov_gw_http_backend, argv[1], auth, calls, root);
-        rc |= measure(&prov_gw_curl_backend, argv[1], auth, calls, root);
+        rc |= measure(&prov_gateway_http_backend, argv[1], auth, calls, root);
+        rc |= measure(&prov_gateway_curl_backend, argv[1], auth, calls, root);
     }
     apr_terminate();
     return rc;

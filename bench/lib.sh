@@ -247,7 +247,8 @@ wait_ok() {
 # PROXY_PORT), both with the MPM lines of the script's mpm_conf: mod_provider
 # with the database of make_database (BACKEND, DBDSET, DBDMAX, BENCH_DBDMAX)
 # and the gateway GW, mod_proxy relaying /v1/ to GW with the service token
-# added; PAIR_EXTRA (lines) goes into both configs. Returns once each has
+# added; PAIR_EXTRA (lines) goes into both configs, PROVIDER_EXTRA into
+# mod_provider's only. Returns once each has
 # answered a chat completion 200.
 start_pair() {
     TOKEN=$(cat "$W/gateway.token")
@@ -266,6 +267,7 @@ ProviderGatewayURL http://$GW
 LogLevel warn provider:info
 ProviderGatewayTokenFile "$W/gateway.token"
 ${PAIR_EXTRA:-}
+${PROVIDER_EXTRA:-}
 EOF
         if [ "$DBDSET" = defaults ]; then
             if [ "$BACKEND" = pgsql ]; then

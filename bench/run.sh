@@ -57,6 +57,10 @@
 # BENCH_DBDMAX (mod_provider's DBDMax: mod_dbd's 10 on SQLite, 16 on PostgreSQL),
 # BENCH_DB (sqlite3, or pgsql: a throwaway PostgreSQL cluster in the temp
 # dir; BENCH_PG_OPTS: more of its server options, "-c name=value ..."),
+# BENCH_METRICS=1 (mod_provider maps the provider-metrics handler, protected
+# by Require ip as the README shows, and a scraper fetches it every second
+# through the whole run, as Prometheus would; the output says how many
+# scrapes there were: issue 33's "metrics cost nothing visible"),
 # BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
 # above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
 # kernel's setting alone), BENCH_CPUS and BENCH_PG_CPUS (bench/lib.sh: the
@@ -100,6 +104,11 @@ case $MODE in
     streams10k) exec sh "$SRC/bench/streams10k.sh" ;;
     *) echo "bench: BENCH_MODE must be chat, messages, responses or streams10k" >&2; exit 2 ;;
 esac
+METRICS=${BENCH_METRICS:-0}
+case $METRICS in
+    0|1) ;;
+    *) echo "bench: BENCH_METRICS must be 0 or 1" >&2; exit 2 ;;
+esac
 MPM=${BENCH_MPM:-one}
 case $MPM in
     one|stock) ;;
@@ -123,7 +132,12 @@ preflight "$MODDIR/mod_proxy.so" "$MODDIR/mod_proxy_http.so" "$MODDIR/mod_header
 W=$(mktemp -d /tmp/mod_provider-bench.XXXXXX)
 chmod 755 "$W"
 mkdir -p "$W/db" "$W/run" "$W/logs" "$W/htdocs"
+SCRAPER=""
 cleanup() {
+    if [ -n "$SCRAPER" ]; then
+        kill "$SCRAPER" 2>/dev/null || true
+        wait "$SCRAPER" 2>/dev/null || true
+    fi
     if [ -n "$AUTOGROUP_WAS" ]; then
         echo "$AUTOGROUP_WAS" >"$AUTOGROUP_FILE" 2>/dev/null ||
             echo "bench: could not restore $AUTOGROUP_FILE to $AUTOGROUP_WAS" >&2
@@ -178,7 +192,31 @@ EOF
     fi
 }
 
+if [ "$METRICS" = 1 ]; then
+    PROVIDER_EXTRA="LoadModule authz_host_module $MODDIR/mod_authz_host.so
+<Location /provider-metrics>
+    SetHandler provider-metrics
+    Require ip 127.0.0.1
+</Location>"
+fi
 start_pair
+
+# scrape_loop: the provider-metrics page every second, as Prometheus's
+# scrape_interval 1s; each status on a line of $W/scrapes, the last page
+# in $W/metrics.last.
+scrape_loop() {
+    while :; do
+        curl -s -o "$W/metrics.next" -w '%{http_code}\n' \
+            "http://127.0.0.1:$PROVIDER_PORT/provider-metrics" >>"$W/scrapes" 2>/dev/null || echo 000 >>"$W/scrapes"
+        mv -f "$W/metrics.next" "$W/metrics.last" 2>/dev/null || true
+        sleep 1
+    done
+}
+if [ "$METRICS" = 1 ]; then
+    : >"$W/scrapes"
+    scrape_loop &
+    SCRAPER=$!
+fi
 
 export BENCH_KEY="$KEY" BENCH_MODEL="$MODEL" BENCH_KIND=chat
 
@@ -343,6 +381,16 @@ fi
 OK2XX=$(total provider ok2xx)
 ROWS=$((ROWS_AFTER - ROWS_BEFORE))
 echo
+if [ "$METRICS" = 1 ]; then
+    kill "$SCRAPER" 2>/dev/null || true
+    wait "$SCRAPER" 2>/dev/null || true
+    SCRAPER=""
+    n=$(grep -c . "$W/scrapes" || true)
+    bad=$(grep -vc '^200$' "$W/scrapes" || true)
+    started=$(sed -n 's/^provider_inference_requests_started_total //p' "$W/metrics.last" 2>/dev/null)
+    echo "metrics: provider-metrics scraped every second: $n scrapes, $bad not 200; the last one counted ${started:-?} inference requests"
+    [ "$n" -gt 0 ] && [ "$bad" = 0 ] && [ -n "$started" ] || { echo "metrics check: FAILED"; exit 1; }
+fi
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
 echo "ledger rows by status (whole run, including warm-up):"
 q "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"

@@ -26,6 +26,7 @@ static const ctl_group_t groups[] = {
     { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
     { "hold",    "Holds in flight (requests' reservations, processes' leases)", ctl_hold_cmds },
     { "oauth",   "OAuth clients of the MCP account endpoint, and the purge", ctl_oauth_cmds },
+    { "audit",   "The audit trail: who changed what, sign-ins", ctl_audit_cmds },
     { NULL, NULL, NULL }
 };
 
@@ -315,7 +316,8 @@ static int run_command(ctl_t *ctl, line_t *l)
     prov_log_set(log_stderr, NULL, ctl->verbose ? PROV_LOG_DEBUG : PROV_LOG_WARN);
     if (ctl->cmd->db != CTL_DB_NONE && (rc = ctl_db_open(ctl)) != CTL_OK)
         return rc;
-    rc = ctl->cmd->run(ctl);
+    ctl_audit_arm(ctl);
+    rc = ctl_audit_settle(ctl, ctl->cmd->run(ctl));
     fflush(stdout);
     return rc;
 }

@@ -90,6 +90,14 @@ extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
+extern const ctl_cmd_t ctl_audit_cmds[];
+
+/* ---- the audit rows of changes (providerctl_audit_log.c) ---- */
+/* Before a command runs: arms its audit row when it is a change. */
+void ctl_audit_arm(ctl_t *ctl);
+/* After it ran with rc: writes the row if no commit did (rc CTL_OK) or
+ * drops it; rc, or CTL_FAIL when the row could not be written. */
+int ctl_audit_settle(ctl_t *ctl, int rc);
 
 /* ---- arguments (providerctl_common.c) ---- */
 /* "GROUP VERB ARGS [--opt VALUE]...": the command's synopsis for the help. */

@@ -38,7 +38,7 @@ static int hold_list(ctl_t *ctl)
 
     if (ctl_opt(ctl, "user") && (rc = ctl_find_user(ctl, &u, ctl_opt(ctl, "user"))) != CTL_OK)
         return rc;
-    if ((rv = prov_billing_holds(&holds, ctl->store, u ? u->id : 0, ctl->pool)) != APR_SUCCESS)
+    if ((rv = prov_hold_list(&holds, ctl->store, u ? u->id : 0, ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the holds");
     if (ctl->json) {
         json_object *a = json_object_new_array();
@@ -75,17 +75,17 @@ static int release_stale(ctl_t *ctl, const prov_store_source_t *src)
 
     if (o && (prov_parse_i64(&secs, o) != APR_SUCCESS || secs <= 0))
         return ctl_usage(ctl, "'%s' is not a number of seconds (--older-than)", o);
-    if ((rv = prov_billing_holds(&before, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
+    if ((rv = prov_hold_list(&before, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the holds");
-    prov_billing_configure(secs);
+    prov_queue_configure(secs);
     for (rounds = 0; rounds < 10000; rounds++) {
-        if ((rv = prov_billing_expire(&n, src, prov_now(), ctl->pool)) != APR_SUCCESS)
+        if ((rv = prov_queue_expire(&n, src, prov_now(), ctl->pool)) != APR_SUCCESS)
             return ctl_db_fail(ctl, rv, "release the stale holds");
         holds += n;
         if (n < 100)
             break;
     }
-    if ((rv = prov_billing_holds(&after, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
+    if ((rv = prov_hold_list(&after, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the holds");
     for (i = 0; i < before->nelts; i++)
         leases += APR_ARRAY_IDX(before, i, prov_hold_t).lease;
@@ -120,14 +120,14 @@ static int hold_release(ctl_t *ctl)
         return release_stale(ctl, src);
     if (ctl_opt(ctl, "older-than"))
         return ctl_usage(ctl, "--older-than goes with --stale");
-    if ((rv = prov_billing_holds(&holds, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
+    if ((rv = prov_hold_list(&holds, ctl->store, 0, ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "list the holds");
     for (i = 0; i < holds->nelts && !h; i++) {
         if (!strcmp(APR_ARRAY_IDX(holds, i, prov_hold_t).id, id))
             h = &APR_ARRAY_IDX(holds, i, prov_hold_t);
     }
-    if (h && (rv = prov_billing_hold_release(&found, src, id, PROV_STATUS_RELEASED, prov_now(),
-                                             ctl->pool)) != APR_SUCCESS)
+    if (h && (rv = prov_hold_release(&found, src, id, PROV_STATUS_RELEASED, prov_now(),
+                                     ctl->pool)) != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "release the hold");
     if (!found)
         return ctl_fail(ctl, "no hold or lease '%s' in flight (settled, expired or unknown; "

@@ -28,7 +28,7 @@ static json_object *user_json(const void *rec)
     return o;
 }
 
-/* The name rules of prov_account.c, checked here so that an invalid email can
+/* The name rules of prov_user.c, checked here so that an invalid email can
  * be told apart from an invalid name. */
 static int name_ok(const char *n)
 {

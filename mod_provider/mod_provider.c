@@ -12,6 +12,7 @@
 #include "unixd.h"
 #include "mod_provider.h"
 #include "mod_provider_account.h"
+#include "mod_provider_audit.h"
 #include "mod_provider_auth.h"
 #include "mod_provider_cabinet.h"
 #include "mod_provider_chat.h"
@@ -23,6 +24,7 @@
 #include "mod_provider_keys.h"
 #include "mod_provider_limit.h"
 #include "mod_provider_mcp.h"
+#include "mod_provider_metrics.h"
 #include "mod_provider_messages.h"
 #include "mod_provider_models.h"
 #include "mod_provider_oauth.h"
@@ -128,7 +130,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
          * settings apply (documented in provider.conf). */
         if (!configured++) {
             engine_hold = c->hold_timeout;
-            prov_billing_configure(c->hold_timeout);
+            prov_queue_configure(c->hold_timeout);
             prov_clock_set_file(c->clock_file);
             if (c->clock_file)
                 ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00007: "
@@ -172,7 +174,7 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
  * connections among them): it writes what is left and returns leases. */
 static apr_status_t writer_cleanup(void *data)
 {
-    prov_billing_writer_stop(data);
+    prov_writer_stop(data);
     return APR_SUCCESS;
 }
 
@@ -196,8 +198,8 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         if (!c->docs_cache && prov_docs_cache_create(&c->docs_cache, pchild) != APR_SUCCESS)
             c->docs_cache = NULL;
         if (provider_db_available()) {
-            prov_billing_writer_t *w = NULL;
-            apr_status_t rv = prov_billing_writer_start(&w, provider_server_source(vs, pchild), 0);
+            prov_writer_t *w = NULL;
+            apr_status_t rv = prov_writer_start(&w, provider_server_source(vs, pchild), 0);
             if (rv != APR_SUCCESS) {
                 ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00008: no billing writer "
                              "thread; this child takes no lease: every request is reserved "
@@ -205,10 +207,10 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
                 continue;
             }
             apr_pool_pre_cleanup_register(pchild, w, writer_cleanup);
-            provider_status_writer();
+            provider_status_writer(pchild);
             /* Expired holds released on time, a journal of what is answered
              * before it is written, dead children's journals replayed. */
-            prov_billing_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
+            prov_writer_upkeep(w, c->journal_dir && strcmp(c->journal_dir, "none")
                                           ? c->journal_dir : NULL);
         }
     }
@@ -235,6 +237,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_CABINET;
     if (!strcmp(uri, "/v1/account"))
         return PROVIDER_EP_ACCOUNT;
+    if (!strcmp(uri, "/v1/account/activity"))
+        return PROVIDER_EP_ACTIVITY;
     if (!strcmp(uri, "/v1/usage"))
         return PROVIDER_EP_USAGE;
     if (!strcmp(uri, "/v1/requests"))
@@ -314,6 +318,8 @@ static int handler(request_rec *r)
         return provider_account_handler(r);
     case PROVIDER_EP_USAGE:
         return provider_usage_handler(r);
+    case PROVIDER_EP_ACTIVITY:
+        return provider_activity_handler(r);
     case PROVIDER_EP_REQUESTS:
         return provider_requests_handler(r);
     case PROVIDER_EP_KEYS:
@@ -356,6 +362,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
     provider_limit_hooks(p);
     provider_status_hooks(p);
+    provider_metrics_hooks(p);
 }
 
 AP_DECLARE_MODULE(provider) = {

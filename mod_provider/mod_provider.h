@@ -17,6 +17,7 @@
 #include "prov_common.h"
 #include "prov_gateway.h"
 #include "prov_catalog.h"
+#include "prov_credit.h"
 #include "prov_redact.h"
 #include "prov_ratelimit.h"
 
@@ -44,6 +45,7 @@ typedef enum {
     PROVIDER_EP_MCP_ACCOUNT,   /* /v1/mcp/account (mod_provider_oauth.c) */
     PROVIDER_EP_MCP_CLIENTS,   /* /v1/mcp/clients[/ID] (mod_provider_oauth.c) */
     PROVIDER_EP_OAUTH,         /* /oauth/... and /.well-known/oauth-... (mod_provider_oauth.c) */
+    PROVIDER_EP_ACTIVITY,      /* /v1/account/activity (mod_provider_audit.c) */
     PROVIDER_EP_REQUESTS,      /* /v1/requests (mod_provider_account.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
@@ -87,6 +89,7 @@ typedef struct provider_srv_conf {
     int cookie_secure;              /* ProviderCookieSecure: PROVIDER_UNSET, 0, 1 */
     const char *docs_root;          /* ProviderDocsRoot: the installed docs/site/ */
     const char *web_root;           /* ProviderWebRoot: the cabinet's files */
+    prov_credit_offer_t credit;     /* ProviderCreditValue, ProviderTopUpURL */
     /* The anonymous endpoints' limits (mod_provider_limit.c) and the purge
      * (mod_provider_purge.c). per_minute PROVIDER_UNSET: the class's default. */
     prov_rl_limit_t anon_limit[PROV_RL_CLASSES];  /* ProviderAnonRateLimit CLASS N [BURST] */

@@ -1,8 +1,10 @@
 /* mod_provider_account.c: two of the cabinet API's reads: GET /v1/account
- * (balance, held, the plan's windows), GET /v1/usage?days=N&by=day|key|model
- * and GET /v1/requests (the recent requests one by one). */
+ * (balance, held, the plan's windows, what a credit is worth and where to
+ * get more), GET /v1/usage?days=N&by=day|key|model and GET /v1/requests
+ * (the recent requests one by one). */
 #include "mod_provider_account.h"
 #include "mod_provider_api.h"
+#include "mod_provider_config.h"
 #include "util_script.h"
 
 APLOG_USE_MODULE(provider);
@@ -19,6 +21,12 @@ int provider_account_handler(request_rec *r)
     rv = prov_cabinet_account(&o, api.store, api.sess->user_id, prov_now(), r->pool);
     if (rv != APR_SUCCESS)
         return provider_api_failed(&api, rv, "reading the account");
+    {
+        const prov_credit_offer_t *credit = &provider_conf(r)->credit;
+        json_object_object_add(o, "credit", prov_credit_json(credit));
+        json_object_object_add(o, "top_up_url", credit->top_up_url
+                               ? json_object_new_string(credit->top_up_url) : NULL);
+    }
     return provider_api_send(&api, HTTP_OK, o);
 }
 

@@ -8,6 +8,7 @@
  * reasons (PROV_SIGNIN_R_*), never a provider's text; an API caller's get
  * the JSON error shape. The flow is docs/internals/identity.md's. */
 #include <string.h>
+#include "mod_provider_audit.h"
 #include "mod_provider_auth.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
@@ -17,6 +18,7 @@
 #include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_user_access.h"
+#include "prov_metrics.h"
 #include "prov_json.h"
 #include "prov_signin.h"
 #include "prov_identity.h"
@@ -97,6 +99,8 @@ static int signin_failed(request_rec *r, const prov_idp_t *idp, const char *step
                   "out of reach" : "");
     if (unreachable(rv, reason))
         reason = PROV_SIGNIN_R_UNREACHABLE;
+    else if (status == HTTP_BAD_REQUEST)
+        provider_audit_signin_refused(r, idp->name, step);
     return page(r, status, "Sign-in failed", reason ? reason : PROV_SIGNIN_R_INTERNAL);
 }
 
@@ -180,6 +184,25 @@ static void replaced_session_end(request_rec *r, prov_store_t *store, apr_int64_
 }
 
 /* The sign-in's end: the user of the identity, a new session, 302 back. */
+/* A sign-in's audit row (never the provider's subject). */
+static void audit_signin(request_rec *r, prov_store_t *store, const prov_idp_t *idp,
+                         apr_int64_t user_id, int created)
+{
+    prov_audit_t a;
+    provider_audit_user(&a, r, user_id, "signin", "identity_provider", idp->name);
+    a.detail = prov_audit_detail(r->pool, "new_user", created ? "true" : NULL, NULL);
+    prov_audit_write(store, &a, r->pool);
+}
+
+/* Arms the audit row of a link or an unlink at provider. */
+static void audit_identity(request_rec *r, prov_store_t *store, apr_int64_t user_id,
+                           const char *action, const char *provider)
+{
+    prov_audit_t a;
+    provider_audit_user(&a, r, user_id, action, "identity_provider", provider);
+    prov_audit_arm(store, &a, r->pool);
+}
+
 static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
                        const prov_prelogin_t *pl, const prov_claims_t *claims)
 {
@@ -195,12 +218,15 @@ static int auth_signin(request_rec *r, prov_store_t *store, prov_idp_t *idp,
     if (APR_STATUS_IS_EACCES(rv)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00571: sign-in through %s refused: "
                       "the user is blocked", idp->name);
+        provider_audit_signin_refused(r, idp->name, "blocked");
         return page(r, HTTP_FORBIDDEN, "Sign-in refused", PAGE_BLOCKED);
     }
     if (rv != APR_SUCCESS)
         return signin_failed(r, idp, "the session", rv, PROV_SIGNIN_R_INTERNAL);
+    prov_metrics_add(prov_metrics_current(), PROV_MX_SIGNINS, 1);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00572: user %" APR_INT64_T_FMT
                   " signed in through %s%s", user->id, idp->name, created ? " (new user)" : "");
+    audit_signin(r, store, idp, user->id, created);
     replaced_session_end(r, store, now);
     provider_session_cookies(r, sess, active, refresh, now);
     return redirect(r, pl->return_path);
@@ -230,8 +256,10 @@ static int auth_link(request_rec *r, prov_store_t *store, prov_idp_t *idp,
         return signin_failed(r, idp, "the link's session", rv, APR_STATUS_IS_NOTFOUND(rv)
                              || APR_STATUS_IS_EACCES(rv) ? PAGE_LINK_SESSION
                              : PROV_SIGNIN_R_INTERNAL);
+    audit_identity(r, store, sess->user_id, "identity.link", idp->name);
     rv = prov_identity_link(&added, store, sess->user_id, idp->name, claims->subject,
                             prov_now(), r->pool);
+    prov_audit_settle(store, added ? rv : APR_EEXIST, r->pool);
     if (APR_STATUS_IS_EEXIST(rv)) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00573: user %" APR_INT64_T_FMT
                       ": the identity at %s belongs to another user", sess->user_id, idp->name);
@@ -333,7 +361,9 @@ static int auth_unlink(request_rec *r, const char *provider)
         return provider_send_error(r, PROVIDER_FAMILY_OPENAI, err);
     rv = provider_session_check(&sess, r, store);
     if (rv == APR_SUCCESS) {
+        audit_identity(r, store, sess->user_id, "identity.unlink", provider);
         rv = prov_identity_unlink(store, sess->user_id, provider, r->pool);
+        prov_audit_settle(store, rv, r->pool);
         if (APR_STATUS_IS_NOTFOUND(rv)) {
             provider_db_close(r, store);
             return json_fail(r, PROV_E_NOT_FOUND, "You have no sign-in method of that name.");

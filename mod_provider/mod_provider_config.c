@@ -98,6 +98,9 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
     MERGE_NUM(cookie_secure);
     MERGE_PTR(docs_root);
     MERGE_PTR(web_root);
+    MERGE_PTR(credit.value);
+    MERGE_PTR(credit.currency);
+    MERGE_PTR(credit.top_up_url);
     for (i = 0; i < PROV_RL_CLASSES; i++)
         c->anon_limit[i] = add->anon_limit[i].per_minute != PROVIDER_UNSET ? add->anon_limit[i]
                                                                              : base->anon_limit[i];
@@ -278,6 +281,30 @@ static const char *set_public_url(cmd_parms *cmd, void *dc, const char *v)
     return NULL;
 }
 
+/* ProviderCreditValue AMOUNT CURRENCY: what one credit is worth. */
+static const char *set_credit_value(cmd_parms *cmd, void *dc, const char *amount,
+                                    const char *currency)
+{
+    const char *err = prov_credit_value_check(amount, currency, cmd->pool);
+    (void)dc;
+    if (err)
+        return apr_pstrcat(cmd->pool, "ProviderCreditValue: ", err, NULL);
+    cmd_conf(cmd)->credit.value = amount;
+    cmd_conf(cmd)->credit.currency = currency;
+    return NULL;
+}
+
+/* ProviderTopUpURL URL: where a user gets more credits. */
+static const char *set_top_up_url(cmd_parms *cmd, void *dc, const char *url)
+{
+    const char *err = prov_credit_url_check(url, cmd->pool);
+    (void)dc;
+    if (err)
+        return apr_pstrcat(cmd->pool, "ProviderTopUpURL: ", err, NULL);
+    cmd_conf(cmd)->credit.top_up_url = url;
+    return NULL;
+}
+
 /* ProviderIdentityProvider NAME key=value...: parsed (its secret file read,
  * as root) by core/identity; a fifth provider or a name twice is refused. */
 static const char *set_identity_provider(cmd_parms *cmd, void *dc, const char *args)
@@ -392,6 +419,12 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderWebRoot", set_web_root, NULL, RSRC_CONF,
                   "Directory of the cabinet's files (index.html, app.js, app.css) served "
                   "at /cabinet/ (default " PROVIDER_WEB_ROOT_DEFAULT ")"),
+    AP_INIT_TAKE2("ProviderCreditValue", set_credit_value, NULL, RSRC_CONF,
+                  "AMOUNT CURRENCY: what one credit is worth (e.g. 0.01 USD), shown in the "
+                  "cabinet, the documentation and GET /v1/account"),
+    AP_INIT_TAKE1("ProviderTopUpURL", set_top_up_url, NULL, RSRC_CONF,
+                  "https:// URL or mailto: address where users get more credits, shown with "
+                  "every refusal for want of credits"),
     AP_INIT_TAKE23("ProviderAnonRateLimit", set_anon_limit, NULL, RSRC_CONF,
                    "CLASS PER_MINUTE [BURST]: the requests a client address may send to "
                    "register, token, authorize, signin or mcp (defaults 10/20, 60/60, "

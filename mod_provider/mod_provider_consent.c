@@ -15,6 +15,7 @@
  * is same-origin (no-referrer would make a browser send "Origin: null"
  * with the form, which the same-site check refuses). */
 #include <string.h>
+#include "mod_provider_audit.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
@@ -195,6 +196,7 @@ static int decide(request_rec *r, prov_store_t *store, const prov_oauth_authz_t 
                   const prov_session_t *sess, const char *decision)
 {
     const char *code = NULL;
+    prov_audit_t row;
     apr_status_t rv;
     if (decision && !strcmp(decision, "deny")) {
         prov_oauth_err_t denied = { "access_denied", "The user denied the request." };
@@ -202,7 +204,11 @@ static int decide(request_rec *r, prov_store_t *store, const prov_oauth_authz_t 
     }
     if (!decision || strcmp(decision, "allow"))
         return fail_page(r, HTTP_BAD_REQUEST, "Authorization failed", "Choose Allow or Deny.");
+    provider_audit_user(&row, r, sess->user_id, "oauth.authorize", "oauth_client",
+                        a->client_id);
+    prov_audit_arm(store, &row, r->pool);
     rv = prov_oauth_code_issue(&code, store, a, sess->user_id, prov_now(), r->pool);
+    prov_audit_settle(store, rv, r->pool);
     if (rv != APR_SUCCESS)
         return fail_page(r, HTTP_SERVICE_UNAVAILABLE, "Authorization failed",
                          "The service could not answer right now; try again later.");

@@ -18,6 +18,7 @@
 #include "mod_dbd.h"
 #include "mod_provider.h"
 #include "mod_provider_db.h"
+#include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -117,10 +118,12 @@ static prov_store_t *db_open(request_rec *r, server_rec *srv, apr_pool_t *p, pro
 {
     db_lease_t *l;
     prov_store_t *store;
+    apr_time_t asked = apr_time_now();
     resolve_dbd();
     l = apr_pcalloc(p, sizeof(*l));
     l->s = srv;
     l->dbd = dbd_open_fn ? dbd_open_fn(p, srv) : NULL;
+    prov_metrics_observe(prov_metrics_current(), PROV_MX_H_DB_WAIT, apr_time_now() - asked);
     if (!l->dbd) {
         if (r)                      /* the writer's batches say it as PROV00050 */
             DB_LOG(r, srv, "PROV00100: no database connection from mod_dbd (check DBDriver / "

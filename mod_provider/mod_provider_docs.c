@@ -114,7 +114,7 @@ static int not_found(request_rec *r)
 /* Reads file, puts in the request's values, sends it as type. */
 static int serve_file(request_rec *r, const char *file, const char *type, int json)
 {
-    prov_docs_vars_t v = { NULL, NULL, NULL };
+    prov_docs_vars_t v = { NULL, NULL, NULL, NULL };
     const char *text = NULL;
     apr_size_t len = 0;
     apr_status_t rv = prov_docs_read(&text, &len, provider_docs_root(r), file, r->pool);
@@ -132,6 +132,7 @@ static int serve_file(request_rec *r, const char *file, const char *type, int js
         return send_page(r, HTTP_OK, type, text, "max-age=3600");
     live = prov_docs_needs_models(text);
     v.base_url = base_url(r);
+    v.credit = &provider_conf(r)->credit;
     /* Without ProviderPublicURL the page shows the request's own origin: a
      * shared cache must not keep one client's Host for another. */
     if (!provider_conf(r)->public_url)

@@ -15,12 +15,12 @@
 
 APLOG_USE_MODULE(provider);
 
-int provider_drive_prepare(provider_infer_t **pin, request_rec *r,
-                           const provider_transport_t *t)
+provider_step_t provider_drive_prepare(provider_infer_t **pin, request_rec *r,
+                                       const provider_transport_t *t)
 {
     provider_infer_t *in;
     prov_error_t *err = NULL;
-    int st;
+    provider_step_t st;
 
     if ((st = provider_infer_begin(pin, r, t->family, t->name, t->x_api_key)) != PROVIDER_GO)
         return st;
@@ -56,7 +56,7 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
                   const apr_table_t *headers)
 {
     request_rec *r = in->r;
-    prov_gw_response_t *resp = NULL;
+    prov_gateway_response_t *resp = NULL;
     json_object *answer = NULL;
     prov_delivery_t d;
     prov_tokens_t tokens;
@@ -98,7 +98,7 @@ int provider_drive(request_rec *r, const provider_transport_t *t)
     provider_infer_t *in = NULL;
     apr_table_t *headers = NULL;
     const char *body;
-    int st;
+    provider_step_t st;
 
     if ((st = provider_drive_prepare(&in, r, t)) != PROVIDER_GO)
         return st;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "mod_provider.h"
 #include "mod_provider_http.h"
+#include "mod_provider_config.h"
 
 APLOG_USE_MODULE(provider);
 #include "prov_header.h"
@@ -112,12 +113,26 @@ int provider_send_json(request_rec *r, int status, const char *json)
     return w == PROVIDER_WRITE_FAILED ? AP_FILTER_ERROR : OK;
 }
 
+/* Out of credits: the message says where to get more, as the operator says
+ * it (ProviderTopUpURL). */
+static const prov_error_t *with_remedy(request_rec *r, const prov_error_t *e)
+{
+    prov_error_t *more;
+    if (e->code != PROV_E_QUOTA_EXCEEDED && e->code != PROV_E_INSUFFICIENT_CREDITS)
+        return e;
+    more = apr_pmemdup(r->pool, e, sizeof(*e));
+    more->message = apr_pstrcat(r->pool, e->message ? e->message : "",
+                                prov_credit_remedy(&provider_conf(r)->credit, r->pool), NULL);
+    return more;
+}
+
 int provider_send_error(request_rec *r, provider_family_e family, const prov_error_t *e)
 {
     const prov_errinfo_t *info = prov_error_info(e->code);
-    const char *body = family == PROVIDER_FAMILY_ANTHROPIC
-                     ? prov_error_anthropic_json(e, r->pool)
-                     : prov_error_openai_json(e, r->pool);
+    const char *body;
+    e = with_remedy(r, e);
+    body = family == PROVIDER_FAMILY_ANTHROPIC ? prov_error_anthropic_json(e, r->pool)
+                                               : prov_error_openai_json(e, r->pool);
     if (e->retry_after > 0)
         apr_table_setn(r->err_headers_out, "Retry-After", prov_i64(e->retry_after, r->pool));
     /* The SDKs retry every 429 unless told not to: a spent budget or plan

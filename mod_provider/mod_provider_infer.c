@@ -23,6 +23,7 @@ APLOG_USE_MODULE(provider);
 #include "prov_estimate.h"
 #include "prov_secret.h"
 #include "prov_money.h"
+#include "prov_metrics.h"
 
 static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
                 const char *msg)
@@ -31,7 +32,7 @@ static int fail(provider_infer_t *in, prov_errcode_e code, const char *param,
 }
 
 /* The key read from the database (and its user): PROVIDER_GO, or answered. */
-static int key_from_db(provider_infer_t *in)
+static provider_step_t key_from_db(provider_infer_t *in)
 {
     prov_error_t *err = NULL;
     apr_status_t rv;
@@ -57,13 +58,14 @@ static int key_blocked(provider_infer_t *in)
                 "This account is blocked. Contact the service's administrator.");
 }
 
-int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family_e family,
-                         const char *transport, int allow_x_api_key)
+provider_step_t provider_infer_begin(provider_infer_t **pin, request_rec *r,
+                                     provider_family_e family, const char *transport,
+                                     int allow_x_api_key)
 {
     provider_infer_t *in = apr_pcalloc(r->pool, sizeof(*in));
     const char *secret;
     apr_status_t rv;
-    int st;
+    provider_step_t st;
 
     in->r = r;
     in->conf = provider_conf(r);
@@ -72,7 +74,7 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
     in->transport = transport;
     in->request_id = provider_request_id(r);
     *pin = in;
-    provider_status_request(r);
+    provider_status_request(r, transport);
 
     secret = provider_api_key(r, allow_x_api_key);
     if (!secret)
@@ -119,9 +121,9 @@ int provider_infer_begin(provider_infer_t **pin, request_rec *r, provider_family
 
 /* The cache is left as it is: a blocked answer put there would outlive an
  * unblock. */
-int provider_infer_recheck_key(provider_infer_t *in)
+provider_step_t provider_infer_recheck_key(provider_infer_t *in)
 {
-    int st;
+    provider_step_t st;
     if (in->auth_fresh)
         return PROVIDER_GO;
     if ((st = key_from_db(in)) != PROVIDER_GO)
@@ -129,7 +131,8 @@ int provider_infer_recheck_key(provider_infer_t *in)
     return in->auth->user_blocked ? key_blocked(in) : PROVIDER_GO;
 }
 
-int provider_infer_model(provider_infer_t *in, const char *public_id, int messages_only)
+provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id,
+                                     int messages_only)
 {
     request_rec *r = in->r;
     prov_error_t *err = NULL;
@@ -190,7 +193,7 @@ static void set_cap(provider_infer_t *in)
                        prov_i64(in->cap, r->pool));
 }
 
-int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
+provider_step_t provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
 {
     prov_error_t *err = NULL;
     prov_hold_ask_t ask;
@@ -220,7 +223,7 @@ int provider_infer_reserve(provider_infer_t *in, apr_int64_t input_estimate)
     set_cap(in);
     /* For the access log: how the hold was taken (README, "Logs"). */
     apr_table_setn(in->r->notes, "provider-hold", in->res->leased ? "lease" : "database");
-    provider_status_hold(in->res->leased);
+    provider_status_hold(in->r, in->res->leased, in->res->row.hold);
     return PROVIDER_GO;
 }
 
@@ -251,9 +254,10 @@ static void note_settlement(request_rec *r, const prov_tokens_t *t, prov_micro_t
     apr_table_setn(n, "provider-status", prov_ledger_status_name(status));
 }
 
-/* The second database phase: short, after the gateway has answered. */
-static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
-                   prov_status_e status)
+/* Commits a settlement to core (t NULL: a release), the second database
+ * phase: short, after the gateway has answered and the answer was written. */
+static void commit_settlement(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t charge,
+                              prov_status_e status)
 {
     request_rec *r = in->r;
     apr_status_t rv;
@@ -265,6 +269,8 @@ static void finish(provider_infer_t *in, const prov_tokens_t *t, prov_micro_t ch
            : prov_billing_release(provider_request_source(r), in->res, status, prov_now(),
                                   r->pool);
     /* APR_EINCOMPLETE: released already (by hand, or expired): nothing moved */
+    if (rv == APR_SUCCESS && t)
+        provider_status_charge(in->res->row.from_plan, charge, t);
     if (rv == APR_SUCCESS)
         note_settlement(r, t, t ? charge : 0, status);
     else
@@ -367,7 +373,8 @@ void provider_infer_commit(provider_infer_t *in)
 {
     if (!in->staged)
         return;
-    finish(in, in->staged_release ? NULL : &in->staged_tokens, in->charge, in->staged_status);
+    commit_settlement(in, in->staged_release ? NULL : &in->staged_tokens, in->charge,
+                      in->staged_status);
     in->staged = 0;
 }
 
@@ -398,7 +405,9 @@ int provider_infer_undelivered(provider_infer_t *in, int write)
 
 void provider_infer_release(provider_infer_t *in, prov_ending_e end)
 {
-    finish(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
+    if (end == PROV_END_MALFORMED)
+        prov_metrics_gateway_error(prov_metrics_current(), PROV_MX_GW_MALFORMED);
+    commit_settlement(in, NULL, 0, prov_ending_status(end, PROV_BILL_RELEASE));
 }
 
 int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
@@ -406,12 +415,29 @@ int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv)
     prov_ending_facts_t f;
     memset(&f, 0, sizeof(f));
     f.rv = rv;
+    if (rv != APR_ECONNABORTED)
+        prov_metrics_gateway_error(prov_metrics_current(), rv == APR_TIMEUP
+                                   ? PROV_MX_GW_TIMEOUT : PROV_MX_GW_UNREACHABLE);
     provider_infer_release(in, prov_ending_classify(&f));
     if (rv == APR_TIMEUP)
         return fail(in, PROV_E_GATEWAY_TIMEOUT, NULL,
                     "The model did not answer in time. Nothing was charged.");
     return fail(in, PROV_E_GATEWAY_ERROR, NULL,
                 "The model gateway is unreachable. Nothing was charged.");
+}
+
+/* The class of a gateway's error for the metrics. */
+static prov_mx_gwerror_e gwerror_class(const prov_gwerror_t *g)
+{
+    if (g->kind == PROV_GWERR_AUTH)
+        return PROV_MX_GW_AUTH;
+    if (g->kind == PROV_GWERR_RATE_LIMIT)
+        return PROV_MX_GW_RATE_LIMIT;
+    if (g->kind == PROV_GWERR_OVERLOADED)
+        return PROV_MX_GW_OVERLOADED;
+    if (!g->status)
+        return PROV_MX_GW_STREAM;
+    return g->status >= 500 ? PROV_MX_GW_SERVER : PROV_MX_GW_CLIENT;
 }
 
 /* What the gateway said, for the operator: masked, since a gateway may put
@@ -421,6 +447,7 @@ void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
     const char *text = g->text ? prov_redact(provider_conf(r)->redactor, g->text,
                                              strlen(g->text), 400, r->pool)
                                : "(no message)";
+    prov_metrics_gateway_error(prov_metrics_current(), gwerror_class(g));
     if (g->kind == PROV_GWERR_AUTH)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, "PROV00322: request %s: the gateway "
                       "refused the service token (HTTP %d; check ProviderGatewayTokenFile): %s",
@@ -438,7 +465,7 @@ void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g)
 /* A gateway refusal made safe to show: the class of its status and a
  * message of ours (prov_gwerror_client); its own words only in the log. */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
-                             const prov_gw_response_t *resp)
+                             const prov_gateway_response_t *resp)
 {
     prov_gwerror_t g;
 

@@ -124,7 +124,7 @@ int provider_infer_gateway_failed(provider_infer_t *in, apr_status_t rv);
  * when it is busy (429), 502 otherwise; never the gateway's text. That text
  * is logged, masked (provider_log_gateway_error). */
 int provider_gateway_refusal(request_rec *r, provider_family_e family,
-                             const prov_gw_response_t *resp);
+                             const prov_gateway_response_t *resp);
 /* Logs a gateway's error with its text masked (prov_redact): info, or warn
  * when the gateway refused the service token. */
 void provider_log_gateway_error(request_rec *r, const prov_gwerror_t *g);

@@ -6,6 +6,7 @@
  * in a log line. */
 #include <string.h>
 #include "mod_provider_api.h"
+#include "mod_provider_audit.h"
 #include "mod_provider_config.h"
 #include "mod_provider_http.h"
 #include "mod_provider_keys.h"
@@ -60,6 +61,34 @@ static int answer(provider_api_t *api, apr_status_t rv, int status, json_object 
     return provider_api_send(api, status, o);
 }
 
+/* The key's budget as the detail of its audit row (credits). */
+static const char *budget_detail(const prov_cabinet_key_req_t *req, apr_pool_t *p)
+{
+    return prov_audit_detail(p, "budget", req->has_budget ? prov_money_format(req->budget, p)
+                                                          : "none", NULL);
+}
+
+/* A key made: one statement, its row written after it with the new id. */
+static void audit_created(request_rec *r, prov_store_t *store, apr_int64_t user_id,
+                          json_object *key, const prov_cabinet_key_req_t *req)
+{
+    prov_audit_t a;
+    provider_audit_user(&a, r, user_id, "key.create", "key", prov_json_get_str(key, "id"));
+    a.detail = prov_audit_detail(r->pool, "name", req->name, "budget", req->has_budget
+                                 ? prov_money_format(req->budget, r->pool) : NULL, NULL);
+    prov_audit_write(store, &a, r->pool);
+}
+
+/* Arms the audit row of a change to key id (settled after the core call). */
+static void audit_arm(request_rec *r, provider_api_t *api, const char *action, apr_int64_t id,
+                      const char *detail)
+{
+    prov_audit_t a;
+    provider_audit_user(&a, r, api->sess->user_id, action, "key", prov_i64(id, r->pool));
+    a.detail = detail;
+    prov_audit_arm(api->store, &a, r->pool);
+}
+
 static int keys_all(request_rec *r)
 {
     provider_api_t api;
@@ -82,6 +111,8 @@ static int keys_all(request_rec *r)
     if (prov_cabinet_key_parse(&req, &err, body, len, r->pool) != APR_SUCCESS)
         return provider_api_error(&api, err);
     rv = prov_cabinet_key_create(&o, api.store, api.sess->user_id, &req, prov_now(), r->pool);
+    if (rv == APR_SUCCESS)
+        audit_created(r, api.store, api.sess->user_id, o, &req);
     if (rv == APR_EINVAL)
         return provider_api_fail(&api, PROV_E_INVALID_REQUEST, "The key could not be made "
                                  "with these values.");
@@ -106,12 +137,16 @@ static int keys_one(request_rec *r, keys_path_e what, const char *segment)
     if (prov_cabinet_key_id(&id, segment) != APR_SUCCESS)
         return provider_api_fail(&api, PROV_E_KEY_NOT_FOUND, KEY_NOT_FOUND);
     if (what == KEYS_ONE) {
+        audit_arm(r, &api, "key.delete", id, NULL);
         rv = prov_cabinet_key_delete(api.store, api.sess->user_id, id, r->pool);
+        prov_audit_settle(api.store, rv, r->pool);
         forget(r, id, rv);
         return answer(&api, rv, HTTP_NO_CONTENT, NULL, "deleting a key");
     }
     if (what == KEYS_REISSUE) {
+        audit_arm(r, &api, "key.reissue", id, NULL);
         rv = prov_cabinet_key_reissue(&o, api.store, api.sess->user_id, id, prov_now(), r->pool);
+        prov_audit_settle(api.store, rv, r->pool);
         forget(r, id, rv);
         return answer(&api, rv, HTTP_OK, o, "reissuing a key");
     }
@@ -119,8 +154,10 @@ static int keys_one(request_rec *r, keys_path_e what, const char *segment)
         return st;
     if (prov_cabinet_budget_parse(&req, &err, body, len, r->pool) != APR_SUCCESS)
         return provider_api_error(&api, err);
+    audit_arm(r, &api, "key.budget", id, budget_detail(&req, r->pool));
     rv = prov_cabinet_key_budget(&o, api.store, api.sess->user_id, id, &req, prov_now(),
                                  r->pool);
+    prov_audit_settle(api.store, rv, r->pool);
     return answer(&api, rv, HTTP_OK, o, "setting a key's budget");
 }
 

@@ -19,6 +19,7 @@
 #include "mod_provider_http.h"
 #include "prov_mcp.h"
 #include "prov_json.h"
+#include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -150,6 +151,8 @@ static int refuse(request_rec *r, prov_rl_class_e c, int retry_after)
 {
     const char *msg = apr_psprintf(r->pool, "Too many requests from your address: try again "
                                    "in %d s.", retry_after);
+    prov_metrics_refused(prov_metrics_current(),
+                         (prov_mx_refusal_e)(PROV_MX_REFUSED_RATE_LIMIT + c));
     apr_table_setn(r->err_headers_out, "Retry-After", apr_itoa(r->pool, retry_after));
     if (c == PROV_RL_REGISTER || c == PROV_RL_TOKEN) {
         /* RFC 6749's only "try later" code (temporarily_unavailable); the

@@ -35,7 +35,7 @@ static const apr_array_header_t *tool_docs(void *baton)
 {
     request_rec *r = baton;
     provider_srv_conf *c = provider_conf(r);
-    prov_docs_vars_t v = { c->public_url, NULL, NULL };
+    prov_docs_vars_t v = { c->public_url, NULL, NULL, NULL };
     apr_array_header_t *sections = NULL, *docs = NULL;
     apr_status_t rv;
     int i;

@@ -27,7 +27,7 @@ APLOG_USE_MODULE(provider);
 #define FAMILY PROVIDER_FAMILY_ANTHROPIC
 
 /* The anthropic-version header: required, a date not before 2023-06-01. */
-static int check_version(provider_infer_t *in)
+static provider_step_t check_version(provider_infer_t *in)
 {
     const char *v = apr_table_get(in->r->headers_in, "anthropic-version");
     apr_status_t rv = prov_messages_version_check(v);
@@ -62,9 +62,9 @@ static apr_table_t *upstream_headers(request_rec *r)
 /* count_tokens has no billing transaction that re-checks a key taken from
  * the lookup cache: it is read again (provider_infer_recheck_key) before the
  * version is checked. */
-static int check_count(provider_infer_t *in)
+static provider_step_t check_count(provider_infer_t *in)
 {
-    int st = provider_infer_recheck_key(in);
+    provider_step_t st = provider_infer_recheck_key(in);
     return st == PROVIDER_GO ? check_version(in) : st;
 }
 
@@ -223,11 +223,11 @@ int provider_count_tokens_handler(request_rec *r)
 {
     provider_infer_t *in = NULL;
     prov_messages_req_t *req = NULL;
-    prov_gw_response_t *resp = NULL;
+    prov_gateway_response_t *resp = NULL;
     const char *upstream_body, *perr = NULL;
     json_object *answer;
     apr_status_t rv;
-    int st;
+    provider_step_t st;
 
     if ((st = provider_drive_prepare(&in, r, &count_tokens)) != PROVIDER_GO)
         return st;

@@ -10,6 +10,7 @@
  * mod_provider_consent.c's. Issuer and resource come from
  * ProviderPublicURL: without it none of this is served (404). */
 #include <string.h>
+#include "mod_provider_audit.h"
 #include "mod_provider_oauth.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
@@ -19,6 +20,7 @@
 #include "mod_provider_session.h"
 #include "util_script.h"
 #include "prov_cabinet.h"
+#include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -134,6 +136,7 @@ static int oauth_token(request_rec *r)
     if (rv != APR_SUCCESS)
         return oauth_fail(r, HTTP_SERVICE_UNAVAILABLE, "temporarily_unavailable",
                           "Try again later.");
+    prov_metrics_add(prov_metrics_current(), PROV_MX_OAUTH_TOKENS, 1);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, "PROV00716: OAuth tokens issued (%s) for "
                   "grant %" APR_INT64_T_FMT, apr_table_get(form, "grant_type"), t.grant_id);
     apr_table_setn(r->err_headers_out, "Pragma", "no-cache");
@@ -221,7 +224,8 @@ int provider_mcp_account_handler(request_rec *r)
     prov_store_t *store;
     const char *token;
     apr_status_t rv;
-    int other = 0, go;
+    provider_step_t go;
+    int other = 0;
     if (!c->public_url)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_NOT_FOUND, NULL,
                              "The MCP account endpoint needs ProviderPublicURL.");
@@ -292,8 +296,12 @@ static int clients_revoke(request_rec *r, prov_store_t *store, const prov_sessio
                           const char *client_id)
 {
     int n = 0;
-    apr_status_t rv = prov_oauth_user_revoke(&n, store, sess->user_id, client_id, prov_now(),
-                                             r->pool);
+    prov_audit_t a;
+    apr_status_t rv;
+    provider_audit_user(&a, r, sess->user_id, "oauth.revoke", "oauth_client", client_id);
+    prov_audit_arm(store, &a, r->pool);
+    rv = prov_oauth_user_revoke(&n, store, sess->user_id, client_id, prov_now(), r->pool);
+    prov_audit_settle(store, rv == APR_SUCCESS && n ? APR_SUCCESS : APR_NOTFOUND, r->pool);
     provider_db_close(r, store);
     if (rv != APR_SUCCESS)
         return provider_fail(r, PROVIDER_FAMILY_OPENAI, PROV_E_SERVICE_UNAVAILABLE, NULL,

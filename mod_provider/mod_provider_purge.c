@@ -4,7 +4,9 @@
  * memory of mod_provider_limit.c says, so one child of the server purges
  * each ProviderPurgeInterval) runs one round per enabled server's database
  * with a connection of its own, again a second later while a table gave a
- * full batch. A round that removed rows says what (PROV00785, info). */
+ * full batch. A round that removed rows says what (PROV00785, info). The
+ * same round removes audit rows past their retention (core/store/prov_audit.h,
+ * PROV01005). */
 #include <string.h>
 #include "apr_thread_proc.h"
 #include "mod_provider.h"
@@ -12,6 +14,7 @@
 #include "mod_provider_db.h"
 #include "mod_provider_limit.h"
 #include "prov_purge.h"
+#include "prov_audit.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -28,17 +31,25 @@ static int purge_server(server_rec *vs, apr_pool_t *p)
     prov_store_source_t *src = provider_server_source(vs, p);
     prov_purge_counts_t n;
     prov_store_t *store = NULL;
-    apr_status_t rv;
+    apr_status_t rv, arv;
+    int audit = 0;
     if (src->open(&store, src->baton, p) != APR_SUCCESS)
         return 0;
     rv = prov_purge_round(&n, store, prov_now(), PROV_PURGE_BATCH, p);
+    /* Audit rows past their retention (the lead ties it to the ledger's). */
+    arv = prov_audit_purge_before(&audit, store, prov_now() - PROV_AUDIT_KEEP, PROV_PURGE_BATCH,
+                                  p);
     src->close(store, src->baton);
+    if (arv == APR_SUCCESS && audit)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV01005: purged %d audit row(s) past "
+                     "their retention", audit);
     if (rv == APR_SUCCESS && prov_purge_total(&n))
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00785: purged %d pre-login "
                      "record(s), %d session(s), %d OAuth code(s), %d token(s), %d grant(s) "
                      "and %d client(s)", n.signin_states, n.sessions, n.codes, n.tokens,
                      n.grants, n.clients);
-    return rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH);
+    return (rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH))
+           || (arv == APR_SUCCESS && audit >= PROV_PURGE_BATCH);
 }
 
 static void *APR_THREAD_FUNC purger_main(apr_thread_t *thread, void *data)

@@ -296,7 +296,7 @@ static int not_started(provider_infer_t *in, provider_stream_t *x, apr_status_t 
         return OK;
     }
     if (end == PROV_END_REFUSED && x->status != 0 && x->status != HTTP_OK) {
-        prov_gw_response_t resp;
+        prov_gateway_response_t resp;
         memset(&resp, 0, sizeof(resp));
         resp.status = x->status;
         resp.body = x->refusal ? x->refusal : "";
@@ -320,7 +320,7 @@ static int run(provider_infer_t *in, const provider_streamer_t *how, const char 
 {
     request_rec *r = in->r;
     provider_stream_t x;
-    prov_gw_stream_cb_t cb;
+    prov_gateway_stream_cb_t cb;
     apr_status_t rv;
 
     memset(&x, 0, sizeof(x));

@@ -25,6 +25,12 @@ set -eu
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 STATE=${PROVIDER_DEMO_DIR:-/var/lib/mod_provider-demo}
+# How to run this script again for the same demo (its state folder included).
+if [ -n "${PROVIDER_DEMO_DIR:-}" ]; then
+    AGAIN="PROVIDER_DEMO_DIR='$STATE' sh $SRC/scripts/demo.sh"
+else
+    AGAIN="sh $SRC/scripts/demo.sh"
+fi
 PORT=${PROVIDER_DEMO_PORT:-8080}
 HTTPD=/usr/sbin/apache2
 MODDIR=/usr/lib/apache2/modules
@@ -181,7 +187,7 @@ do_start() {
     [ "$(id -u)" = 0 ] || die "run me as root (I install packages and start apache2 as $RUNUSER)"
     if is_running; then
         do_status
-        die "the demo is already running: 'sh scripts/demo.sh stop' (or 'restart') first"
+        die "the demo is already running: run $AGAIN stop (or restart) first"
     fi
 
     if [ "${PROVIDER_DEMO_SKIP_BUILD:-0}" != 1 ]; then
@@ -308,6 +314,8 @@ $(cat "$STATE/idp/directive.conf")
 # The cabinet's page, script and styles: the tree's web/ (make install puts
 # them in the module's data directory, the directive's default).
 ProviderWebRoot "$SRC/web"
+ProviderCreditValue 0.01 USD
+ProviderTopUpURL mailto:billing@example.com
 EOF
 
     "$HTTPD" -t -f "$CONF" >"$STATE/logs/configtest.log" 2>&1 ||
@@ -369,7 +377,7 @@ The documentation:   $base/docs (setup guides: $base/docs/claude-code, $base/doc
                      the OpenAPI description: $base/v1/docs)
 The balance:         $CTL --db sqlite3:$DB user show demo@example.com
 The ledger:          sqlite3 $DB 'SELECT request_id, status, credits AS micro_credits FROM ledger'
-Stop the demo:       sh $SRC/scripts/demo.sh stop
+Stop the demo:       $AGAIN stop
 EOF
 }
 

@@ -63,7 +63,7 @@ keep_log() {  # keep_log FROM TO (both *.log)
 status=0
 env -u PROVIDER_TEST_PGSQL make -j1 check || status=$?
 keep_log tests/integration/run.log tests/integration/run-sqlite.log
-logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/cli/providerctl_billing.log tests/cli/providerctl_hold.log tests/cli/providerctl_sessions.log tests/cli/providerctl_favorites.log tests/cli/providerctl_man.log tests/integration/run-sqlite.log tests/clients/run.log"
+logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/cli/providerctl_billing.log tests/cli/providerctl_hold.log tests/cli/providerctl_sessions.log tests/cli/providerctl_favorites.log tests/cli/providerctl_audit.log tests/cli/providerctl_man.log tests/integration/run-sqlite.log tests/clients/run.log"
 if [ "$status" -ne 0 ]; then
   print_failures $logs
 fi

@@ -4,7 +4,7 @@
 // or the account's sections, each loading on its own (section.js): balance
 // and plan (account.js), keys (keys.js), usage (usage.js), recent requests
 // (requests.js), models (catalog.js), sign-in methods and authorized
-// applications (identities.js). When several sections fail alike, the
+// applications (identities.js), security activity (activity.js). When several sections fail alike, the
 // reason is said once at the top with one Retry. A session that ends (a 401
 // anywhere) shows the sign-in view with why; the key name and budget being
 // typed are kept for this tab (sessionStorage, until the next sign-in) and
@@ -20,6 +20,7 @@ import { loadUsage, startUsage } from './usage.js';
 import { loadRequests, startRequests } from './requests.js';
 import { loadCatalog, startCatalog } from './catalog.js';
 import { loadIdentities, loadMcpClients, loadProviders, state } from './identities.js';
+import { loadActivity } from './activity.js';
 
 const DRAFT = 'cabinet-draft';
 const REASONS = {
@@ -141,5 +142,5 @@ function start() {
 }
 
 // the loaders are registered (section.js) by the imports above
-void [loadAccount, loadKeys, loadUsage, loadRequests, loadCatalog, loadIdentities, loadMcpClients];
+void [loadAccount, loadKeys, loadUsage, loadRequests, loadCatalog, loadIdentities, loadMcpClients, loadActivity];
 start();

@@ -8,9 +8,11 @@
  * ledger (prov_usage), and the hot path's small caches of keys and models
  * (prov_cache). It calls base, store, and gateway (for the gateway's model
  * list); never billing or transport. */
-/* prov_account.h: users, their API keys and their prepaid balance, as the
- * administrator (providerctl) and the cabinet manage them, plus the one lookup
- * on the inference hot path: from a presented key to what the checks need. */
+/* prov_account.h: users (prov_user.c), their prepaid balance
+ * (prov_balance.c) and their API keys (prov_key.c), as the administrator
+ * (providerctl) and the cabinet manage them, plus the one lookup on the
+ * inference hot path (prov_auth.c): from a presented key to what the checks
+ * need. */
 #ifndef PROV_ACCOUNT_H
 #define PROV_ACCOUNT_H
 
@@ -53,11 +55,16 @@ typedef struct prov_auth_t {
 /* Non-zero when e is an address prov_user_add takes (a dot-atom local part,
  * a host with a dot and an alphabetic top-level label, at most 254 bytes). */
 int prov_user_email_ok(const char *e);
+/* A free-text label, a user's or a key's name: at most 400 bytes, no control
+ * characters; *out = name, or NULL when it is empty (none). APR_EINVAL. */
+apr_status_t prov_user_name_check(const char **out, const char *name);
 /* Returns APR_EEXIST when the email is taken, APR_EINVAL when it is malformed. */
 apr_status_t prov_user_add(prov_user_t **u, prov_store_t *s, const char *email,
                            const char *name, apr_pool_t *p);
 /* ref is a numeric id or an email. APR_NOTFOUND when there is no such user. */
 apr_status_t prov_user_find(prov_user_t **u, prov_store_t *s, const char *ref, apr_pool_t *p);
+/* One user by id; APR_NOTFOUND. */
+apr_status_t prov_user_get(prov_user_t **u, prov_store_t *s, apr_int64_t id, apr_pool_t *p);
 /* All users (prov_user_t* elements), by id. */
 apr_status_t prov_user_list(apr_array_header_t **users, prov_store_t *s, apr_pool_t *p);
 /* Blocks or unblocks; blocking also revokes every live cabinet session of

@@ -72,7 +72,7 @@ static apr_hash_t *copy_ids(apr_hash_t *ids, apr_pool_t *p)
 
 static apr_status_t fetch(apr_hash_t **ids, prov_gateway_t *gateway, apr_pool_t *p)
 {
-    prov_gw_response_t *answer = NULL;
+    prov_gateway_response_t *answer = NULL;
     apr_status_t rv = prov_gateway_request(&answer, gateway, "/v1/models", NULL, 0, NULL, p);
     if (rv != APR_SUCCESS)
         return rv;

@@ -6,7 +6,7 @@
  * account never has two active subscriptions. The spend engine (prov_billing.c)
  * reads the windows' use; this file only says which plan applies and when.
  * Duplicates are found by a select inside the write transaction (as in
- * prov_account.c), with a re-check after a failed insert for PostgreSQL, whose
+ * prov_user.c), with a re-check after a failed insert for PostgreSQL, whose
  * BEGIN takes no write lock. */
 #include <string.h>
 #include <apr_lib.h>

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "prov_batch_int.h"
 #include "prov_store_billing.h"
+#include "prov_metrics.h"
 
 /* The batch's transaction, holding every account it touches before
  * anything else (on PostgreSQL in the same round trip as its BEGIN). */
@@ -94,9 +95,21 @@ static apr_status_t run(batch_t *b, prov_op_t *ops, prov_slot_t *work, int do_sw
     return prov_batch_flush(b);
 }
 
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
-                                    apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
-                                    apr_pool_t *p)
+/* The committed batch's size for the metrics: its operations and the
+ * lease entries it wrote. */
+static void observe_size(const prov_op_t *ops, const prov_slot_t *work)
+{
+    apr_int64_t n = 0;
+    for (; ops; ops = ops->next)
+        n++;
+    for (; work; work = work->work_next)
+        n++;
+    prov_metrics_observe(prov_metrics_current(), PROV_MX_H_BATCH, n);
+}
+
+apr_status_t prov_batch_run(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                            apr_int64_t now, int do_sweep, apr_int64_t hold_timeout,
+                            apr_pool_t *p)
 {
     prov_slot_t *w;
     apr_pool_t *bp = NULL;
@@ -131,8 +144,10 @@ apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t
     }
     if ((rv = begin(&b, ops, work)) == APR_SUCCESS) {
         rv = run(&b, ops, work, do_sweep, hold_timeout);
-        if (rv == APR_SUCCESS)
-            rv = prov_store_commit(s, bp);
+        if (rv == APR_SUCCESS) {
+            if ((rv = prov_store_commit(s, bp)) == APR_SUCCESS)
+                observe_size(ops, work);
+        }
         else
             prov_store_rollback(s, bp);
     }

@@ -3,7 +3,7 @@
  * operations (reservations, settlements, sweeps, journal replays, holds given
  * back by hand) and the leases' work (the slots whose entries it writes and
  * whose leases it renews or returns), run in one transaction by
- * prov_billing_run_batch; it sets every operation's and slot's result and
+ * prov_batch_run; it sets every operation's and slot's result and
  * holds no state between batches. Here: the operation, the slot and entry
  * types the upper layers fill in, and the batch's entry points. */
 #ifndef PROV_BATCH_H
@@ -171,9 +171,9 @@ prov_op_t *prov_batch_async_settle(const prov_reservation_t *r, const prov_token
  * also expire stale holds and leases older than hold_timeout. Sets each
  * op's and slot's results; returns non-success only when the transaction
  * failed (then every op failed with it). */
-apr_status_t prov_billing_run_batch(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
-                                    apr_int64_t now, int sweep, apr_int64_t hold_timeout,
-                                    apr_pool_t *p);
+apr_status_t prov_batch_run(prov_store_t *s, prov_op_t *ops, prov_slot_t *work,
+                            apr_int64_t now, int sweep, apr_int64_t hold_timeout,
+                            apr_pool_t *p);
 
 /* Drawn rows one batch writes at most (all of a lease it returns): a
  * database that falls behind (a busy PostgreSQL) gets batches of bounded

@@ -201,7 +201,7 @@ apr_status_t prov_batch_account(acct_t **pa, batch_t *b, apr_int64_t user_id)
             return rv;
         if (!found)
             a->blocked = 1;          /* the user is gone: nothing may be held */
-        rv = prov_billing_plan_windows(&a->plan, &a->w5, &a->w7, b->s, user_id, b->now, b->p);
+        rv = prov_window_plan(&a->plan, &a->w5, &a->w7, b->s, user_id, b->now, b->p);
         if (rv != APR_SUCCESS)
             return rv;
         a->loaded = 1;

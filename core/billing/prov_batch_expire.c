@@ -84,7 +84,7 @@ static apr_status_t charge_floors(batch_t *b, const char *owner, int *count)
     return APR_SUCCESS;
 }
 
-/* A dead process's journal records (prov_billing_journal.c): each
+/* A dead process's journal records (prov_replay.c): each
  * settlement exactly once. A hold still reserved is settled; a drawn
  * request whose row was never written gets it, charged as its lease's
  * batch would have; anything else was written before the process died.

@@ -5,7 +5,8 @@
  * own hold between buckets and the balance, renewing a kept lease (checked
  * again, topped up while half the room left covers it, drained near a
  * limit), granting a new one, and returning leases (closed, stale, or of a
- * dead process). */
+ * dead process). The lease table in memory, and its hand-off to a batch,
+ * are prov_lease.c and prov_lease_handoff.c. */
 #include <string.h>
 #include "prov_batch_int.h"
 #include "prov_log.h"

@@ -109,9 +109,9 @@ static apr_status_t check_budget(prov_micro_t *phold, batch_t *b, prov_op_t *op,
     ra = prov_window_retry_after(&k->w, hold, k->budget, b->now);
     op->err = refuse(op, PROV_E_KEY_BUDGET_EXCEEDED, ra,
         "This API key's weekly credit budget is used up: %s of %s credits in the last "
-        "7 days, and this request %s %s. Raise this key's budget "
-        "(providerctl key budget), or free plan quota for it: capacity returns as "
-        "earlier usage leaves the 7-day window.%s",
+        "7 days, and this request %s %s. Raise this key's budget in the cabinet "
+        "(/cabinet), or wait: capacity returns as earlier usage leaves the 7-day window; "
+        "the budget limits this key even where the plan or the balance has room.%s",
         prov_money_format(k->w.sum, p), prov_money_format(k->budget, p),
         cost_words(op), prov_money_format(hold, p), ra > 0 ? when(ra, p)
             : " This request alone costs more than the whole budget.");

@@ -1,6 +1,5 @@
 /* prov_billing.c: the spend engine's public entry points for a request
- * (prov_billing.h), the top layer: the estimate; store sources (a fixed
- * one's connection taken by one thread at a time); a reservation (drawn
+ * (prov_billing.h), the top layer: the estimate; a reservation (drawn
  * from this process's lease when one has room, after a read of the key
  * when nothing else of it is in flight, else queued for a batch; a drawn
  * one's floor journaled); the progress of a request in flight; a
@@ -8,7 +7,6 @@
  * answered before its row is committed, then left to the writer thread,
  * to a running leader or run in a batch of its own); and the account and
  * key status that providerctl and the cabinet show. */
-#include <pthread.h>
 #include <string.h>
 #include "prov_billing_int.h"
 #include "prov_log.h"
@@ -31,57 +29,6 @@ apr_int64_t prov_billing_input_estimate(apr_size_t prompt_bytes, int n_messages)
     est = prov_i64_add_sat(est, prov_i64_mul_sat(EST_TOKENS_PER_MESSAGE,
                                                  n_messages > 0 ? n_messages : 0));
     return prov_i64_add_sat(est, EST_TOKENS_PER_REQUEST);
-}
-
-/* ---- store sources ------------------------------------------------------- */
-
-/* The one connection of a fixed source is shared by the threads that use
- * it (a writer thread and the caller's, in the unit tests): one at a time,
- * a batch or a read between its open and close (recursive: a batch's
- * thread may open it again). */
-typedef struct fixed_t {
-    prov_store_t *s;
-    pthread_mutex_t mu;
-} fixed_t;
-
-static apr_status_t fixed_open(prov_store_t **s, void *baton, apr_pool_t *p)
-{
-    fixed_t *f = baton;
-    (void)p;
-    pthread_mutex_lock(&f->mu);
-    *s = f->s;
-    return APR_SUCCESS;
-}
-
-static void fixed_close(prov_store_t *s, void *baton)
-{
-    fixed_t *f = baton;
-    (void)s;
-    pthread_mutex_unlock(&f->mu);
-}
-
-static apr_status_t fixed_cleanup(void *data)
-{
-    pthread_mutex_destroy(&((fixed_t *)data)->mu);
-    return APR_SUCCESS;
-}
-
-prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p)
-{
-    prov_store_source_t *src = apr_pcalloc(p, sizeof(*src));
-    fixed_t *f = apr_pcalloc(p, sizeof(*f));
-    pthread_mutexattr_t attr;
-    f->s = s;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&f->mu, &attr);
-    pthread_mutexattr_destroy(&attr);
-    apr_pool_cleanup_register(p, f, fixed_cleanup, apr_pool_cleanup_null);
-    src->open = fixed_open;
-    src->close = fixed_close;
-    src->baton = f;
-    src->channel = s;
-    return src;
 }
 
 /* Whether the database still admits auth's key: live, with the secret the
@@ -176,7 +123,7 @@ apr_status_t prov_billing_reserve_ask(prov_reservation_t **r, prov_error_t **err
     op.hold = hold;
     op.hold_min = ask->hold_min > 0 && ask->hold_min < op.hold ? ask->hold_min : op.hold;
     op.floor = floor;
-    if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
+    if ((rv = prov_queue_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *r = op.out;
     if (op.out) {
@@ -281,9 +228,13 @@ static void journal_floor(prov_reservation_t *r, apr_int64_t now)
                          &r->floor_ticket);
 }
 
-static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r,
-                           const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
-                           apr_int64_t now, apr_pool_t *p)
+/* The settlement of r (core/README's glossary; what the glue's commit
+ * calls): its hold replaced by the charge with tokens t, or released with
+ * no charge when t is NULL; journaled first when answered before its row is
+ * committed; a drawn request settles in its lease, the others in a batch. */
+static apr_status_t settle_hold(const prov_store_source_t *src, prov_reservation_t *r,
+                                const prov_tokens_t *t, prov_micro_t charge,
+                                prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
     apr_status_t rv;
@@ -332,7 +283,7 @@ static apr_status_t finish(const prov_store_source_t *src, prov_reservation_t *r
         prov_op_t *c = idle ? NULL : prov_batch_async_settle(r, t, op.charge, status, now);
         if (c)
             c->jticket = ticket;
-        rv = c ? prov_billing_submit(c, src, p) : prov_billing_submit(&op, src, p);
+        rv = c ? prov_queue_submit(c, src, p) : prov_queue_submit(&op, src, p);
     }
     if (rv == APR_SUCCESS || rv == APR_EINCOMPLETE)
         r->settled = 1;
@@ -343,13 +294,13 @@ apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservatio
                                  const prov_tokens_t *t, prov_micro_t charge, prov_status_e status,
                                  apr_int64_t now, apr_pool_t *p)
 {
-    return finish(src, r, t, charge, status, now, p);
+    return settle_hold(src, r, t, charge, status, now, p);
 }
 
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
-    return finish(src, r, NULL, 0, status, now, p);
+    return settle_hold(src, r, NULL, 0, status, now, p);
 }
 
 /* ---- status ---------------------------------------------------------------- */
@@ -378,7 +329,7 @@ apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t
     memset(st, 0, sizeof(*st));
     st->balance = balance;
     st->held = held;
-    rv = prov_billing_plan_windows(&st->windows, &w5, &w7, s, user_id, now, p);
+    rv = prov_window_plan(&st->windows, &w5, &w7, s, user_id, now, p);
     if (rv != APR_SUCCESS || !st->windows.has_plan)
         return rv;
     if ((rv = prov_window_list(&w5, s, p)) != APR_SUCCESS

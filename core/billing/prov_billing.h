@@ -31,6 +31,7 @@
 #include "prov_error.h"
 #include "prov_money.h"
 #include "prov_store.h"
+#include "prov_store_source.h"
 #include "prov_ledger.h"
 #include "prov_account.h"
 #include "prov_models.h"
@@ -42,22 +43,6 @@
 #define PROV_WINDOW_7D      (7 * 24 * 3600)
 /* Holds older than this are released as expired (ProviderHoldTimeout). */
 #define PROV_HOLD_TIMEOUT_DEFAULT 3600
-
-/* Where the engine gets a database connection when a thread leads a batch. */
-typedef struct prov_store_source_t {
-    apr_status_t (*open)(prov_store_t **s, void *baton, apr_pool_t *p);
-    void (*close)(prov_store_t *s, void *baton);
-    void *baton;
-    /* Which database the source opens: operations queue and batch per
-     * channel, so a batch never carries an operation to another database
-     * (two virtual hosts with their own DBDParams). NULL is a channel too. */
-    const void *channel;
-} prov_store_source_t;
-
-/* A source that always hands out s (providerctl, unit tests), to one
- * thread at a time: from its open to its close, another thread's open
- * waits (a writer thread's batch and the caller's reads share s). */
-prov_store_source_t *prov_store_source_fixed(prov_store_t *s, apr_pool_t *p);
 
 /* The account's plan windows as seen by a reservation (for clients that show
  * quota, e.g. Codex's rate-limit headers). Amounts in micro-credits; reset_*
@@ -89,7 +74,7 @@ typedef struct prov_reservation_t {
 } prov_reservation_t;
 
 /* Sets the hold timeout of this process (seconds; <= 0 keeps the default). */
-void prov_billing_configure(apr_int64_t hold_timeout);
+void prov_queue_configure(apr_int64_t hold_timeout);
 
 /* The documented input estimate, which an answer without usage is charged
  * for its input (the hold is prov_worst.h's): floor(prompt bytes / 3) + 8
@@ -155,36 +140,36 @@ apr_status_t prov_billing_settle(const prov_store_source_t *src, prov_reservatio
  * a child whose thread could not start) no lease is granted: every
  * reservation and settlement is a batch's, in the requests' own threads,
  * slower and just as exact. One per channel. */
-typedef struct prov_billing_writer_t prov_billing_writer_t;
+typedef struct prov_writer_t prov_writer_t;
 /* keep_idle: how long a lease whose key has nothing in flight is kept
  * (<= 0: PROV_LEASE_IDLE_DEFAULT). */
 #define PROV_LEASE_IDLE_DEFAULT apr_time_from_msec(100)
-apr_status_t prov_billing_writer_start(prov_billing_writer_t **w, const prov_store_source_t *src,
-                                       apr_interval_time_t keep_idle);
+apr_status_t prov_writer_start(prov_writer_t **w, const prov_store_source_t *src,
+                               apr_interval_time_t keep_idle);
 /* Stops the thread, writes what is left and returns every lease. */
-void prov_billing_writer_stop(prov_billing_writer_t *w);
+void prov_writer_stop(prov_writer_t *w);
 /* Whether src's queue holds a lease, a request not written yet or a batch
  * running or queued (for tests: 0 means the database is complete). */
-int prov_billing_active(const prov_store_source_t *src);
+int prov_queue_active(const prov_store_source_t *src);
 /* The writer's upkeep, for a server (the module; providerctl does not).
  * Holds and leases older than the hold timeout are expired on time without
- * traffic: the thread looks every second and runs prov_billing_expire once
+ * traffic: the thread looks every second and runs prov_queue_expire once
  * the engine's clock (prov_now) has moved min(hold timeout / 4, 60 s) since
  * the last sweep. With journal_dir (NULL: none), every settlement that is
  * answered before its ledger row is committed (drawn from a lease, or
  * queued behind a running batch) is first appended to this process's
  * journal there, and the journals of dead processes in journal_dir are
- * replayed (prov_billing_recover), so that a process killed at any moment
+ * replayed (prov_replay_journals), so that a process killed at any moment
  * loses no settled row. Until the journal is open (it needs the database's
  * identity), no lease is granted and settlements wait for their batch. */
-apr_status_t prov_billing_writer_upkeep(prov_billing_writer_t *w, const char *journal_dir);
+apr_status_t prov_writer_upkeep(prov_writer_t *w, const char *journal_dir);
 /* Replays the journals in dir whose processes are gone and that belong to
  * src's database: each settlement once (a drawn request's row written if it
  * was not, a hold settled if it still is one), the leases of those
  * processes returned, in the same batches; then deletes them. *journals
  * (may be NULL) counts them. A journal whose replay fails stays for the
  * next call. */
-apr_status_t prov_billing_recover(int *journals, const prov_store_source_t *src, const char *dir,
+apr_status_t prov_replay_journals(int *journals, const prov_store_source_t *src, const char *dir,
                                   apr_pool_t *p);
 
 /* A hold in flight (`providerctl hold list`): a request's reservation (its
@@ -203,23 +188,23 @@ typedef struct prov_hold_t {
 
 /* The holds and leases in flight (user_id 0: of every user), oldest first,
  * as an array of prov_hold_t. */
-apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr_int64_t user_id,
-                                apr_pool_t *p);
+apr_status_t prov_hold_list(apr_array_header_t **holds, prov_store_t *s, apr_int64_t user_id,
+                            apr_pool_t *p);
 /* Gives back one hold (id: a request id whose row is reserved; the row gets
  * status and no charge) or lease (id: its id; deleted), exactly as
- * prov_billing_expire does. *found: 0 when there is no such hold (settled,
+ * prov_queue_expire does. *found: 0 when there is no such hold (settled,
  * expired or unknown). A request whose hold was released and that still
  * ends is not charged. */
-apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
-                                       prov_status_e status, apr_int64_t now, apr_pool_t *p);
+apr_status_t prov_hold_release(int *found, const prov_store_source_t *src, const char *id,
+                               prov_status_e status, apr_int64_t now, apr_pool_t *p);
 
 /* Returns the hold: no charge, the ledger row records status (PROV_STATUS_FAILED, ...). */
 apr_status_t prov_billing_release(const prov_store_source_t *src, prov_reservation_t *r,
                                   prov_status_e status, apr_int64_t now, apr_pool_t *p);
 /* Releases (PROV_STATUS_EXPIRED) holds older than the hold timeout; *n counts
  * them. Runs by itself inside batches now and then; exposed for tests. */
-apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
-                                 apr_pool_t *p);
+apr_status_t prov_queue_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
+                               apr_pool_t *p);
 
 /* What an account has and has used, for `balance show`, `subscription show`
  * and the cabinet: the balance, and the plan windows when a subscription is

@@ -40,6 +40,7 @@
 #include <apr_strings.h>
 #include "prov_journal.h"
 #include "prov_log.h"
+#include "prov_metrics.h"
 
 /* One record line at most (a request id and a transport of sane length;
  * a longer record is refused, EINVAL). */
@@ -411,6 +412,8 @@ apr_status_t prov_journal_append(prov_journal_t *j, const prov_journal_rec_t *re
             else
                 cur->outstanding++;
             pthread_mutex_unlock(&j->mu);
+            if (!rec->progress)
+                prov_metrics_add(prov_metrics_current(), PROV_MX_JOURNAL_UNWRITTEN, 1);
             *ticket = cur->no;
         }
     }
@@ -434,8 +437,10 @@ static void done(prov_journal_t *j, int ticket, int n, int kept)
             continue;
         if (kept)
             s->kept -= n;
-        else
+        else {
             s->outstanding -= n;
+            prov_metrics_add(prov_metrics_current(), PROV_MX_JOURNAL_UNWRITTEN, -n);
+        }
         /* A full segment with nothing outstanding is not needed any more. */
         if (s->outstanding <= 0 && s->kept <= 0 && s != j->segs)
             seg_bury(j, pp);

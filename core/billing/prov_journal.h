@@ -14,7 +14,7 @@
  * A stream in flight appends its progress too (a record that is not
  * outstanding), so that a process killed under it is charged what it had
  * delivered, and a request drawn from a lease its floor. What a record means to the books is the billing engine's business
- * (prov_billing_journal.c). docs/internals/journal.md tells the life
+ * (prov_replay.c). docs/internals/journal.md tells the life
  * cycle. */
 #ifndef PROV_JOURNAL_H
 #define PROV_JOURNAL_H

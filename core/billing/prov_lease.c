@@ -9,7 +9,7 @@
  * models (prov_keyact_t) keeps a lease of one model while the key has
  * requests of another in flight. Here: the slot and key tables, drawing,
  * settling a drawn request, and whether a batch is due; handing work to a
- * batch and taking its result back is prov_lease_batch.c. Every function
+ * batch and taking its result back is prov_lease_handoff.c. Every function
  * runs under the engine's queue mutex. */
 #include <stdlib.h>
 #include <string.h>
@@ -146,7 +146,7 @@ static int key_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t w
     return k && (k->busy > s->busy || (k->idle_since && wall - k->idle_since < L->keep_idle));
 }
 
-void prov_keys_sweep(prov_leases_t *L, apr_time_t wall)
+void prov_lease_keys_sweep(prov_leases_t *L, apr_time_t wall)
 {
     prov_keyact_t **pp, *k;
     int i;
@@ -165,7 +165,7 @@ void prov_keys_sweep(prov_leases_t *L, apr_time_t wall)
     }
 }
 
-void prov_keys_forget(prov_leases_t *L)
+void prov_lease_keys_forget(prov_leases_t *L)
 {
     prov_keyact_t *k;
     int i;

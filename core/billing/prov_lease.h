@@ -5,10 +5,11 @@
  * another, a lease (an amount the database
  * holds for this process) from which requests draw in memory without a
  * transaction. A drawn request is an entry until a batch writes its ledger
- * row. Here: drawing, settling a drawn request, choosing what the next
- * batch writes, renews or returns (prov_lease_take), applying its result
- * (prov_lease_done), and whether a batch is due. Every function is called
- * with the queue's mutex held; the database side is prov_batch_lease.c. */
+ * row. Here: drawing, settling a drawn request, the hand-off to a batch
+ * (prov_lease_handoff.c: choosing what the next batch writes, renews or
+ * returns, applying its result), and whether a batch is due. Every function
+ * is called with the queue's mutex held; the database side is
+ * prov_batch_lease.c. */
 #ifndef PROV_LEASE_H
 #define PROV_LEASE_H
 
@@ -27,7 +28,7 @@ typedef struct prov_leases_t {
     prov_slot_t *buckets[PROV_LEASE_SLOTS];
     prov_keyact_t *keys[PROV_LEASE_SLOTS];
     int failing;                    /* the last batch failed: no draws, no eager batches */
-    /* A writer thread serves the queue (prov_billing_writer_start): only
+    /* A writer thread serves the queue (prov_writer_start): only
      * then are leases granted (without one every reservation and
      * settlement goes through the batches). A lease whose key has nothing
      * in flight is kept keep_idle before it is returned, so that a key's
@@ -37,7 +38,7 @@ typedef struct prov_leases_t {
      * every lease. */
     apr_interval_time_t keep_idle;  /* 0: no writer, no lease granted */
     int stopping;
-    /* The queue's journal (prov_billing_writer_upkeep): written entries'
+    /* The queue's journal (prov_writer_upkeep): written entries'
      * records are done there, and leases are granted in its owner's name.
      * no_grant: a journal is wanted and not open yet (no lease meanwhile). */
     prov_journal_t *journal;
@@ -85,11 +86,11 @@ int prov_lease_settle(prov_leases_t *L, prov_reservation_t *r, const prov_tokens
 /* Before a batch runs ops: decides which leases it renews or returns, hands
  * it their unwritten entries, and marks the reservations that may be
  * granted a lease. Returns the work list. */
-prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops);
+prov_slot_t *prov_lease_handoff_take(prov_leases_t *L, prov_op_t *ops);
 /* After the batch (rv its result): applies its results; settlements that
  * came while their holds were written are returned as ops to queue. */
-prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
-                           apr_int64_t now, apr_status_t rv);
+prov_op_t *prov_lease_handoff_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
+                                   apr_int64_t now, apr_status_t rv);
 /* Whether the leases have work for a batch now (written rows, leases to
  * return). */
 int prov_lease_due(const prov_leases_t *L);

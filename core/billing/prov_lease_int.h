@@ -1,7 +1,7 @@
 /* prov_lease_int.h: what the two files of the lease layer share: the
  * tuning of leases and of the groups of rows they leave to batches (one
  * place for every figure that bench/REPORT.md measured), and the slot and
- * entry helpers of prov_lease.c that prov_lease_batch.c uses. */
+ * entry helpers of prov_lease.c that prov_lease_handoff.c uses. */
 #ifndef PROV_LEASE_INT_H
 #define PROV_LEASE_INT_H
 
@@ -73,9 +73,9 @@ int prov_slot_beside(const prov_leases_t *L, const prov_slot_t *s);
 int prov_slot_recent(const prov_leases_t *L, const prov_slot_t *s, apr_time_t wall);
 /* Forgets the keys with nothing in flight for keep_idle (PROV_SLOT_KEEP at
  * least). */
-void prov_keys_sweep(prov_leases_t *L, apr_time_t wall);
+void prov_lease_keys_sweep(prov_leases_t *L, apr_time_t wall);
 /* Forgets every key, in flight or not (a table dropped whole). */
-void prov_keys_forget(prov_leases_t *L);
+void prov_lease_keys_forget(prov_leases_t *L);
 /* Whether s still has a lease held in the database or entries. */
 int prov_slot_has_work(const prov_slot_t *s);
 /* s no longer holds a lease. */

@@ -8,7 +8,7 @@
  * meanwhile draw from a lease it opened or topped up (a burst after idle)
  * rather than wait for the next batch. Also here: the hold timeout, the
  * sweep of expired holds every SWEEP_EVERY seconds of engine time, and the
- * public prov_billing_expire and prov_billing_active. */
+ * public prov_queue_expire and prov_queue_active. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,7 +32,7 @@ static pthread_mutex_t q_mutex = PTHREAD_MUTEX_INITIALIZER;
 static prov_queue_t *q_list;
 static apr_int64_t q_hold_timeout = PROV_HOLD_TIMEOUT_DEFAULT;
 
-void prov_billing_configure(apr_int64_t hold_timeout)
+void prov_queue_configure(apr_int64_t hold_timeout)
 {
     pthread_mutex_lock(&q_mutex);
     q_hold_timeout = hold_timeout > 0 ? hold_timeout : PROV_HOLD_TIMEOUT_DEFAULT;
@@ -114,11 +114,11 @@ static apr_status_t lead(prov_queue_t *q, prov_op_t *batch, prov_slot_t *work,
     apr_pool_create(&scratch, pool);
     rv = src->open(&s, src->baton, scratch);
     if (rv == APR_SUCCESS) {
-        rv = prov_billing_run_batch(s, batch, work, now, sweep, timeout, scratch);
+        rv = prov_batch_run(s, batch, work, now, sweep, timeout, scratch);
         /* One retry: a busy database (another process's writer) is the
          * usual cause, and it is gone a moment later. */
         if (rv != APR_SUCCESS)
-            rv = prov_billing_run_batch(s, batch, work, now, sweep, timeout, scratch);
+            rv = prov_batch_run(s, batch, work, now, sweep, timeout, scratch);
         src->close(s, src->baton);
     }
     if (rv != APR_SUCCESS) {
@@ -265,14 +265,14 @@ static void lead_round(prov_queue_t *q, prov_op_t *mine, int led,
     q->leader = 1;
     q->rounds = led;
     q->head = q->tail = NULL;
-    work = prov_lease_take(&q->leases, batch);
+    work = prov_lease_handoff_take(&q->leases, batch);
     pthread_mutex_unlock(&q_mutex);
     rv = lead(q, batch, work, &now, src, pool);
     pthread_mutex_lock(&q_mutex);
     q->leader = 0;
     if (now > q->last_now)
         q->last_now = now;
-    again = prov_lease_done(&q->leases, work, batch, now, rv);
+    again = prov_lease_handoff_done(&q->leases, work, batch, now, rv);
     /* Reservations refused while a lease of their account was
      * held run again first, then the settlements of rows that were
      * written while their requests ended. (Collected before the
@@ -298,7 +298,7 @@ static void lead_round(prov_queue_t *q, prov_op_t *mine, int led,
  * wake every waiter to find most of them not done yet. A leader whose
  * queue holds only settlements of threads that did not wait runs them too
  * before it returns. */
-apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *pool)
+apr_status_t prov_queue_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *pool)
 {
     apr_status_t rv;
     int async = op->async, led = 0;
@@ -342,7 +342,7 @@ apr_status_t prov_queue_flush(const prov_store_source_t *src, apr_int64_t now, a
     op.kind = PROV_OP_FLUSH;
     op.p = p;
     op.now = now;
-    return prov_billing_submit(&op, src, p);
+    return prov_queue_submit(&op, src, p);
 }
 
 
@@ -369,8 +369,8 @@ int prov_queue_sweep_due(const prov_queue_t *q, apr_int64_t now)
     return due;
 }
 
-apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
-                                 apr_pool_t *p)
+apr_status_t prov_queue_expire(int *n, const prov_store_source_t *src, apr_int64_t now,
+                               apr_pool_t *p)
 {
     prov_op_t op;
     apr_status_t rv;
@@ -378,13 +378,13 @@ apr_status_t prov_billing_expire(int *n, const prov_store_source_t *src, apr_int
     op.kind = PROV_OP_SWEEP;
     op.p = p;
     op.now = now;
-    rv = prov_billing_submit(&op, src, p);
+    rv = prov_queue_submit(&op, src, p);
     if (rv == APR_SUCCESS && n)
         *n = op.swept;
     return rv;
 }
 
-int prov_billing_active(const prov_store_source_t *src)
+int prov_queue_active(const prov_store_source_t *src)
 {
     prov_queue_t *q;
     int active = 0;

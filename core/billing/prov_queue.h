@@ -21,7 +21,7 @@ typedef struct prov_queue_t {
     apr_int64_t last_now;           /* engine time of the last batch */
     prov_leases_t leases;
     int jusers;                     /* threads appending to leases.journal now */
-    /* Its writer thread's wake-up (prov_billing_writer_start), NULL when it
+    /* Its writer thread's wake-up (prov_writer_start), NULL when it
      * has none: signalled when work may be due. */
     pthread_cond_t *writer;
     struct prov_queue_t *next;
@@ -47,7 +47,7 @@ void prov_queue_wake_writer(prov_queue_t *q);
 /* Queues op on src's channel and returns its result (the thread leads a
  * batch or waits for one; an async op may return at once). Without the
  * mutex. */
-apr_status_t prov_billing_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *p);
+apr_status_t prov_queue_submit(prov_op_t *op, const prov_store_source_t *src, apr_pool_t *p);
 /* Runs (or waits for) a batch that writes what leases drew. */
 apr_status_t prov_queue_flush(const prov_store_source_t *src, apr_int64_t now, apr_pool_t *p);
 /* Whether the engine's clock (now) says q's next sweep of expired holds is

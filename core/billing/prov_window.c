@@ -164,9 +164,9 @@ apr_int64_t prov_window_full(const prov_window_t *w, apr_int64_t now)
 }
 
 /* The plan of user at now and its windows' use; has_plan 0 when none. */
-apr_status_t prov_billing_plan_windows(prov_plan_windows_t *pw, prov_window_t *w5,
-                                       prov_window_t *w7, prov_store_t *s, apr_int64_t user_id,
-                                       apr_int64_t now, apr_pool_t *p)
+apr_status_t prov_window_plan(prov_plan_windows_t *pw, prov_window_t *w5,
+                              prov_window_t *w7, prov_store_t *s, apr_int64_t user_id,
+                              apr_int64_t now, apr_pool_t *p)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;

@@ -1,11 +1,11 @@
-/* prov_writer.c: a queue's writer thread (prov_billing_writer_start), the
+/* prov_writer.c: a queue's writer thread (prov_writer_start), the
  * top of the engine beside the public API. In a server each httpd child
  * runs one per database: it runs the batches that leases make due (the
  * rows of drawn requests, written in groups after their answers, and
  * leases returned once their key has been idle for keep_idle), so that no
  * request waits for those writes; and its upkeep, once a second: the
  * process's settlement journal opened, the journals of dead processes
- * replayed (prov_billing_journal.c), and holds and leases past the hold
+ * replayed (prov_replay.c), and holds and leases past the hold
  * timeout expired without waiting for traffic. Stopping writes what is
  * left and returns every lease. */
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include "prov_billing_int.h"
 #include "prov_log.h"
 
-/* A queue's writer thread (prov_billing_writer_start). */
-struct prov_billing_writer_t {
+/* A queue's writer thread (prov_writer_start). */
+struct prov_writer_t {
     prov_store_source_t src;
     prov_queue_t *q;
     pthread_t thread;
@@ -23,7 +23,7 @@ struct prov_billing_writer_t {
     int stop;
     apr_time_t retry_at;            /* after a failed batch: when to try again */
     apr_pool_t *pool;               /* the thread's own */
-    /* upkeep (prov_billing_writer_upkeep): expiry on time, the journal */
+    /* upkeep (prov_writer_upkeep): expiry on time, the journal */
     int upkeep;
     char *journal_dir;              /* NULL: no journal */
     int journal_tried;              /* opened, or failed for good */
@@ -51,7 +51,7 @@ struct prov_billing_writer_t {
 
 /* Opens w's journal (once the database's identity is known); from then on
  * leases are granted again. Without the engine's mutex. */
-static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
+static void upkeep_journal(prov_writer_t *w, apr_pool_t *p)
 {
     prov_queue_t *q = w->q;
     prov_journal_t *j = NULL;
@@ -74,7 +74,7 @@ static void upkeep_journal(prov_billing_writer_t *w, apr_pool_t *p)
  * journal and its spent segments, the journals of dead processes, and
  * holds that expired by the engine's clock, so that nothing waits for
  * traffic. */
-static void upkeep(prov_billing_writer_t *w)
+static void upkeep(prov_writer_t *w)
 {
     prov_queue_t *q = w->q;
     apr_pool_t *p = NULL;
@@ -84,7 +84,7 @@ static void upkeep(prov_billing_writer_t *w)
     w->upkeep_at = apr_time_now() + UPKEEP_EVERY;
     apr_pool_create(&p, w->pool);
     /* Nothing before the database is usable (its schema may be old). */
-    if (!w->db_id && (prov_billing_database_id(&id, &w->src, p) != APR_SUCCESS
+    if (!w->db_id && (prov_replay_database_id(&id, &w->src, p) != APR_SUCCESS
                       || !(w->db_id = strdup(id)))) {
         apr_pool_destroy(p);
         return;
@@ -94,15 +94,15 @@ static void upkeep(prov_billing_writer_t *w)
     /* spent segments of a batch that a request's thread led */
     prov_journal_reap(__atomic_load_n(&q->leases.journal, __ATOMIC_SEQ_CST));
     if (w->journal_dir)
-        prov_billing_recover_db(NULL, &w->src, w->journal_dir, w->db_id, p);
+        prov_replay_journals_db(NULL, &w->src, w->journal_dir, w->db_id, p);
     now = prov_now();
     if (prov_queue_sweep_due(q, now))
-        prov_billing_expire(NULL, &w->src, now, p);
+        prov_queue_expire(NULL, &w->src, now, p);
     apr_pool_destroy(p);
 }
 
 /* How long a writer with leases active waits (WRITER_TICK above). */
-static apr_time_t active_until(const prov_billing_writer_t *w, apr_time_t wall)
+static apr_time_t active_until(const prov_writer_t *w, apr_time_t wall)
 {
     const prov_queue_t *q = w->q;
     apr_time_t at = prov_lease_next_due(&q->leases, wall, WRITER_TICK, WRITER_TICK_MAX);
@@ -117,7 +117,7 @@ static apr_time_t active_until(const prov_billing_writer_t *w, apr_time_t wall)
  * stop. */
 static void *writer_main(void *arg)
 {
-    prov_billing_writer_t *w = arg;
+    prov_writer_t *w = arg;
     prov_queue_t *q = w->q;
     prov_queue_lock();
     while (!w->stop) {
@@ -164,10 +164,10 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-apr_status_t prov_billing_writer_start(prov_billing_writer_t **pw, const prov_store_source_t *src,
-                                       apr_interval_time_t keep_idle)
+apr_status_t prov_writer_start(prov_writer_t **pw, const prov_store_source_t *src,
+                               apr_interval_time_t keep_idle)
 {
-    prov_billing_writer_t *w = calloc(1, sizeof(*w));
+    prov_writer_t *w = calloc(1, sizeof(*w));
     pthread_condattr_t ca;
     apr_status_t rv;
     prov_queue_t *q;
@@ -213,7 +213,7 @@ fail:
     return rv;
 }
 
-void prov_billing_writer_stop(prov_billing_writer_t *w)
+void prov_writer_stop(prov_writer_t *w)
 {
     prov_journal_t *j;
     prov_queue_t *q;
@@ -262,7 +262,7 @@ void prov_billing_writer_stop(prov_billing_writer_t *w)
     free(w);
 }
 
-apr_status_t prov_billing_writer_upkeep(prov_billing_writer_t *w, const char *journal_dir)
+apr_status_t prov_writer_upkeep(prov_writer_t *w, const char *journal_dir)
 {
     char *dir = journal_dir ? strdup(journal_dir) : NULL;
     if (journal_dir && !dir)

@@ -135,7 +135,7 @@ static const char *list(const apr_array_header_t *ids, apr_pool_t *p)
 static const char *marker(const char *name, apr_size_t n, const prov_docs_vars_t *v,
                           apr_pool_t *p)
 {
-    static const prov_docs_vars_t none = { NULL, NULL, NULL };
+    static const prov_docs_vars_t none = { NULL, NULL, NULL, NULL };
     if (!v)
         v = &none;
 #define IS(w) (n == sizeof(w) - 1 && !memcmp(name, w, n))
@@ -149,6 +149,13 @@ static const char *marker(const char *name, apr_size_t n, const prov_docs_vars_t
         return list(v->models, p);
     if (IS("messages_models"))
         return list(v->messages_models, p);
+    if (IS("credit_value"))
+        return escape(prov_credit_value_words(v->credit, p), p);
+    if (IS("top_up"))
+        return v->credit && v->credit->top_up_url
+               ? apr_pstrcat(p, "<a href=\"", escape(v->credit->top_up_url, p), "\">",
+                             escape(v->credit->top_up_url, p), "</a>", NULL)
+               : "the service's administrator";
 #undef IS
     return NULL;
 }

@@ -10,6 +10,7 @@
 #define PROV_DOCS_H
 
 #include "prov_common.h"
+#include "prov_credit.h"
 
 /* What a page's markers become. Markers: {{base_url}}, {{model}} (the first
  * model id), {{messages_model}} (the first id served on /v1/messages),
@@ -21,6 +22,7 @@ typedef struct prov_docs_vars_t {
     const char *base_url;                       /* an origin, no trailing '/' */
     const apr_array_header_t *models;           /* const char *: public ids */
     const apr_array_header_t *messages_models;  /* const char *: public ids */
+    const prov_credit_offer_t *credit;          /* what a credit is worth, or NULL */
 } prov_docs_vars_t;
 
 /* One section of a page: a heading with an id and the text up to the next. */

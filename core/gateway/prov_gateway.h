@@ -16,22 +16,22 @@
 
 typedef struct prov_gateway_t prov_gateway_t;
 
-typedef struct prov_gw_response_t {
+typedef struct prov_gateway_response_t {
     int status;                 /* HTTP status from the gateway */
     const char *body;           /* NUL-terminated copy in p */
     apr_size_t len;
     const char *content_type;   /* may be NULL */
     const char *retry_after;    /* may be NULL */
-} prov_gw_response_t;
+} prov_gateway_response_t;
 
 /* Receives body bytes of a streamed answer; a non-APR_SUCCESS return stops the
  * transfer (the client went away). */
-typedef apr_status_t prov_gw_data_cb(void *baton, const char *data, apr_size_t len);
+typedef apr_status_t prov_gateway_data_cb(void *baton, const char *data, apr_size_t len);
 
 /* Called about once a second while a streamed transfer runs, also while the
  * gateway is silent (for keep-alive events and noticing a client that went
  * away); a non-APR_SUCCESS return stops the transfer as cb's does. */
-typedef apr_status_t prov_gw_tick_cb(void *baton);
+typedef apr_status_t prov_gateway_tick_cb(void *baton);
 
 /* Process-wide setup of the backends (libcurl's); call once before threads
  * start. */
@@ -47,7 +47,7 @@ apr_status_t prov_gateway_create(prov_gateway_t **gw, const char *base_url, cons
  * time, APR_ECONNREFUSED when it could not be reached, APR_EGENERAL for other
  * transport failures. headers: extra request headers ("name" -> "value"), may
  * be NULL. */
-apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
+apr_status_t prov_gateway_request(prov_gateway_response_t **resp, prov_gateway_t *gw,
                                   const char *path, const char *body, apr_size_t len,
                                   const apr_table_t *headers, apr_pool_t *p);
 
@@ -56,7 +56,7 @@ apr_status_t prov_gateway_request(prov_gw_response_t **resp, prov_gateway_t *gw,
  * APR_ECONNABORTED when cb stopped the transfer. */
 apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *path,
                                  const char *body, apr_size_t len, const apr_table_t *headers,
-                                 prov_gw_data_cb *cb, void *baton, apr_pool_t *p);
+                                 prov_gateway_data_cb *cb, void *baton, apr_pool_t *p);
 
 /* What a stream's reader is told, all with baton: the body as it arrives
  * (data), about once a second (tick, or NULL), and when the gateway has
@@ -64,19 +64,18 @@ apr_status_t prov_gateway_stream(int *status, prov_gateway_t *gw, const char *pa
  * NULL): what the body made so far can go out together then, as mod_proxy
  * flushes when its backend has nothing more to read. A backend that cannot
  * tell calls idle after each piece of the body. */
-typedef struct prov_gw_stream_cb_t {
-    prov_gw_data_cb *data;
-    prov_gw_tick_cb *tick;
-    prov_gw_tick_cb *idle;
+typedef struct prov_gateway_stream_cb_t {
+    prov_gateway_data_cb *data;
+    prov_gateway_tick_cb *tick;
+    prov_gateway_tick_cb *idle;
     void *baton;
     const char **retry_after;   /* set to a refusal's Retry-After header when it
                                  * has one (else left as it is); may be NULL */
-} prov_gw_stream_cb_t;
+} prov_gateway_stream_cb_t;
 
 /* prov_gateway_stream with the callbacks of cb. */
 apr_status_t prov_gateway_stream_with(int *status, prov_gateway_t *gw, const char *path,
-                                      const char *body, apr_size_t len,
-                                      const apr_table_t *headers, const prov_gw_stream_cb_t *cb,
-                                      apr_pool_t *p);
+                                      const char *body, apr_size_t len, const apr_table_t *headers,
+                                      const prov_gateway_stream_cb_t *cb, apr_pool_t *p);
 
 #endif

@@ -5,7 +5,7 @@
  * trailers accepted and dropped), or ending with the connection, all within
  * fixed bounds; for a stream, the body is handed on as it is decoded
  * instead of kept. Bytes come through a read function, from a socket
- * (prov_gateway_conn.c) or from memory (prov_gw_http_parse, for the tests
+ * (prov_gateway_conn.c) or from memory (prov_gateway_http_parse, for the tests
  * and the fuzzer); the result never depends on how they were split into
  * reads. */
 #define _GNU_SOURCE 1   /* memmem */
@@ -37,7 +37,7 @@ static apr_status_t reserve(char **buf, apr_size_t *cap, apr_size_t need)
 }
 
 /* Reads more bytes; APR_EOF when the gateway closed the connection. */
-static apr_status_t fill(prov_gw_answer_t *a)
+static apr_status_t fill(prov_gateway_answer_t *a)
 {
     apr_size_t got = 0;
     apr_status_t rv;
@@ -74,7 +74,7 @@ static int has_token(const char *v, const char *token)
 
 /* Parses the status line at line; APR_EGENERAL unless HTTP/1.0 or 1.1 with
  * a three-digit status. */
-static apr_status_t parse_status(prov_gw_answer_t *a, const char *line)
+static apr_status_t parse_status(prov_gateway_answer_t *a, const char *line)
 {
     if (strncmp(line, "HTTP/1.", 7) || (line[7] != '0' && line[7] != '1') || line[8] != ' ')
         return APR_EGENERAL;
@@ -90,7 +90,7 @@ static apr_status_t parse_status(prov_gw_answer_t *a, const char *line)
 }
 
 /* One header, its name and value already cut out and trimmed. */
-static apr_status_t take_header(prov_gw_answer_t *a, const char *name, const char *v,
+static apr_status_t take_header(prov_gateway_answer_t *a, const char *name, const char *v,
                                 apr_pool_t *p)
 {
     if (!strcasecmp(name, "Content-Length")) {
@@ -116,7 +116,7 @@ static apr_status_t take_header(prov_gw_answer_t *a, const char *name, const cha
 }
 
 /* Parses the head in a->in[pos, end) (end: after the blank line). */
-static apr_status_t parse_head(prov_gw_answer_t *a, apr_size_t end, apr_pool_t *p)
+static apr_status_t parse_head(prov_gateway_answer_t *a, apr_size_t end, apr_pool_t *p)
 {
     char *line = a->in + a->pos, *stop = a->in + end - 2;
     char *eol;
@@ -145,7 +145,7 @@ static apr_status_t parse_head(prov_gw_answer_t *a, apr_size_t end, apr_pool_t *
     return APR_SUCCESS;
 }
 
-static apr_status_t append(prov_gw_answer_t *a, const char *data, apr_size_t n)
+static apr_status_t append(prov_gateway_answer_t *a, const char *data, apr_size_t n)
 {
     apr_status_t rv;
     if (a->blen + n > MAX_BODY)
@@ -159,7 +159,7 @@ static apr_status_t append(prov_gw_answer_t *a, const char *data, apr_size_t n)
 
 /* A stream's body decoded so far, handed to the sink at once (all the
  * chunks one read brought: one call, one write to the client). */
-static apr_status_t deliver(prov_gw_answer_t *a)
+static apr_status_t deliver(prov_gateway_answer_t *a)
 {
     apr_size_t n = a->blen;
     if (!a->sink || !n)
@@ -172,7 +172,7 @@ static apr_status_t deliver(prov_gw_answer_t *a)
  * when it is complete, APR_INCOMPLETE when more bytes are needed. The
  * result never depends on how the bytes were split into reads: a size line
  * is at most MAX_CHUNK_LINE bytes, and its size only hex digits. */
-static apr_status_t decode_chunks(prov_gw_answer_t *a)
+static apr_status_t decode_chunks(prov_gateway_answer_t *a)
 {
     for (;;) {
         char *at = a->in + a->pos, *e;
@@ -208,7 +208,7 @@ static apr_status_t decode_chunks(prov_gw_answer_t *a)
 
 /* The head of the final answer; informational ones (100 Continue) are
  * skipped. */
-static apr_status_t read_head(prov_gw_answer_t *a, apr_pool_t *p)
+static apr_status_t read_head(prov_gateway_answer_t *a, apr_pool_t *p)
 {
     apr_status_t rv;
     for (;;) {
@@ -231,7 +231,7 @@ static apr_status_t read_head(prov_gw_answer_t *a, apr_pool_t *p)
     }
 }
 
-apr_status_t prov_gw_answer_read(prov_gw_answer_t *a, apr_pool_t *p)
+apr_status_t prov_gateway_answer_read(prov_gateway_answer_t *a, apr_pool_t *p)
 {
     apr_status_t rv;
     if ((rv = read_head(a, p)) != APR_SUCCESS)
@@ -288,9 +288,10 @@ apr_status_t prov_gw_answer_read(prov_gw_answer_t *a, apr_pool_t *p)
     return rv == APR_SUCCESS ? deliver(a) : rv;
 }
 
-prov_gw_response_t *prov_gw_answer_response(const prov_gw_answer_t *a, apr_pool_t *p)
+prov_gateway_response_t *prov_gateway_answer_response(const prov_gateway_answer_t *a,
+                                                      apr_pool_t *p)
 {
-    prov_gw_response_t *r = apr_pcalloc(p, sizeof(*r));
+    prov_gateway_response_t *r = apr_pcalloc(p, sizeof(*r));
     r->status = a->status;
     r->body = a->body ? apr_pstrmemdup(p, a->body, a->blen) : apr_pstrdup(p, "");
     r->len = a->blen;
@@ -321,10 +322,10 @@ static apr_status_t mem_read(void *src, char *buf, apr_size_t cap, apr_size_t *g
     return APR_SUCCESS;
 }
 
-apr_status_t prov_gw_http_parse(prov_gw_response_t **resp, int *keep, const char *buf,
-                                apr_size_t len, apr_size_t step, apr_pool_t *p)
+apr_status_t prov_gateway_http_parse(prov_gateway_response_t **resp, int *keep, const char *buf,
+                                     apr_size_t len, apr_size_t step, apr_pool_t *p)
 {
-    prov_gw_answer_t a;
+    prov_gateway_answer_t a;
     mem_src_t m;
     apr_status_t rv;
     memset(&a, 0, sizeof(a));
@@ -333,9 +334,9 @@ apr_status_t prov_gw_http_parse(prov_gw_response_t **resp, int *keep, const char
     m.step = step;
     a.read = mem_read;
     a.src = &m;
-    rv = prov_gw_answer_read(&a, p);
+    rv = prov_gateway_answer_read(&a, p);
     if (rv == APR_SUCCESS) {
-        *resp = prov_gw_answer_response(&a, p);
+        *resp = prov_gateway_answer_response(&a, p);
         *keep = a.keep && a.pos == a.len;
     }
     free(a.in);

@@ -28,9 +28,9 @@ static pthread_key_t conn_key;
 static pthread_once_t conn_once = PTHREAD_ONCE_INIT;
 
 /* Closes the slot's connection and frees its buffers. */
-static void empty(prov_gw_slot_t *s)
+static void empty(prov_gateway_slot_t *s)
 {
-    prov_gw_conn_drop(s);
+    prov_gateway_conn_drop(s);
     free(s->in);
     free(s->body);
     s->in = s->body = NULL;
@@ -39,7 +39,7 @@ static void empty(prov_gw_slot_t *s)
 
 static void conn_thread_cleanup(void *v)
 {
-    prov_gw_slot_t *slots = v;
+    prov_gateway_slot_t *slots = v;
     int i;
     for (i = 0; i < SLOTS; i++)
         empty(&slots[i]);
@@ -51,9 +51,9 @@ static void conn_key_init(void)
     pthread_key_create(&conn_key, conn_thread_cleanup);
 }
 
-apr_status_t prov_gw_conn_slot(prov_gw_slot_t **slot, const void *owner)
+apr_status_t prov_gateway_conn_slot(prov_gateway_slot_t **slot, const void *owner)
 {
-    prov_gw_slot_t *slots;
+    prov_gateway_slot_t *slots;
     int i;
     pthread_once(&conn_once, conn_key_init);
     slots = pthread_getspecific(conn_key);
@@ -119,7 +119,7 @@ static void spare_init(void)
     pthread_atfork(spare_fork_prepare, spare_fork_parent, spare_fork_child);
 }
 
-void prov_gw_conn_park(prov_gw_slot_t *s)
+void prov_gateway_conn_park(prov_gateway_slot_t *s)
 {
     if (s->fd < 0)
         return;
@@ -149,21 +149,21 @@ static int spare_pop(const void *owner)
     return -1;
 }
 
-void prov_gw_conn_take(prov_gw_slot_t *s)
+void prov_gateway_conn_take(prov_gateway_slot_t *s)
 {
     int fd;
     for (;;) {
         pthread_mutex_lock(&spare_mutex);
         fd = spare_pop(s->owner);
         pthread_mutex_unlock(&spare_mutex);
-        if (fd < 0 || prov_gw_conn_usable(fd))
+        if (fd < 0 || prov_gateway_conn_usable(fd))
             break;
         close(fd);
     }
     s->fd = fd;
 }
 
-void prov_gw_conn_drop(prov_gw_slot_t *s)
+void prov_gateway_conn_drop(prov_gateway_slot_t *s)
 {
     if (s->fd >= 0)
         close(s->fd);
@@ -207,7 +207,7 @@ static apr_status_t again(int fd, short events, apr_time_t deadline)
 /* Nothing may be readable on a kept, idle connection: a readable one holds
  * the gateway's close (EOF), a reset, or bytes nobody asked for (out of
  * step): all dead. */
-int prov_gw_conn_usable(int fd)
+int prov_gateway_conn_usable(int fd)
 {
     struct pollfd pfd;
     char c;
@@ -247,7 +247,7 @@ static apr_status_t connect_one(int fd, const struct addrinfo *ai, apr_time_t de
     return APR_SUCCESS;
 }
 
-apr_status_t prov_gw_conn_open(int *pfd, const prov_gw_target_t *t, apr_time_t deadline)
+apr_status_t prov_gateway_conn_open(int *pfd, const prov_gateway_target_t *t, apr_time_t deadline)
 {
     struct addrinfo hints, *res = NULL, *ai;
     apr_status_t rv = APR_ECONNREFUSED;
@@ -277,7 +277,7 @@ apr_status_t prov_gw_conn_open(int *pfd, const prov_gw_target_t *t, apr_time_t d
     return rv;
 }
 
-apr_status_t prov_gw_conn_send(int fd, struct iovec *iov, int n, apr_time_t deadline)
+apr_status_t prov_gateway_conn_send(int fd, struct iovec *iov, int n, apr_time_t deadline)
 {
     while (n > 0) {
         /* sendmsg, not writev: a gateway that went away must not raise
@@ -307,9 +307,9 @@ apr_status_t prov_gw_conn_send(int fd, struct iovec *iov, int n, apr_time_t dead
     return APR_SUCCESS;
 }
 
-apr_status_t prov_gw_conn_recv(void *sock, char *buf, apr_size_t cap, apr_size_t *got)
+apr_status_t prov_gateway_conn_recv(void *sock, char *buf, apr_size_t cap, apr_size_t *got)
 {
-    prov_gw_sock_t *s = sock;
+    prov_gateway_sock_t *s = sock;
     for (;;) {
         ssize_t k = recv(s->fd, buf, cap, 0);
         apr_status_t rv;
@@ -324,10 +324,10 @@ apr_status_t prov_gw_conn_recv(void *sock, char *buf, apr_size_t cap, apr_size_t
     }
 }
 
-apr_status_t prov_gw_conn_recv_stream(void *ssock, char *buf, apr_size_t cap,
-                                      apr_size_t *got)
+apr_status_t prov_gateway_conn_recv_stream(void *ssock, char *buf, apr_size_t cap,
+                                           apr_size_t *got)
 {
-    prov_gw_ssock_t *s = ssock;
+    prov_gateway_ssock_t *s = ssock;
     for (;;) {
         ssize_t k = recv(s->fd, buf, cap, 0);
         apr_time_t now;

@@ -65,7 +65,7 @@ static apr_status_t curl_setup(const void **where, const char *base_url, apr_poo
 typedef struct xfer_t {
     char *buf;
     apr_size_t len, cap;
-    const prov_gw_req_t *req;
+    const prov_gateway_req_t *req;
     int aborted;
     apr_time_t last_data;           /* streams: when the gateway last sent bytes */
     apr_time_t idle_limit;          /* streams: the longest silence allowed */
@@ -177,7 +177,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 }
 
 /* The request's headers, for CURLOPT_HTTPHEADER (the caller frees them). */
-static struct curl_slist *header_list(const prov_gw_req_t *req, apr_pool_t *p)
+static struct curl_slist *header_list(const prov_gateway_req_t *req, apr_pool_t *p)
 {
     struct curl_slist *hl = NULL;
     if (req->auth_header)
@@ -196,7 +196,7 @@ static struct curl_slist *header_list(const prov_gw_req_t *req, apr_pool_t *p)
 }
 
 /* Sets h up for req, with x as the callbacks' data. */
-static void set_options(CURL *h, const prov_gw_req_t *req, xfer_t *x, int streaming)
+static void set_options(CURL *h, const prov_gateway_req_t *req, xfer_t *x, int streaming)
 {
     curl_easy_setopt(h, CURLOPT_URL, apr_pstrcat(x->p, (const char *)req->where, req->path,
                                                  NULL));
@@ -260,7 +260,7 @@ static apr_status_t status_of(CURLcode cc, const xfer_t *x)
     }
 }
 
-static apr_status_t perform(const prov_gw_req_t *req, xfer_t *x, long *code, int streaming,
+static apr_status_t perform(const prov_gateway_req_t *req, xfer_t *x, long *code, int streaming,
                             const char **why)
 {
     CURL *h = thread_handle();
@@ -291,13 +291,13 @@ static apr_status_t perform(const prov_gw_req_t *req, xfer_t *x, long *code, int
     return rv;
 }
 
-static apr_status_t curl_request(prov_gw_response_t **resp, const prov_gw_req_t *req,
+static apr_status_t curl_request(prov_gateway_response_t **resp, const prov_gateway_req_t *req,
                                  const char **why, apr_pool_t *p)
 {
     xfer_t x;
     long code = 0;
     apr_status_t rv;
-    prov_gw_response_t *r;
+    prov_gateway_response_t *r;
 
     *why = NULL;
     memset(&x, 0, sizeof(x));
@@ -316,7 +316,7 @@ static apr_status_t curl_request(prov_gw_response_t **resp, const prov_gw_req_t 
     return rv;
 }
 
-static apr_status_t curl_stream(int *status, const prov_gw_req_t *req, const char **why,
+static apr_status_t curl_stream(int *status, const prov_gateway_req_t *req, const char **why,
                                 apr_pool_t *p)
 {
     xfer_t x;
@@ -336,6 +336,6 @@ static apr_status_t curl_stream(int *status, const prov_gw_req_t *req, const cha
     return rv;
 }
 
-const prov_gw_backend_t prov_gw_curl_backend = {
+const prov_gateway_backend_t prov_gateway_curl_backend = {
     "libcurl", curl_init, curl_setup, curl_request, curl_stream
 };

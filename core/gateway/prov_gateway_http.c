@@ -47,7 +47,7 @@ static apr_status_t parse_port(const char **port, const char *host_end, const ch
     return APR_SUCCESS;
 }
 
-apr_status_t prov_gw_target_parse(prov_gw_target_t *t, const char *url, apr_pool_t *p)
+apr_status_t prov_gateway_target_parse(prov_gateway_target_t *t, const char *url, apr_pool_t *p)
 {
     const char *hp, *slash, *host_end, *port = NULL;
     const char *host;
@@ -86,8 +86,8 @@ apr_status_t prov_gw_target_parse(prov_gw_target_t *t, const char *url, apr_pool
 
 static apr_status_t http_setup(const void **where, const char *base_url, apr_pool_t *p)
 {
-    prov_gw_target_t *t = apr_pcalloc(p, sizeof(*t));
-    apr_status_t rv = prov_gw_target_parse(t, base_url, p);
+    prov_gateway_target_t *t = apr_pcalloc(p, sizeof(*t));
+    apr_status_t rv = prov_gateway_target_parse(t, base_url, p);
     if (rv == APR_SUCCESS)
         *where = t;
     return rv;
@@ -106,7 +106,8 @@ static void put(char *out, apr_size_t *at, const char *s, apr_size_t n)
 #define PUT_LIT(out, at, lit) put(out, at, lit, sizeof(lit) - 1)
 
 /* Writes the request's head at out (NULL: only measures it); its length. */
-static apr_size_t head_write(char *out, const prov_gw_target_t *t, const prov_gw_req_t *req,
+static apr_size_t head_write(char *out, const prov_gateway_target_t *t,
+                             const prov_gateway_req_t *req,
                              const char *clen)
 {
     apr_size_t at = 0;
@@ -151,7 +152,8 @@ static apr_size_t head_write(char *out, const prov_gw_target_t *t, const prov_gw
 }
 
 /* The request's head, measured then written into one allocation. */
-static const char *head_of(const prov_gw_target_t *t, const prov_gw_req_t *req, apr_pool_t *p)
+static const char *head_of(const prov_gateway_target_t *t, const prov_gateway_req_t *req,
+                           apr_pool_t *p)
 {
     char clen[24], *head;
     apr_size_t n;
@@ -184,7 +186,8 @@ static apr_status_t failure(apr_status_t rv, int sent, const char **why)
  * there is none. A kept connection that fails before then is replaced once:
  * part of the request is still ours, so the gateway cannot have read it
  * whole. APR_SUCCESS once the gateway may have all of it. */
-static apr_status_t send_request(prov_gw_slot_t *s, const prov_gw_req_t *req, const char *head,
+static apr_status_t send_request(prov_gateway_slot_t *s, const prov_gateway_req_t *req,
+                                 const char *head,
                                  apr_time_t deadline, const char **why)
 {
     apr_status_t rv = APR_EGENERAL;
@@ -194,7 +197,7 @@ static apr_status_t send_request(prov_gw_slot_t *s, const prov_gw_req_t *req, co
         struct iovec iov[2];
         if (!reused) {
             apr_time_t cd = apr_time_now() + apr_time_from_msec(req->connect_timeout_ms);
-            rv = prov_gw_conn_open(&s->fd, req->where, cd < deadline ? cd : deadline);
+            rv = prov_gateway_conn_open(&s->fd, req->where, cd < deadline ? cd : deadline);
             if (rv != APR_SUCCESS) {
                 s->fd = -1;
                 *why = rv == APR_TIMEUP ? "connect timed out" : "cannot connect";
@@ -205,10 +208,10 @@ static apr_status_t send_request(prov_gw_slot_t *s, const prov_gw_req_t *req, co
         iov[0].iov_len = strlen(head);
         iov[1].iov_base = (void *)(req->body ? req->body : "");
         iov[1].iov_len = req->body ? req->len : 0;
-        rv = prov_gw_conn_send(s->fd, iov, req->body && req->len ? 2 : 1, deadline);
+        rv = prov_gateway_conn_send(s->fd, iov, req->body && req->len ? 2 : 1, deadline);
         if (rv == APR_SUCCESS)
             return rv;
-        prov_gw_conn_drop(s);
+        prov_gateway_conn_drop(s);
         if (!reused || rv == APR_TIMEUP)
             break;
     }
@@ -216,7 +219,7 @@ static apr_status_t send_request(prov_gw_slot_t *s, const prov_gw_req_t *req, co
 }
 
 /* Gives a call's buffers back to its slot (or frees the large ones). */
-static void keep_buffers(prov_gw_slot_t *s, prov_gw_answer_t *a)
+static void keep_buffers(prov_gateway_slot_t *s, prov_gateway_answer_t *a)
 {
     if (a->cap > KEEP_BUF) {
         free(a->in);
@@ -236,29 +239,30 @@ static void keep_buffers(prov_gw_slot_t *s, prov_gw_answer_t *a)
 
 /* Reads the answer on the slot's connection into the slot's buffers; the
  * connection is kept only when it can carry another request. */
-static apr_status_t receive(prov_gw_response_t **resp, prov_gw_slot_t *s, apr_time_t deadline,
+static apr_status_t receive(prov_gateway_response_t **resp, prov_gateway_slot_t *s,
+                            apr_time_t deadline,
                             apr_pool_t *p)
 {
-    prov_gw_answer_t a;
-    prov_gw_sock_t sock;
+    prov_gateway_answer_t a;
+    prov_gateway_sock_t sock;
     apr_status_t rv;
     memset(&a, 0, sizeof(a));
     sock.fd = s->fd;
     sock.deadline = deadline;
-    a.read = prov_gw_conn_recv;
+    a.read = prov_gateway_conn_recv;
     a.src = &sock;
     a.in = s->in;
     a.cap = s->incap;
     a.body = s->body;
     a.bcap = s->bodycap;
     s->in = s->body = NULL;
-    rv = prov_gw_answer_read(&a, p);
+    rv = prov_gateway_answer_read(&a, p);
     if (rv == APR_SUCCESS)
-        *resp = prov_gw_answer_response(&a, p);
+        *resp = prov_gateway_answer_response(&a, p);
     /* bytes beyond the answer: the connection is out of step */
     if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
-        prov_gw_conn_drop(s);
-    prov_gw_conn_park(s);
+        prov_gateway_conn_drop(s);
+    prov_gateway_conn_park(s);
     keep_buffers(s, &a);
     return rv;
 }
@@ -268,25 +272,26 @@ static apr_status_t receive(prov_gw_response_t **resp, prov_gw_slot_t *s, apr_ti
  * there is none), sent by send_request's rule; *s is the
  * slot. Once this succeeds the gateway may have the whole request: whatever
  * fails afterwards, it is not sent again. */
-static apr_status_t open_and_send(prov_gw_slot_t **s, const prov_gw_req_t *req,
+static apr_status_t open_and_send(prov_gateway_slot_t **s, const prov_gateway_req_t *req,
                                   apr_time_t deadline, const char **why, apr_pool_t *p)
 {
     apr_status_t rv;
     *why = NULL;
-    if ((rv = prov_gw_conn_slot(s, req->owner)) != APR_SUCCESS)
+    if ((rv = prov_gateway_conn_slot(s, req->owner)) != APR_SUCCESS)
         return rv;
-    if ((*s)->fd >= 0 && !prov_gw_conn_usable((*s)->fd))
-        prov_gw_conn_drop(*s);
+    if ((*s)->fd >= 0 && !prov_gateway_conn_usable((*s)->fd))
+        prov_gateway_conn_drop(*s);
     if ((*s)->fd < 0)
-        prov_gw_conn_take(*s);
+        prov_gateway_conn_take(*s);
     return send_request(*s, req, head_of(req->where, req, p), deadline, why);
 }
 
-apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_req_t *req,
-                                  const char **why, apr_pool_t *p)
+apr_status_t prov_gateway_http_request(prov_gateway_response_t **resp,
+                                       const prov_gateway_req_t *req,
+                                       const char **why, apr_pool_t *p)
 {
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(req->timeout_ms);
-    prov_gw_slot_t *s = NULL;
+    prov_gateway_slot_t *s = NULL;
     apr_status_t rv;
 
     if ((rv = open_and_send(&s, req, deadline, why, p)) != APR_SUCCESS)
@@ -300,11 +305,12 @@ apr_status_t prov_gw_http_request(prov_gw_response_t **resp, const prov_gw_req_t
 
 /* A stream's answer on the slot's connection, its body handed to req->cb as
  * it is decoded; the connection is kept only when the answer ended cleanly. */
-static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw_req_t *req,
+static apr_status_t receive_stream(int *status, prov_gateway_slot_t *s,
+                                   const prov_gateway_req_t *req,
                                    apr_pool_t *p)
 {
-    prov_gw_answer_t a;
-    prov_gw_ssock_t sock;
+    prov_gateway_answer_t a;
+    prov_gateway_ssock_t sock;
     apr_status_t rv;
     memset(&a, 0, sizeof(a));
     memset(&sock, 0, sizeof(sock));
@@ -314,7 +320,7 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
     sock.tick = req->tick;
     sock.idle = req->idle;
     sock.baton = req->baton;
-    a.read = prov_gw_conn_recv_stream;
+    a.read = prov_gateway_conn_recv_stream;
     a.src = &sock;
     a.sink = req->cb;
     a.baton = req->baton;
@@ -324,24 +330,24 @@ static apr_status_t receive_stream(int *status, prov_gw_slot_t *s, const prov_gw
     a.body = s->body;
     a.bcap = s->bodycap;
     s->in = s->body = NULL;
-    rv = prov_gw_answer_read(&a, p);
+    rv = prov_gateway_answer_read(&a, p);
     if (req->retry_after && a.retry_after)
         *req->retry_after = a.retry_after;
     if (rv != APR_SUCCESS || !a.keep || a.pos != a.len)
-        prov_gw_conn_drop(s);
-    prov_gw_conn_park(s);
+        prov_gateway_conn_drop(s);
+    prov_gateway_conn_park(s);
     keep_buffers(s, &a);
     return rv;
 }
 
-/* A stream from an http:// gateway: the request as prov_gw_http_request
+/* A stream from an http:// gateway: the request as prov_gateway_http_request
  * sends it (never twice), then the answer read as it comes, bounded by the
  * gateway's silence rather than a total time. */
-static apr_status_t http_stream(int *status, const prov_gw_req_t *req, const char **why,
+static apr_status_t http_stream(int *status, const prov_gateway_req_t *req, const char **why,
                                 apr_pool_t *p)
 {
     apr_time_t deadline = apr_time_now() + apr_time_from_msec(req->timeout_ms);
-    prov_gw_slot_t *s = NULL;
+    prov_gateway_slot_t *s = NULL;
     apr_status_t rv;
 
     *status = 0;
@@ -357,6 +363,6 @@ static apr_status_t http_stream(int *status, const prov_gw_req_t *req, const cha
     return failure(rv, 1, why);
 }
 
-const prov_gw_backend_t prov_gw_http_backend = {
-    "http/1.1", NULL, http_setup, prov_gw_http_request, http_stream
+const prov_gateway_backend_t prov_gateway_http_backend = {
+    "http/1.1", NULL, http_setup, prov_gateway_http_request, http_stream
 };

@@ -250,7 +250,7 @@ static const prov_stmt_def_t statements[] = {
     { "bill_ledger_complete16", LEDGER_INSERT LEDGER_ROWS16, "" },
     { "bill_ledger_complete64", LEDGER_INSERT LEDGER_ROWS16 ", " LEDGER_ROWS16 ", "
       LEDGER_ROWS16 ", " LEDGER_ROWS16, "" },
-    /* A journal record of a drawn request (prov_billing_journal.c): the same
+    /* A journal record of a drawn request (prov_replay.c): the same
      * row, unless it was written before the process died. */
     { "bill_ledger_replay",
       "INSERT INTO ledger (request_id, user_id, key_id, model_id, transport, input_tokens, "
@@ -505,6 +505,26 @@ static const prov_stmt_def_t statements[] = {
     { "signin_state_cap",
       "DELETE FROM signin_states WHERE client_key = %s AND state_hash NOT IN (SELECT state_hash "
       "FROM signin_states WHERE client_key = %s ORDER BY created_at DESC, state_hash LIMIT %d)" },
+
+    /* the audit trail (core/store/prov_audit.c; rows are written as text
+     * built there). args: user twice, since twice, before id twice (0: any),
+     * action twice (NULL: any), an action prefix three times (NULL: any),
+     * security only (1: the actions a user's activity list shows), limit */
+    { "audit_list",
+      "SELECT id, at, actor_kind, actor_id, action, target_kind, target_id, user_id, address, "
+      "detail FROM audit WHERE (CAST(%lld AS BIGINT) = 0 OR user_id = %lld) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR at >= %lld) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR id < %lld) "
+      "AND (CAST(%s AS TEXT) IS NULL OR action = %s) "
+      "AND (CAST(%s AS TEXT) IS NULL OR substr(action, 1, length(%s)) = %s) "
+      "AND (CAST(%d AS INTEGER) = 0 OR substr(action, 1, 6) = 'signin' "
+      "OR substr(action, 1, 4) = 'key.' OR substr(action, 1, 9) = 'identity.' "
+      "OR substr(action, 1, 6) = 'oauth.' OR substr(action, 1, 8) = 'session.' "
+      "OR action IN ('user.block', 'user.unblock')) ORDER BY id DESC LIMIT %d" },
+    /* args: the oldest time kept, batch */
+    { "audit_purge",
+      "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < %lld ORDER BY id "
+      "LIMIT %d)" },
 
     { NULL, NULL, NULL }
 };

@@ -403,11 +403,16 @@ apr_status_t prov_store_begin_with(prov_store_t *s, const char *sql, apr_pool_t 
 
 apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p)
 {
-    apr_status_t rv = prov_store_raw(s, "COMMIT", p);
+    /* An armed audit row joins the change's transaction (prov_audit.h);
+     * it stays armed until a commit succeeds. */
+    apr_status_t rv = s->audit_armed ? prov_store_defer(s, s->audit_armed, p) : APR_SUCCESS;
+    if (rv == APR_SUCCESS)
+        rv = prov_store_raw(s, "COMMIT", p);
     if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
         return rv;
     }
+    s->audit_armed = NULL;
     txn_end(s);
     return APR_SUCCESS;
 }

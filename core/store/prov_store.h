@@ -2,8 +2,10 @@
  * this header), the table of labelled statements (prov_sql.c), what
  * libprovider does to an SQLite connection itself (prov_store_sqlite), and
  * the schema's versions and migrations, compiled in from schema/
- * (prov_schema), and the billing writes built at run time
- * (prov_store_billing). SQL text and SQLite / PostgreSQL dialect branches belong
+ * (prov_schema), the billing writes built at run time
+ * (prov_store_billing), the sources a thread takes a connection from
+ * (prov_store_source), the audit trail's rows (prov_audit) and the copy of
+ * a live SQLite database (prov_backup). SQL text and SQLite / PostgreSQL dialect branches belong
  * here and nowhere else; the rooms above ask for rows by statement label.
  * It calls base only. */
 /* prov_store.h: the database seam. One statement table (label -> SQL with
@@ -46,6 +48,8 @@ typedef struct prov_store_t {
     apr_array_header_t *pending; /* statements deferred (prov_store_defer), or NULL */
     apr_uint64_t round_trips; /* statements or strings of them sent (PostgreSQL:
                                * each waits for the server once) */
+    const char *audit_armed;  /* an audit row's INSERT that the next commit
+                               * writes in its transaction (prov_audit.h) */
 } prov_store_t;
 
 /* The statement table, terminated by a row with label NULL. */

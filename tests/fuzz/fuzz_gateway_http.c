@@ -1,6 +1,6 @@
 /* fuzz_gateway_http.c: libFuzzer harness of the plain HTTP/1.1 gateway
  * client's answer parser (core/gateway/prov_gateway_answer.c, through
- * prov_gw_http_parse: the status line and headers, 1xx answers skipped,
+ * prov_gateway_http_parse: the status line and headers, 1xx answers skipped,
  * Content-Length, chunked with extensions and trailers, or a body that ends
  * with the connection). The input is the bytes a gateway sends, read once all
  * at once and once a few bytes per read (a size drawn from the input): the
@@ -13,7 +13,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     apr_pool_t *p = fuzz_pool();
-    prov_gw_response_t *r1 = NULL, *r2 = NULL;
+    prov_gateway_response_t *r1 = NULL, *r2 = NULL;
     int keep1 = 0, keep2 = 0;
     size_t step = 1, i;
     apr_status_t rv1, rv2;
@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (i = 0; i < size; i++)
         step = step * 31 + data[i];
     step = 1 + step % 61;
-    rv1 = prov_gw_http_parse(&r1, &keep1, (const char *)data, size, 0, p);
-    rv2 = prov_gw_http_parse(&r2, &keep2, (const char *)data, size, step, p);
+    rv1 = prov_gateway_http_parse(&r1, &keep1, (const char *)data, size, 0, p);
+    rv2 = prov_gateway_http_parse(&r2, &keep2, (const char *)data, size, step, p);
     FUZZ_CHECK(rv1 == APR_SUCCESS || rv1 == APR_EOF || rv1 == APR_EGENERAL);
     FUZZ_CHECK(rv1 == rv2);
     if (rv1 == APR_SUCCESS) {

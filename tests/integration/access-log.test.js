@@ -5,7 +5,7 @@
 // x-provider-credits and the ledger), the tokens, how the hold was taken and
 // the ledger status) for a chat answer, a Messages stream, a request refused
 // before any hold and one the gateway refused; and mod_provider's section
-// of mod_status's /server-status (this child's figures).
+// of mod_status's /server-status (the server's figures, summed over children).
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -122,8 +122,8 @@ describe('access log notes and /server-status', { timeout: 120000 }, () => {
     assert.notEqual(e.error, '-');
   });
 
-  // One child (the stack's default): its counters saw every request above.
-  it('/server-status has this child\'s mod_provider section', async () => {
+  // The server's counters (shared by its children) saw every request above.
+  it('/server-status has the server\'s mod_provider section', async () => {
     const auto = await stack.request('GET', '/server-status?auto');
     assert.equal(auto.status, 200, auto.text);
     const fig = Object.fromEntries(auto.text.split('\n').filter((l) => l.startsWith('Provider'))
@@ -137,7 +137,7 @@ describe('access log notes and /server-status', { timeout: 120000 }, () => {
     assert.equal(fig.ProviderBillingWriters, '1');
     const html = await stack.request('GET', '/server-status');
     assert.equal(html.status, 200);
-    assert.match(html.text, /<h2>mod_provider \(this process, pid \d+\)<\/h2>/);
+    assert.match(html.text, /<h2>mod_provider \(all children of the server; this page from pid \d+\)<\/h2>/);
     assert.match(html.text, /<td>streams open<\/td><td>0<\/td>/);
   });
 

@@ -166,7 +166,9 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
 
   describe('refusals without funds', () => {
     it('no plan and no balance: 402 INSUFFICIENT_CREDITS, nothing in the ledger', async () => {
-      assertRefused(await chat(users.nofunds, fullBody()), 402, 'INSUFFICIENT_CREDITS');
+      const e = assertRefused(await chat(users.nofunds, fullBody()), 402, 'INSUFFICIENT_CREDITS');
+      // no ProviderTopUpURL here: the remedy is the administrator
+      assert.match(e.message, /Ask the service's administrator for more credits\.$/, e.message);
       assertRefused(await chat(users.lowbal, fullBody()), 402, 'INSUFFICIENT_CREDITS');
       assert.equal(ledgerSums(stack, `user_id IN (${users.nofunds.id}, ${users.lowbal.id})`).credits, 0n);
       assert.equal(stack.balance(users.lowbal.id), toMicro('0.999999'));
@@ -211,6 +213,9 @@ describe('billing: holds, funding, windows, settlement', { timeout: 180000 }, ()
       assert.match(e.message, /budget/i, `the message names the key's budget: ${e.message}`);
       assert.match(e.message, /rais|increas/i, `the message names the remedy: ${e.message}`);
       assert.match(e.message, /plan/i, `the message names plan quota as the other remedy: ${e.message}`);
+      // what the user can do themselves: the cabinet, never the operator's tool
+      assert.match(e.message, /in the cabinet \(\/cabinet\)/, e.message);
+      assert.doesNotMatch(e.message, /providerctl/, e.message);
     });
   });
 

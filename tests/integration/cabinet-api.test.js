@@ -29,6 +29,8 @@ const ACTIVE = '__Host-provider-session';
 const SLASH_MODEL = 'vendor/slash-model';
 const SLOWISH = 'cabinet-slowish';   // answers after 300 ms: concurrent requests overlap, the child leases
 
+
+const TOP_UP = 'https://example.test/top-up?from=cabinet&x=1';
 describe('the cabinet API', { timeout: 180000 }, () => {
   let stack;
   let kit;
@@ -85,7 +87,8 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     kit = await startIdentityProviders({ redirectBase: base, count: 1, plain: 0 });
     stack = await startStack({
       port,
-      directives: `ProviderPublicURL ${base}\n${kit.directives()}`,
+      directives: `ProviderPublicURL ${base}\n${kit.directives()}\n`
+        + `ProviderCreditValue 0.01 USD\nProviderTopUpURL ${TOP_UP}\n`,
       seed: (s) => {
         seedCatalog(s);
         addBillModel(s);
@@ -420,12 +423,14 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     assert.deepEqual((await api(alice.jar, 'GET', '/v1/models/favorites')).json.data.map((m) => m.publicId), ['prov-main']);
     assert.equal(Number(stack.sql(`SELECT COUNT(*) AS n FROM favorites WHERE user_id = ${alice.id}`)[0].n), 2);
     assertOpenAIError(await api(alice.jar, 'POST', '/v1/models/prov-main/favorite'), 405, 'METHOD_NOT_ALLOWED');
-    const other = await fetch(`${stack.baseURL}/v1/models/prov-main`);
-    assert.equal(other.status, 404);
-    assert.equal((await other.json()).error.code, 'NOT_FOUND');
+    // the model itself, not a favorite: GET answers it, nothing else does
+    const one = await fetch(`${stack.baseURL}/v1/models/prov-main`);
+    assert.equal(one.status, 200);
+    assert.equal((await one.json()).id, 'prov-main');
+    assertOpenAIError(await api(alice.jar, 'PUT', '/v1/models/prov-main'), 405, 'METHOD_NOT_ALLOWED');
   });
 
-  it('the account: balance, held, available, no plan', async () => {
+  it('the account: balance, held, available, no plan, what a credit is worth', async () => {
     const res = await api(alice.jar, 'GET', '/v1/account');
     assert.equal(res.status, 200);
     const a = res.json;
@@ -436,6 +441,13 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     assert.equal(a.held, 0);
     assert.equal(a.available, a.balance);
     assert.equal(a.plan, null);
+    assert.deepEqual(a.credit, { value: '0.01', currency: 'USD' });
+    assert.equal(a.top_up_url, TOP_UP);
+    // and the documentation says the same
+    const page = await (await fetch(`${stack.baseURL}/docs/credits`)).text();
+    assert.match(page, /One credit is worth 0\.01 USD\./);
+    const html = TOP_UP.replace(/&/g, '&amp;');
+    assert.ok(page.includes(`<a href="${html}">${html}</a>`), 'the top-up link, escaped');
   });
 
   it('the account\'s plan windows are what a plan\'s 429 says', async () => {
@@ -448,6 +460,7 @@ describe('the cabinet API', { timeout: 180000 }, () => {
       if (r.status !== 200) refused = r;
     }
     const e = assertOpenAIError(refused, 429, 'SUBSCRIPTION_QUOTA_EXCEEDED');
+    assert.ok(e.message.endsWith(` Get more credits at ${TOP_UP}`), e.message);
     const m = e.message.match(/used up: ([\d.]+) of ([\d.]+) credits in the last 5 hours, ([\d.]+) of ([\d.]+) in the last 7 days/);
     assert.ok(m, e.message);
     const acct = (await api(bob.jar, 'GET', '/v1/account')).json;

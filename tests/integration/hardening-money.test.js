@@ -270,4 +270,26 @@ describe('money that cannot overflow', { timeout: 180000 }, () => {
     r = check(String(OUTPUT_MAX));
     assert.equal(r.status, 0, `the maximum itself is fine: ${r.stderr}`);
   });
+
+  it('ProviderCreditValue and ProviderTopUpURL: a bad value stops apache2 at start-up, naming it', () => {
+    const check = (line) => {
+      const conf = path.join(stack.dir, 'check-credit.conf');
+      fs.writeFileSync(conf, `${fs.readFileSync(stack.conf, 'utf8')}\n${line}\n`);
+      return spawnSync(HTTPD, ['-t', '-f', conf], { env: stack.httpdEnv(), encoding: 'utf8' });
+    };
+    for (const [line, name] of [['ProviderCreditValue 0 USD', 'ProviderCreditValue'],
+      ['ProviderCreditValue 1,5 EUR', 'ProviderCreditValue'], ['ProviderCreditValue 0.01 dollars', 'ProviderCreditValue'],
+      ['ProviderCreditValue 0.0000001 USD', 'ProviderCreditValue'],
+      ['ProviderTopUpURL javascript:alert(1)', 'ProviderTopUpURL'], ['ProviderTopUpURL http://example.test/', 'ProviderTopUpURL'],
+      ['ProviderTopUpURL "https://example.test/<b>"', 'ProviderTopUpURL']]) {
+      const r = check(line);
+      assert.notEqual(r.status, 0, `${line}: apache2 -t refuses it`);
+      assert.match(r.stderr, new RegExp(name), r.stderr);
+    }
+    for (const line of ['ProviderCreditValue 0.01 USD', 'ProviderCreditValue 12 EUR',
+      'ProviderTopUpURL https://example.test/top-up?a=1&b=2', 'ProviderTopUpURL mailto:billing@example.test']) {
+      const r = check(line);
+      assert.equal(r.status, 0, `${line}: ${r.stderr}`);
+    }
+  });
 });

@@ -491,6 +491,14 @@ describe('the OAuth 2.1 authorization server and /v1/mcp/account', { timeout: 18
     assert.ok(!l.json.data.some((x) => x.client_id === c.clientId));
     r = await del(jar, c.clientId);
     assert.equal(r.status, 404);
+    // the audit trail: the authorizations and the one revocation (the 404 wrote none), no token
+    const audit = stack.sql(`SELECT action, actor_kind, address FROM audit WHERE target_kind = 'oauth_client'
+      AND target_id = '${c.clientId}' ORDER BY id`);
+    assert.ok(audit.some((x) => x.action === 'oauth.authorize' && x.actor_kind === 'user'
+      && x.address === '127.0.0.1'), JSON.stringify(audit));
+    assert.equal(audit.filter((x) => x.action === 'oauth.revoke').length, 1, JSON.stringify(audit));
+    const dump = JSON.stringify(stack.sql('SELECT * FROM audit'));
+    for (const s of [t.access_token, t.refresh_token]) assert.ok(!dump.includes(s), 'a token in the audit table');
   });
 
   it('revokes every token when the user is blocked', async () => {

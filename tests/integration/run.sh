@@ -37,6 +37,7 @@ chromium=${PROV_CHROMIUM:-/usr/bin/chromium}
 [ -x "$chromium" ] || fail "chromium not found at $chromium (Debian's chromium package: sh scripts/install-deps.sh)"
 command -v unshare >/dev/null 2>&1 || fail "unshare (util-linux) is not installed"
 command -v strace >/dev/null 2>&1 || fail "strace is not installed (stream-pace.test.js counts httpd's writes with it: sh scripts/install-deps.sh)"
+command -v prometheus >/dev/null 2>&1 || fail "prometheus is not installed (prometheus.test.js scrapes the metrics with it: sh scripts/install-deps.sh)"
 command -v ip >/dev/null 2>&1 || fail "ip (iproute2) is not installed"
 unshare -n true 2>/dev/null || fail "cannot create a network namespace for the browser tests (unshare -n needs root)"
 for f in mod_provider/.libs/mod_provider.so cli/providerctl tests/mockgw/mockgw; do

@@ -216,11 +216,11 @@ prov_slot_t *bf_granted(bf_fixture_t *f, prov_leases_t *L, prov_op_t ops[2])
     bf_reserve_op(&ops[0], f, "grant-1", T0);
     bf_reserve_op(&ops[1], f, "grant-2", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
+    work = prov_lease_handoff_take(L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f->s, ops, work, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
-    CU_ASSERT_PTR_NULL(prov_lease_done(L, work, ops, T0, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(L, work, ops, T0, APR_SUCCESS));
     return prov_slot_find(L, f->auth->key_id, f->m->id);
 }
 
@@ -238,7 +238,7 @@ void bf_free_slots(prov_leases_t *L)
 {
     int i;
     L->stopping = 1;
-    prov_keys_sweep(L, apr_time_now());
+    prov_lease_keys_sweep(L, apr_time_now());
     for (i = 0; i < PROV_LEASE_SLOTS; i++) {
         CU_ASSERT_PTR_NULL(L->keys[i]);
         while (L->buckets[i]) {
@@ -256,7 +256,7 @@ void bf_free_slots(prov_leases_t *L)
 void bf_drop_slots(prov_leases_t *L)
 {
     int i;
-    prov_keys_forget(L);
+    prov_lease_keys_forget(L);
     for (i = 0; i < PROV_LEASE_SLOTS; i++) {
         while (L->buckets[i]) {
             prov_slot_t *sl = L->buckets[i];

@@ -135,13 +135,13 @@ void gw_ts_begin(gw_ts_t *s, apr_pool_t **p, const gw_ts_step_t *steps, int n)
 gw_ts_call_t gw_ts_post_body(gw_ts_t *s, const void *gw, const char *prefix,
                              long timeout_ms, const char *body, apr_size_t len, apr_pool_t *p)
 {
-    prov_gw_target_t t;
-    prov_gw_req_t req;
+    prov_gateway_target_t t;
+    prov_gateway_req_t req;
     gw_ts_call_t c;
     const char *url = apr_psprintf(p, "http://127.0.0.1:%d%s", s->port, prefix);
     memset(&c, 0, sizeof(c));
     memset(&req, 0, sizeof(req));
-    CU_ASSERT_EQUAL_FATAL(prov_gw_target_parse(&t, url, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_target_parse(&t, url, p), APR_SUCCESS);
     req.owner = gw;
     req.where = &t;
     req.auth_header = "Authorization: Bearer tok-123";
@@ -150,7 +150,7 @@ gw_ts_call_t gw_ts_post_body(gw_ts_t *s, const void *gw, const char *prefix,
     req.path = "/v1/chat/completions";
     req.body = body;
     req.len = len;
-    c.rv = prov_gw_http_request(&c.resp, &req, &c.why, p);
+    c.rv = prov_gateway_http_request(&c.resp, &req, &c.why, p);
     return c;
 }
 

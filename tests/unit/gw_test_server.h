@@ -44,7 +44,7 @@ typedef struct gw_ts_t {
 } gw_ts_t;
 
 typedef struct gw_ts_call_t {
-    prov_gw_response_t *resp;
+    prov_gateway_response_t *resp;
     const char *why;
     apr_status_t rv;
 } gw_ts_call_t;

@@ -268,10 +268,10 @@ static void test_expire(void)
     bf_setup(&f, 10 * C, 0, 0);
     r = bf_reserve(&f, "e-1", 4 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 10, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + 10, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 6 * C);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
@@ -296,7 +296,7 @@ static void test_expire(void)
     r->settled = 0;
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, PROV_STATUS_OK, T0 + 7201, f.p),
                     APR_EINCOMPLETE);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 2 * PROV_HOLD_TIMEOUT_DEFAULT, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + 2 * PROV_HOLD_TIMEOUT_DEFAULT, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 9 * C);
@@ -304,8 +304,8 @@ static void test_expire(void)
     /* A hold released by hand stays free (`providerctl hold release`). */
     r = bf_reserve(&f, "e-2", C, T0 + 7300, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&n, f.src, "e-2", PROV_STATUS_RELEASED, T0 + 7301,
-                                              f.p),
+    CU_ASSERT_EQUAL(prov_hold_release(&n, f.src, "e-2", PROV_STATUS_RELEASED, T0 + 7301,
+                                      f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, &t, C, PROV_STATUS_OK, T0 + 7302, f.p),
@@ -329,7 +329,7 @@ static void test_expire_late_plan(void)
     r = bf_reserve(&f, "lp-1", 2 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_TRUE_FATAL(r->row.from_plan);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bucket_sum(&f, "plan_credits", "user:m"), 0);
@@ -369,7 +369,7 @@ static void test_expire_late_replay(void)
     r2 = bf_reserve(&f, "lr-2", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 2);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
@@ -396,7 +396,7 @@ static void test_expire_late_replay(void)
         op.recs = recs;
         op.nrecs = 2;
         bf_hold_store(&f);
-        CU_ASSERT_EQUAL(prov_billing_run_batch(f.s, &op, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_batch_run(f.s, &op, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
         bf_release_store(&f);
         CU_ASSERT_EQUAL(op.swept, round ? 0 : 2);
         CU_ASSERT_EQUAL(bf_balance(&f), 10 * C - 3 * C / 2);
@@ -434,7 +434,7 @@ static void test_batch_exact(void)
         ops[i].hold = C;
         ops[i].next = i < 11 ? &ops[i + 1] : NULL;
     }
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, ops, NULL, 0, 0, 3600, f.p), APR_SUCCESS);
     for (i = 0; i < 12; i++) {
         if (ops[i].out)
             ok++;
@@ -534,10 +534,10 @@ static void test_no_writer_no_lease(void)
         CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 100 * (i + 1), PROV_STATUS_OK,
                                             T0 + 1, f.p),
                         APR_SUCCESS);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     bf_run_leasers(&f, &lr);
     CU_ASSERT_EQUAL(lr.leased, 0);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     bf_check_lease_books(&f, lr.requests + 3, lr.charged + 600);
     apr_pool_destroy(f.p);
 }

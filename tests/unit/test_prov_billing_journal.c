@@ -69,11 +69,11 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
     bf_reserve_op(&ops[0], f, apr_psprintf(f->p, "%s-hold-a", tag), T0);
     bf_reserve_op(&ops[1], f, apr_psprintf(f->p, "%s-hold-b", tag), T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, ops, work, 0, 0, 3600, f->p),
+    work = prov_lease_handoff_take(&L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f->s, ops, work, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(f, apr_psprintf(f->p, "SELECT COUNT(*) FROM billing_leases "
                                               "WHERE owner = '%s'", L.owner)), 1);
     for (i = 0; i < n; i++) {
@@ -83,10 +83,10 @@ static prov_micro_t dead_process(bf_fixture_t *f, prov_journal_t *j, const char 
         journal(j, r, C / 4);
         CU_ASSERT_TRUE(prov_lease_settle(&L, r, &t, C / 4, PROV_STATUS_OK, T0 + 1) > 0);
         if (i == written - 1) {
-            work = prov_lease_take(&L, NULL);
-            CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, NULL, work, T0 + 1, 0, 3600,
-                                                         f->p), APR_SUCCESS);
-            prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS);
+            work = prov_lease_handoff_take(&L, NULL);
+            CU_ASSERT_EQUAL_FATAL(prov_batch_run(f->s, NULL, work, T0 + 1, 0, 3600,
+                                                 f->p), APR_SUCCESS);
+            prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS);
         }
     }
     /* hold-a was settled and journaled, its batch never ran */
@@ -104,17 +104,17 @@ static void test_replay_dead_process(void)
     int journals = -1, n = 0;
 
     setup(&f, NULL, 10000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_database_id(&id, f.src, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_replay_database_id(&id, f.src, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     expect = dead_process(&f, j, "d", 40, 25);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 25);
     bf_check_books(&f, 10000 * C);
     before = bf_balance(&f);
     /* While it lives, nothing is replayed. */
-    CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_replay_journals(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 0);
     prov_journal_close(j);           /* it dies: its records are outstanding */
-    CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_replay_journals(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     /* Every drawn request once, the queued settlement done, the lease back;
@@ -155,13 +155,13 @@ static void test_replay_dead_process(void)
         journal(j2, &r, C / 2);
     }
     prov_journal_close(j2);
-    CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_replay_journals(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), before);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger"), 42);
     bf_check_books(&f, 10000 * C);
     /* The hold in flight expires; then everything but the charges is back. */
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 3601, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + 3601, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 40 * (C / 4) - C / 2);
     bf_check_books(&f, 10000 * C);
@@ -213,7 +213,7 @@ static void *replayer(void *arg)
     int i, n = 0;
     apr_pool_create_unmanaged(&p);
     for (i = 0; i < 20; i++) {
-        CU_ASSERT_EQUAL(prov_billing_recover(&n, x->src, x->f->dir, p), APR_SUCCESS);
+        CU_ASSERT_EQUAL(prov_replay_journals(&n, x->src, x->f->dir, p), APR_SUCCESS);
         x->journals += n;
         apr_sleep(apr_time_from_msec(2));
     }
@@ -228,7 +228,7 @@ static void test_replay_races_live_batches(void)
     prov_store_t *s2 = NULL, *s3 = NULL;
     prov_journal_t *j = NULL;
     racer_t live, rep1, rep2;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     pthread_t th[3];
     const char *id = NULL;
     prov_micro_t replayed = 0;
@@ -237,7 +237,7 @@ static void test_replay_races_live_batches(void)
     snprintf(file, sizeof(file), "/tmp/prov-unit-bj-race-%ld.db", (long)getpid());
     unlink(file);
     setup(&f, file, 100000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_database_id(&id, f.src, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_replay_database_id(&id, f.src, f.p), APR_SUCCESS);
     /* Three dead processes, each with 60 requests, 20 of them written. */
     for (i = 0; i < 3; i++) {
         CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
@@ -256,7 +256,7 @@ static void test_replay_races_live_batches(void)
     live.src = f.src;
     rep1.src = prov_store_source_fixed(s2, f.p);
     rep2.src = prov_store_source_fixed(s3, f.p);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, live_traffic, &live), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[1], NULL, replayer, &rep1), 0);
     CU_ASSERT_EQUAL_FATAL(pthread_create(&th[2], NULL, replayer, &rep2), 0);
@@ -266,7 +266,7 @@ static void test_replay_races_live_batches(void)
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(live.ok, 2 * RACE_LIVE);
     /* Live rows and leases end when the live process's writer stops. */
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'live-%' "
                                  "AND status = 'ok'"), 2 * RACE_LIVE);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE request_id LIKE 'dead%' "
@@ -289,15 +289,15 @@ static void test_replay_races_live_batches(void)
 static void test_upkeep_journal(void)
 {
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *r[3];
     prov_error_t *err = NULL;
     int i, polls;
 
     setup(&f, NULL, 10000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_upkeep(w, f.dir), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_upkeep(w, f.dir), APR_SUCCESS);
     for (polls = 0; polls < 500 && bf_files_in(f.dir) < 2; polls++)
         apr_sleep(apr_time_from_msec(10));
     CU_ASSERT_EQUAL_FATAL(bf_files_in(f.dir), 2);  /* its lock and first segment */
@@ -318,7 +318,7 @@ static void test_upkeep_journal(void)
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[1], NULL, 100, PROV_STATUS_OK, T0 + 1, f.p),
                     APR_SUCCESS);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 323);
@@ -331,19 +331,19 @@ static void test_upkeep_journal(void)
 static void test_upkeep_expires(void)
 {
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *r = NULL;
     prov_error_t *err = NULL;
     int polls;
 
     setup(&f, NULL, 10 * C);
     prov_clock_set(T0);
-    prov_billing_configure(8);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    prov_queue_configure(8);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_reserve(&r, &err, f.src, f.auth, f.m->id, "chat", "old", 3 * C,
                                          T0, f.p), APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_upkeep(w, NULL), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_upkeep(w, NULL), APR_SUCCESS);
     apr_sleep(apr_time_from_msec(1200));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'reserved'"), 1);
     prov_clock_set(T0 + 9);
@@ -354,8 +354,8 @@ static void test_upkeep_expires(void)
     }
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'expired'"), 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
-    prov_billing_writer_stop(w);
-    prov_billing_configure(0);
+    prov_writer_stop(w);
+    prov_queue_configure(0);
     prov_clock_set(0);
     teardown(&f);
 }
@@ -379,7 +379,7 @@ static void test_holds_by_hand(void)
         bf_reserve_op(&hand[i], &f, apr_psprintf(f.p, "hand-%d", i), T0);
         hand[i].hold = 2 * C;
         hand[i].now = T0 + i;
-        CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, &hand[i], NULL, 0, 0, 3600, f.p),
+        CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, &hand[i], NULL, 0, 0, 3600, f.p),
                               APR_SUCCESS);
         CU_ASSERT_PTR_NOT_NULL_FATAL(hand[i].out);
     }
@@ -387,12 +387,12 @@ static void test_holds_by_hand(void)
     bf_reserve_op(&ops[0], &f, "hand-a", T0);
     bf_reserve_op(&ops[1], &f, "hand-b", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
+    work = prov_lease_handoff_take(&L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_TRUE_FATAL(ops[1].granted > 0);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     bf_drop_slots(&L);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_holds(&holds, f.s, f.u->id, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_hold_list(&holds, f.s, f.u->id, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(holds->nelts, 5);
     for (i = 0; i < holds->nelts; i++) {
         h = &APR_ARRAY_IDX(holds, i, prov_hold_t);
@@ -406,27 +406,27 @@ static void test_holds_by_hand(void)
     }
     CU_ASSERT_STRING_EQUAL(APR_ARRAY_IDX(holds, 0, prov_hold_t).id, "hand-0");   /* oldest */
     CU_ASSERT_PTR_NOT_NULL_FATAL(lease);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_holds(&holds, f.s, f.u->id + 1, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_hold_list(&holds, f.s, f.u->id + 1, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(holds->nelts, 0);
     bf_check_books(&f, 1000 * C);
 
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
-                                              f.p),
+    CU_ASSERT_EQUAL(prov_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
+                                      f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'released' "
                                  "AND credits = 0 AND settled_at = 1700000005"), 1);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
-                                              f.p),
+    CU_ASSERT_EQUAL(prov_hold_release(&found, f.src, "hand-0", PROV_STATUS_RELEASED, T0 + 5,
+                                      f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, lease, PROV_STATUS_RELEASED, T0 + 5,
-                                              f.p),
+    CU_ASSERT_EQUAL(prov_hold_release(&found, f.src, lease, PROV_STATUS_RELEASED, T0 + 5,
+                                      f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 1);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
-    CU_ASSERT_EQUAL(prov_billing_hold_release(&found, f.src, "nope", PROV_STATUS_RELEASED, T0 + 5,
-                                              f.p),
+    CU_ASSERT_EQUAL(prov_hold_release(&found, f.src, "nope", PROV_STATUS_RELEASED, T0 + 5,
+                                      f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(found, 0);
     bf_check_books(&f, 1000 * C);

@@ -22,12 +22,12 @@ static void test_lease_threads(void)
 {
     bf_fixture_t f;
     bf_lease_run_t lr = { 0, 0, 0, 0, 0 };
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     bf_setup(&f, 1000000 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     bf_run_leasers(&f, &lr);
     CU_ASSERT_TRUE(lr.leased > 0);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     bf_check_lease_books(&f, lr.requests, lr.charged);
     apr_pool_destroy(f.p);
 }
@@ -37,9 +37,9 @@ static void test_lease_threads(void)
 static int writer_settles(bf_fixture_t *f)
 {
     int polls;
-    for (polls = 0; polls < 1000 && prov_billing_active(f->src); polls++)
+    for (polls = 0; polls < 1000 && prov_queue_active(f->src); polls++)
         apr_sleep(apr_time_from_msec(5));
-    return !prov_billing_active(f->src);
+    return !prov_queue_active(f->src);
 }
 
 /* With a writer thread: the threads' settlements never run a batch, yet
@@ -50,34 +50,34 @@ static void test_lease_writer(void)
 {
     bf_fixture_t f;
     bf_lease_run_t lr = { 0, 0, 0, 0, 0 };
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *r, *r2, *r3;
     prov_error_t *err = NULL;
     prov_micro_t charged;
     apr_int64_t requests;
     bf_setup(&f, 1000000 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     bf_run_leasers(&f, &lr);
     CU_ASSERT_TRUE(lr.leased > lr.ok / 2);
     requests = lr.requests + 1;
     charged = lr.charged;
     /* Nothing in flight, the lease is kept: the next request draws. */
-    CU_ASSERT_TRUE(prov_billing_active(f.src));
+    CU_ASSERT_TRUE(prov_queue_active(f.src));
     r = bf_reserve(&f, "after-gap", 3 * C, T0 + 2, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_TRUE(r->leased);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 777, PROV_STATUS_OK, T0 + 3, f.p),
                     APR_SUCCESS);
     charged += 777;
-    prov_billing_writer_stop(w);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    prov_writer_stop(w);
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     bf_check_lease_books(&f, requests, charged);
 
     /* A short keep_idle: the second of two requests at once gets a lease
      * with its reservation; both are settled the ordinary way, and the
      * writer returns the lease by itself. */
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(20)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_msec(20)),
                           APR_SUCCESS);
     /* (the key's last request older than keep_idle: not one right after) */
     apr_sleep(apr_time_from_msec(30));
@@ -86,7 +86,7 @@ static void test_lease_writer(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r2);
     CU_ASSERT_FALSE(r2->leased);
-    CU_ASSERT_TRUE(prov_billing_active(f.src));
+    CU_ASSERT_TRUE(prov_queue_active(f.src));
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r, NULL, 50, PROV_STATUS_OK, T0 + 5, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r2, NULL, 60, PROV_STATUS_OK, T0 + 5, f.p),
@@ -114,7 +114,7 @@ static void test_lease_writer(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"),
                     requests + 5);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000000 * C - charged);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -138,10 +138,10 @@ static int seq_leased(bf_fixture_t *f, const char *id, prov_micro_t charge, prov
 static void test_lease_sequential(void)
 {
     bf_fixture_t f, fb;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_micro_t charged = 0, charged_b = 0;
     bf_setup(&f, 1000000 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_FALSE(seq_leased(&f, "seq-1", 100, &charged));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
@@ -149,19 +149,19 @@ static void test_lease_sequential(void)
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
     CU_ASSERT_TRUE(seq_leased(&f, "seq-3", 300, &charged));
     CU_ASSERT_TRUE(seq_leased(&f, "seq-4", 400, &charged));
-    prov_billing_writer_stop(w);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    prov_writer_stop(w);
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     bf_check_lease_books(&f, 4, charged);
 
     /* Further apart than keep_idle: no lease. */
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(5)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_msec(5)),
                           APR_SUCCESS);
     apr_sleep(apr_time_from_msec(20));
     CU_ASSERT_FALSE(seq_leased(&f, "far-1", 100, &charged));
     apr_sleep(apr_time_from_msec(20));
     CU_ASSERT_FALSE(seq_leased(&f, "far-2", 100, &charged));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     bf_check_lease_books(&f, 6, charged);
     apr_pool_destroy(f.p);
 
@@ -169,13 +169,13 @@ static void test_lease_sequential(void)
      * most half of it (16 holds of 3 credits), and the third request
      * draws from it. */
     bf_setup(&fb, 1000000 * C, 1, 100 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, fb.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, fb.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_FALSE(seq_leased(&fb, "tight-1", C, &charged_b));
     CU_ASSERT_FALSE(seq_leased(&fb, "tight-2", C, &charged_b));
     CU_ASSERT_EQUAL(bf_value(&fb, "SELECT amount FROM billing_leases"), 48 * C);
     CU_ASSERT_TRUE(seq_leased(&fb, "tight-3", C, &charged_b));
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     bf_check_lease_books(&fb, 3, charged_b);
     apr_pool_destroy(fb.p);
 }
@@ -211,14 +211,14 @@ static void test_lease_modest(void)
 {
     static const prov_hold_ask_t ask = { 3 * C, 3 * C, 0 };
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *rs[11];
     prov_error_t *err = NULL;
     prov_micro_t charged = 0;
     int i;
 
     bf_setup(&f, 100 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(modest_run(&f, rs, 2, "m", &ask, &err), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT amount FROM billing_leases"), 24 * C);
@@ -232,8 +232,8 @@ static void test_lease_modest(void)
                                             f.p), APR_SUCCESS);
         charged += 1000 * (i + 1);
     }
-    prov_billing_writer_stop(w);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    prov_writer_stop(w);
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), 11);
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
@@ -243,7 +243,7 @@ static void test_lease_modest(void)
     apr_pool_destroy(f.p);
 
     bf_setup(&f, 20 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(modest_run(&f, rs, 5, "t", &ask, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(rs[4]);
@@ -251,7 +251,7 @@ static void test_lease_modest(void)
     for (i = 0; i < 5; i++)
         CU_ASSERT_EQUAL(prov_billing_release(f.src, rs[i], PROV_STATUS_FAILED, T0 + 1, f.p),
                         APR_SUCCESS);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     CU_ASSERT_EQUAL(bf_balance(&f), 20 * C);
     apr_pool_destroy(f.p);
 }
@@ -266,13 +266,13 @@ static void test_lease_modest_exact(void)
 {
     static const prov_hold_ask_t ask = { 3 * C, C, 0 };
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *rs[40];
     prov_error_t *err = NULL;
     int i, leased;
 
     bf_setup(&f, 91 * C + C / 2, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     leased = modest_run(&f, rs, 40, "x", &ask, &err);
     CU_ASSERT_TRUE(leased >= 10);
     for (i = 0; i < 30; i++) {
@@ -294,7 +294,7 @@ static void test_lease_modest_exact(void)
     CU_ASSERT_EQUAL(bf_balance(&f), 91 * C + C / 2);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
                     0);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -309,13 +309,13 @@ static void test_lease_sequential_refused(void)
     int i;
     for (i = 0; i < 3; i++) {
         bf_fixture_t f;
-        prov_billing_writer_t *w = NULL;
+        prov_writer_t *w = NULL;
         prov_micro_t charged = 0;
         prov_error_t *e = NULL;
         const char *fresh = NULL;
         int revoked = 0;
         bf_setup(&f, 1000000 * C, 0, 0);
-        CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+        CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                               APR_SUCCESS);
         seq_leased(&f, "lone-1", 100, &charged);
         seq_leased(&f, "lone-2", 200, &charged);
@@ -333,7 +333,7 @@ static void test_lease_sequential_refused(void)
         CU_ASSERT_PTR_NULL(bf_reserve(&f, "lone-after", 3 * C, T0, &e));
         CU_ASSERT_PTR_NOT_NULL_FATAL(e);
         CU_ASSERT_EQUAL(e->code, want[i]);
-        prov_billing_writer_stop(w);
+        prov_writer_stop(w);
         bf_check_lease_books(&f, 3, charged);
         CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger "
                                      "WHERE request_id = 'lone-after'"), 0);
@@ -360,7 +360,7 @@ static apr_int64_t leases_become(bf_fixture_t *f, apr_int64_t want)
 static void test_lease_beside_other_model(void)
 {
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_model_t *m2 = NULL;
     prov_reservation_t *lng, *side = NULL;
     prov_error_t *e = NULL;
@@ -370,7 +370,7 @@ static void test_lease_beside_other_model(void)
     bf_setup(&f, 1000000 * C, 0, 0);
     CU_ASSERT_EQUAL_FATAL(prov_model_add(&m2, f.s, "m2", "up-m2", NULL, NULL, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_msec(30)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_msec(30)),
                           APR_SUCCESS);
     lng = bf_reserve(&f, "long", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(lng);
@@ -391,7 +391,7 @@ static void test_lease_beside_other_model(void)
                     APR_SUCCESS);
     charged += 20;
     CU_ASSERT_EQUAL(leases_become(&f, 0), 0);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     bf_check_lease_books(&f, 3, charged);
     apr_pool_destroy(f.p);
 }
@@ -403,17 +403,17 @@ static void test_lease_beside_other_model(void)
 static void test_writer_stops_in_flight(void)
 {
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *r[4];
     int i;
     bf_setup(&f, 10000 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     for (i = 0; i < 3; i++) {
         r[i] = bf_reserve(&f, apr_psprintf(f.p, "st-%d", i), C, T0, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(r[i]);
     }
     CU_ASSERT_TRUE(r[2]->leased);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
     r[3] = bf_reserve(&f, "st-3", C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r[3]);
@@ -422,7 +422,7 @@ static void test_writer_stops_in_flight(void)
         CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[i], NULL, 10 * (i + 1), PROV_STATUS_OK, T0 + 1,
                                             f.p),
                         APR_SUCCESS);
-    CU_ASSERT_FALSE(prov_billing_active(f.src));
+    CU_ASSERT_FALSE(prov_queue_active(f.src));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), 4);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 100);
@@ -440,10 +440,10 @@ static void test_lease_exact_limit(void)
     bf_fixture_t f;
     prov_reservation_t *rs[1001];
     prov_error_t *err = NULL;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     int i, n = 0, leased = 0;
     bf_setup(&f, 100000 * C, 1, 1000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, 0), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, 0), APR_SUCCESS);
     for (i = 0; i < 1001; i++) {
         err = NULL;
         rs[i] = bf_reserve(&f, apr_psprintf(f.p, "x-%d", i), C, T0 + 10, &err);
@@ -468,7 +468,7 @@ static void test_lease_exact_limit(void)
     CU_ASSERT_EQUAL(bf_balance(&f), 100000 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
                     0);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -477,7 +477,7 @@ static void test_lease_exact_limit(void)
 static void test_lease_plan_name(void)
 {
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_plan_t *plan = NULL;
     prov_subscription_t *sub = NULL;
     prov_reservation_t *rs[50];
@@ -490,7 +490,7 @@ static void test_lease_plan_name(void)
                           APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_subscription_set(&sub, f.s, f.u->id, plan->id, 0, T0 - 10, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     /* requests at once (none settled yet): the later ones draw on a lease */
     for (i = 0; i < 50; i++) {
@@ -504,7 +504,7 @@ static void test_lease_plan_name(void)
     for (i = 0; i < 50; i++)
         CU_ASSERT_EQUAL(prov_billing_settle(f.src, rs[i], NULL, 10, PROV_STATUS_OK, T0 + 1, f.p),
                         APR_SUCCESS);
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     apr_pool_destroy(f.p);
 }
 
@@ -552,13 +552,13 @@ static void test_lease_settled_while_written(void)
     bf_reserve_op(&ops[0], &f, "w-1", T0);
     bf_reserve_op(&ops[1], &f, "w-2", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
+    work = prov_lease_handoff_take(&L, ops);
     CU_ASSERT_PTR_NULL(work);
     CU_ASSERT_EQUAL(ops[0].lease_unit, 0);
     CU_ASSERT_EQUAL(ops[1].lease_unit, 1024 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(ops[1].granted, 1024 * C);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, ops, T0, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 2 * C - 1024 * C);
 
     CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat", "w-3", C, T0 + 1,
@@ -567,21 +567,21 @@ static void test_lease_settled_while_written(void)
     CU_ASSERT_FALSE(prov_lease_due(&L));
     age_entry(r);
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 2, PROV_STATUS_OK, T0 + 2), 1);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
-    again = prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    again = prov_lease_handoff_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(again);
     CU_ASSERT_PTR_NULL(again->next);
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 3);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, again, NULL, 0, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, again, NULL, 0, 0, 3600, f.p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(again->rv, APR_SUCCESS);
     /* Once: the same settlement again finds the row settled. */
     again->next = NULL;
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, again, NULL, 0, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, again, NULL, 0, 0, 3600, f.p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(again->rv, APR_EINCOMPLETE);
     for (o = again; o; o = again) {
@@ -599,11 +599,11 @@ static void test_lease_settled_while_written(void)
      * but w-3's charge. */
     end_holds(&f, &L, ops, T0 + 3);
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 3, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, T0 + 3, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 3, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 3, APR_SUCCESS));
     CU_ASSERT_FALSE(prov_lease_due(&L));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
@@ -632,15 +632,15 @@ static void test_lease_written_expired(void)
                                          f.p));
     age_entry(r);
     CU_ASSERT_TRUE_FATAL(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, later, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, later, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "reserved"), 3);
     /* A sweep with a 300-second timeout: the three holds are stale, the
      * lease (moved to this bucket by the last batch) is not. */
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, NULL, later + 10, 1, 300, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, NULL, later + 10, 1, 300, f.p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_count_status(&f, "expired"), 3);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT amount FROM billing_leases"), 1023 * C);
@@ -659,11 +659,11 @@ static void test_lease_written_expired(void)
     /* The two holds end without a charge; the lease goes back. */
     end_holds(&f, &L, ops, later + 30);
     CU_ASSERT_EQUAL(bf_count_status(&f, "failed"), 2);
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, later + 30, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, later + 30, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, later + 30, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, later + 30, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - C / 2);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
@@ -700,10 +700,10 @@ static void test_lease_batch_cap(void)
     bf_reserve_op(&ops[0], &f, "cap-a", T0);
     bf_reserve_op(&ops[1], &f, "cap-b", T0);
     ops[0].next = &ops[1];
-    work = prov_lease_take(&L, ops);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
+    work = prov_lease_handoff_take(&L, ops);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, ops, work, 0, 0, 3600, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(ops[1].granted, 1024 * C);
-    prov_lease_done(&L, work, ops, T0, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, ops, T0, APR_SUCCESS);
     for (i = 0; i < n; i++) {
         prov_reservation_t *r = NULL;
         CU_ASSERT_TRUE_FATAL(prov_lease_draw(&L, &r, f.auth, f.m->id, "chat",
@@ -711,32 +711,32 @@ static void test_lease_batch_cap(void)
         CU_ASSERT_EQUAL(prov_lease_settle(&L, r, &t, C / 8, PROV_STATUS_OK, T0 + 1), 1);
     }
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(entries(work->taken), PROV_BATCH_ROWS_MAX);
     CU_ASSERT_EQUAL(entries(work->pending), n - PROV_BATCH_ROWS_MAX);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), PROV_BATCH_ROWS_MAX);
     /* The rest is due at once. */
     CU_ASSERT_TRUE(prov_lease_due(&L));
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(work);
     CU_ASSERT_EQUAL(entries(work->taken), n - PROV_BATCH_ROWS_MAX);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, T0 + 1, 0, 3600, f.p),
                           APR_SUCCESS);
-    CU_ASSERT_PTR_NULL(prov_lease_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
+    CU_ASSERT_PTR_NULL(prov_lease_handoff_done(&L, work, NULL, T0 + 1, APR_SUCCESS));
     CU_ASSERT_EQUAL(bf_count_status(&f, "ok"), n);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM ledger WHERE status = 'ok'"),
                     (prov_micro_t)n * (C / 8));
     /* The two holds end, the lease is returned (keep_idle later): only the
      * charges are gone. */
     end_holds(&f, &L, ops, T0 + 2);
-    work = prov_lease_take(&L, NULL);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
+    work = prov_lease_handoff_take(&L, NULL);
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f.s, NULL, work, T0 + 2, 0, 3600, f.p),
                           APR_SUCCESS);
-    prov_lease_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
+    prov_lease_handoff_done(&L, work, NULL, T0 + 2, APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 100000 * C - (prov_micro_t)n * (C / 8));
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets WHERE scope = 'key:h'"),
@@ -771,14 +771,14 @@ static void test_lease_expire(void)
         f.k->id, hb, 4 * C, f.u->id, hb, 4 * C, f.u->id, mb, 4 * C);
     CU_ASSERT_EQUAL_FATAL(prov_store_raw(f.s, sql, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 6 * C);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 60, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + 60, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 1);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 1, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM billing_leases"), 0);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT SUM(credits) FROM usage_buckets"), 0);
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 100, f.p),
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + PROV_HOLD_TIMEOUT_DEFAULT + 100, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(bf_balance(&f), 10 * C);
     apr_pool_destroy(f.p);

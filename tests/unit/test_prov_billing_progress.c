@@ -45,7 +45,7 @@ static prov_reservation_t *hold(bf_fixture_t *f, const char *id, const char *own
     bf_reserve_op(&op, f, id, now);
     op.hold_owner = owner;
     op.floor = floor;
-    CU_ASSERT_EQUAL_FATAL(prov_billing_run_batch(f->s, &op, NULL, 0, 0, 3600, f->p),
+    CU_ASSERT_EQUAL_FATAL(prov_batch_run(f->s, &op, NULL, 0, 0, 3600, f->p),
                           APR_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL_FATAL(op.out);
     return op.out;
@@ -126,7 +126,7 @@ static void test_progress_replay(void)
     int journals = -1, n = 0;
 
     setup(&f, 1000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_database_id(&id, f.src, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_replay_database_id(&id, f.src, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(prov_journal_open(&j, f.dir, id, 0, f.p), APR_SUCCESS);
     owner = apr_pstrdup(f.p, prov_journal_owner(j));
     r = hold(&f, "p-prog", owner, FLOOR, T0);
@@ -162,7 +162,7 @@ static void test_progress_replay(void)
                     5);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE owner IS NULL"), 1);
     /* Two holds outlive the hold timeout before the replay comes. */
-    CU_ASSERT_EQUAL(prov_billing_expire(&n, f.src, T0 + 100, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_queue_expire(&n, f.src, T0 + 100, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(n, 2);
     bf_check_books(&f, 1000 * C);
     CU_ASSERT_EQUAL(prov_journal_outstanding(j), 2);   /* progress is not outstanding */
@@ -171,7 +171,7 @@ static void test_progress_replay(void)
     copy = apr_pstrcat(f.p, f.dir, "-copy", NULL);
     copy_files(f.dir, copy, f.p);
 
-    CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_replay_journals(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(row_of(&f, "p-prog", "estimated"), 300);
@@ -198,7 +198,7 @@ static void test_progress_replay(void)
     /* The same journal again (a copy): nothing moves. */
     copy_files(copy, f.dir, f.p);
     bf_remove_dir(copy);
-    CU_ASSERT_EQUAL(prov_billing_recover(&journals, f.src, f.dir, f.p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_replay_journals(&journals, f.src, f.dir, f.p), APR_SUCCESS);
     CU_ASSERT_EQUAL(journals, 1);
     CU_ASSERT_EQUAL(bf_balance(&f), 1000 * C - charged - 2 * C);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COALESCE(SUM(credits), 0) FROM ledger"), charged);
@@ -217,15 +217,15 @@ static void test_progress_from_writer(void)
     static const prov_tokens_t t = { 10, 20, 0, 0 };
     prov_hold_ask_t ask = { C, C, FLOOR };
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     prov_reservation_t *r[3];
     prov_error_t *err = NULL;
     int i, polls, leased = 0;
 
     setup(&f, 10000 * C);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_upkeep(w, f.dir), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_writer_upkeep(w, f.dir), APR_SUCCESS);
     for (polls = 0; polls < 500 && bf_files_in(f.dir) < 2; polls++)
         apr_sleep(apr_time_from_msec(10));
     apr_sleep(apr_time_from_msec(50));          /* the journal open, leases granted */
@@ -274,7 +274,7 @@ static void test_progress_from_writer(void)
     CU_ASSERT_EQUAL(prov_billing_settle(f.src, r[2], &t, 100, PROV_STATUS_OK, T0 + 2, f.p),
                     APR_SUCCESS);
     CU_ASSERT_EQUAL(journal_kept(&f), 0);        /* each floor done with its settlement */
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     CU_ASSERT_EQUAL(bf_files_in(f.dir), 0);
     CU_ASSERT_EQUAL(bf_value(&f, "SELECT COUNT(*) FROM ledger WHERE status = 'ok'"), 3);
     CU_ASSERT_EQUAL(bf_balance(&f), 10000 * C - 300);

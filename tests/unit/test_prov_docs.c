@@ -36,7 +36,7 @@ static void test_names(void)
 static void test_render(void)
 {
     apr_pool_t *p = NULL;
-    prov_docs_vars_t v = { "https://api.example.test", NULL, NULL };
+    prov_docs_vars_t v = { "https://api.example.test", NULL, NULL, NULL };
     apr_pool_create(&p, prov_test_pool());
     v.models = ids(p, "m-1", "a<b");
     v.messages_models = ids(p, "c-2", NULL);
@@ -112,7 +112,7 @@ static void test_directory(void)
     char tmpl[] = "/tmp/prov-docs-XXXXXX";
     const char *dir = mkdtemp(tmpl), *text = NULL;
     apr_array_header_t *names = NULL, *secs = NULL;
-    prov_docs_vars_t v = { "http://127.0.0.1:8080", NULL, NULL };
+    prov_docs_vars_t v = { "http://127.0.0.1:8080", NULL, NULL, NULL };
     apr_size_t len = 0;
     apr_pool_create(&p, prov_test_pool());
     v.models = ids(p, "gpt-x", NULL);
@@ -179,7 +179,7 @@ static void test_cache(void)
     char tmpl[] = "/tmp/prov-docs-XXXXXX";
     const char *dir = mkdtemp(tmpl), *s1 = NULL, *s2 = NULL;
     apr_array_header_t *a = NULL, *b = NULL;
-    prov_docs_vars_t v = { "http://127.0.0.1:8080", NULL, NULL };
+    prov_docs_vars_t v = { "http://127.0.0.1:8080", NULL, NULL, NULL };
     prov_docs_cache_t *c = NULL;
     int refilled = -1;
     apr_pool_create(&p, prov_test_pool());

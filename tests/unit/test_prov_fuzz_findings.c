@@ -180,17 +180,17 @@ static void test_http_answer_whatever_the_reads(void)
     };
     static const char good[] =
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA;ext=1\r\n0123456789\r\n0\r\n\r\n";
-    prov_gw_response_t *r = NULL;
+    prov_gateway_response_t *r = NULL;
     apr_size_t steps[] = { 0, 1, 7, 1000 };
     int keep_alive = 0;
     size_t i, j;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         for (j = 0; j < sizeof(steps) / sizeof(steps[0]); j++)
-            CU_ASSERT_EQUAL(prov_gw_http_parse(&r, &keep_alive, bad[i], strlen(bad[i]),
-                                               steps[j], prov_test_pool()), APR_EGENERAL);
+            CU_ASSERT_EQUAL(prov_gateway_http_parse(&r, &keep_alive, bad[i], strlen(bad[i]),
+                                                    steps[j], prov_test_pool()), APR_EGENERAL);
     for (j = 0; j < sizeof(steps) / sizeof(steps[0]); j++) {
-        CU_ASSERT_EQUAL_FATAL(prov_gw_http_parse(&r, &keep_alive, good, sizeof(good) - 1,
-                                                 steps[j], prov_test_pool()), APR_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(prov_gateway_http_parse(&r, &keep_alive, good, sizeof(good) - 1,
+                                                      steps[j], prov_test_pool()), APR_SUCCESS);
         CU_ASSERT_STRING_EQUAL(r->body, "0123456789");
         CU_ASSERT_TRUE(keep_alive);
     }

@@ -19,26 +19,26 @@
 static void test_target_parse(void)
 {
     apr_pool_t *p = prov_test_pool();
-    prov_gw_target_t t;
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://127.0.0.1:4000", p), APR_SUCCESS);
+    prov_gateway_target_t t;
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://127.0.0.1:4000", p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(t.host, "127.0.0.1");
     CU_ASSERT_STRING_EQUAL(t.port, "4000");
     CU_ASSERT_STRING_EQUAL(t.host_header, "127.0.0.1:4000");
     CU_ASSERT_STRING_EQUAL(t.prefix, "");
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://gw.internal/base", p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://gw.internal/base", p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(t.host, "gw.internal");
     CU_ASSERT_STRING_EQUAL(t.port, "80");
     CU_ASSERT_STRING_EQUAL(t.prefix, "/base");
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://[::1]:8080/x", p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://[::1]:8080/x", p), APR_SUCCESS);
     CU_ASSERT_STRING_EQUAL(t.host, "::1");
     CU_ASSERT_STRING_EQUAL(t.port, "8080");
     CU_ASSERT_STRING_EQUAL(t.host_header, "[::1]:8080");
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "https://gw.internal", p), APR_ENOTIMPL);
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://", p), APR_EINVAL);
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://h:", p), APR_EINVAL);
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://h:80x", p), APR_EINVAL);
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://user@h", p), APR_EINVAL);
-    CU_ASSERT_EQUAL(prov_gw_target_parse(&t, "http://h/x?q=1", p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "https://gw.internal", p), APR_ENOTIMPL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://", p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://h:", p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://h:80x", p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://user@h", p), APR_EINVAL);
+    CU_ASSERT_EQUAL(prov_gateway_target_parse(&t, "http://h/x?q=1", p), APR_EINVAL);
 }
 
 static void test_keepalive_and_encodings(void)
@@ -159,11 +159,11 @@ static apr_status_t stream_idle(void *baton)
 }
 
 /* One stream through backend b; gw is the connection-cache identity. */
-static void stream(stream_call_t *c, const prov_gw_backend_t *b, gw_ts_t *s, const void *gw,
+static void stream(stream_call_t *c, const prov_gateway_backend_t *b, gw_ts_t *s, const void *gw,
                    long timeout_ms, apr_pool_t *p)
 {
     const void *where = NULL;
-    prov_gw_req_t req;
+    prov_gateway_req_t req;
     CU_ASSERT_EQUAL_FATAL(b->setup(&where, apr_psprintf(p, "http://127.0.0.1:%d", s->port), p),
                           APR_SUCCESS);
     memset(&req, 0, sizeof(req));
@@ -185,7 +185,7 @@ static void stream(stream_call_t *c, const prov_gw_backend_t *b, gw_ts_t *s, con
 #define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" \
                  "Transfer-Encoding: chunked\r\n\r\n"
 
-static void test_streams(const prov_gw_backend_t *b, int kept)
+static void test_streams(const prov_gateway_backend_t *b, int kept)
 {
     static const gw_ts_step_t steps[] = {
         { SSE_HEAD "7\r\ndata: a\r\n7\r\ndata: b\r\n0\r\n\r\n", 0, 0, 0 },
@@ -241,13 +241,13 @@ static void test_streams(const prov_gw_backend_t *b, int kept)
 
 static void test_streams_plain(void)
 {
-    test_streams(&prov_gw_http_backend, 1);
+    test_streams(&prov_gateway_http_backend, 1);
 }
 
 /* The idle callback: called while the gateway pauses inside its stream
  * (what came so far can go out, as nothing more is there to read), and,
  * from the plain client, not between events it wrote at once. */
-static void test_stream_idle(const prov_gw_backend_t *b, int plain)
+static void test_stream_idle(const prov_gateway_backend_t *b, int plain)
 {
     static const gw_ts_step_t steps[] = {
         { SSE_HEAD "7\r\ndata: a\r\n", 0, 0, 0, "7\r\ndata: b\r\n0\r\n\r\n", 300 },
@@ -275,13 +275,13 @@ static void test_stream_idle(const prov_gw_backend_t *b, int plain)
 
 static void test_stream_idle_plain(void)
 {
-    test_stream_idle(&prov_gw_http_backend, 1);
+    test_stream_idle(&prov_gateway_http_backend, 1);
 }
 
 static void test_stream_idle_libcurl(void)
 {
-    CU_ASSERT_EQUAL_FATAL(prov_gw_curl_backend.init(), APR_SUCCESS);
-    test_stream_idle(&prov_gw_curl_backend, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_curl_backend.init(), APR_SUCCESS);
+    test_stream_idle(&prov_gateway_curl_backend, 0);
 }
 
 /* The plain client's request head, whole: the caller's Accept instead of
@@ -296,7 +296,7 @@ static void test_stream_head(void)
     gw_ts_t s;
     stream_call_t c;
     const void *where = NULL;
-    prov_gw_req_t req;
+    prov_gateway_req_t req;
     apr_table_t *h;
     char *end;
     int gw = 0;
@@ -306,7 +306,7 @@ static void test_stream_head(void)
     apr_table_setn(h, "anthropic-version", "2023-06-01");
     apr_table_setn(h, "X-Split", "a\r\nInjected: 1");
     apr_table_setn(h, "X-Odd:", "b");
-    CU_ASSERT_EQUAL_FATAL(prov_gw_http_backend.setup(&where, apr_psprintf(p,
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_http_backend.setup(&where, apr_psprintf(p,
                           "http://127.0.0.1:%d/pre", s.port), p), APR_SUCCESS);
     memset(&req, 0, sizeof(req));
     memset(&c, 0, sizeof(c));
@@ -321,7 +321,7 @@ static void test_stream_head(void)
     req.headers = h;
     req.cb = stream_piece;
     req.baton = &c;
-    c.rv = prov_gw_http_backend.stream(&c.status, &req, &c.why, p);
+    c.rv = prov_gateway_http_backend.stream(&c.status, &req, &c.why, p);
     CU_ASSERT_EQUAL(c.rv, APR_SUCCESS);
     CU_ASSERT_EQUAL(c.status, 200);
     end = strstr(s.last_request, "\r\n\r\n");
@@ -338,8 +338,8 @@ static void test_stream_head(void)
 
 static void test_streams_libcurl(void)
 {
-    CU_ASSERT_EQUAL_FATAL(prov_gw_curl_backend.init(), APR_SUCCESS);
-    test_streams(&prov_gw_curl_backend, 0);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_curl_backend.init(), APR_SUCCESS);
+    test_streams(&prov_gateway_curl_backend, 0);
 }
 
 static void test_front_answers_and_streams(void)
@@ -354,7 +354,7 @@ static void test_front_answers_and_streams(void)
     apr_pool_t *p = NULL;
     gw_ts_t s;
     prov_gateway_t *gw = NULL;
-    prov_gw_response_t *resp = NULL;
+    prov_gateway_response_t *resp = NULL;
     sink_t k;
     apr_table_t *accept;
     int status = 0;

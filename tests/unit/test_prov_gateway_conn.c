@@ -69,7 +69,7 @@ static void test_idle_connection_shared_by_threads(void)
     gw_ts_t s;
     gw_ts_call_t c;
     other_call_t o;
-    prov_gw_slot_t *slot;
+    prov_gateway_slot_t *slot;
     pthread_t th;
     static int gw;
     gw_ts_begin(&s, &p, steps, 2);
@@ -85,10 +85,10 @@ static void test_idle_connection_shared_by_threads(void)
     if (o.c.rv == APR_SUCCESS)
         CU_ASSERT_STRING_EQUAL(o.c.resp->body, "again");
     /* the connection left idle closed (else the server would wait on it) */
-    CU_ASSERT_EQUAL_FATAL(prov_gw_conn_slot(&slot, &gw), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_conn_slot(&slot, &gw), APR_SUCCESS);
     if (slot->fd < 0)
-        prov_gw_conn_take(slot);
-    prov_gw_conn_drop(slot);
+        prov_gateway_conn_take(slot);
+    prov_gateway_conn_drop(slot);
     gw_ts_finish(&s);
     CU_ASSERT_EQUAL(s.accepted, 1);
     CU_ASSERT_EQUAL(s.seen, 2);
@@ -106,7 +106,7 @@ static void test_idle_connection_not_inherited(void)
     apr_pool_t *p = NULL;
     gw_ts_t s;
     gw_ts_call_t c;
-    prov_gw_slot_t *slot;
+    prov_gateway_slot_t *slot;
     int status = -1;
     pid_t pid;
     static int gw;
@@ -116,19 +116,19 @@ static void test_idle_connection_not_inherited(void)
     pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        if (prov_gw_conn_slot(&slot, &gw) != APR_SUCCESS)
+        if (prov_gateway_conn_slot(&slot, &gw) != APR_SUCCESS)
             _exit(2);
         if (slot->fd < 0)
-            prov_gw_conn_take(slot);
+            prov_gateway_conn_take(slot);
         _exit(slot->fd < 0 ? 0 : 1);
     }
     CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CU_ASSERT_EQUAL_FATAL(prov_gw_conn_slot(&slot, &gw), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_gateway_conn_slot(&slot, &gw), APR_SUCCESS);
     if (slot->fd < 0)
-        prov_gw_conn_take(slot);
+        prov_gateway_conn_take(slot);
     CU_ASSERT_TRUE(slot->fd >= 0);
-    prov_gw_conn_drop(slot);
+    prov_gateway_conn_drop(slot);
     gw_ts_finish(&s);
     CU_ASSERT_EQUAL(s.accepted, 1);
     apr_pool_destroy(p);

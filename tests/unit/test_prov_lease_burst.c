@@ -107,14 +107,14 @@ static void test_burst_engine(void)
 {
     static const char *const ids[] = { "burst-1", "burst-2", "burst-3" };
     bf_fixture_t f;
-    prov_billing_writer_t *w = NULL;
+    prov_writer_t *w = NULL;
     burst_req_t b[3];
     pthread_t th[3];
     prov_reservation_t *r;
     prov_micro_t charged = 100;
     int i;
     bf_setup(&f, 1000000 * C, 0, 0);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_writer_start(&w, f.src, apr_time_from_sec(60)),
+    CU_ASSERT_EQUAL_FATAL(prov_writer_start(&w, f.src, apr_time_from_sec(60)),
                           APR_SUCCESS);
     r = bf_reserve(&f, "burst-0", 3 * C, T0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -143,7 +143,7 @@ static void test_burst_engine(void)
                         APR_SUCCESS);
         charged += 200 + i;
     }
-    prov_billing_writer_stop(w);
+    prov_writer_stop(w);
     for (i = 0; i < 3; i++)
         apr_pool_destroy(b[i].p);
     bf_check_lease_books(&f, 4, charged);

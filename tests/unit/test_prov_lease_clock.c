@@ -1,5 +1,5 @@
 /* test_prov_lease_clock.c: unit tests of the lease table's clocks
- * (core/billing/prov_lease.c, prov_lease_batch.c): when the billing writer
+ * (core/billing/prov_lease.c, prov_lease_handoff.c): when the billing writer
  * next has work by time alone (prov_lease_next_due), so that it sleeps
  * until then instead of looking every 2 ms; and when a request drawing on a
  * lease first reads its key (prov_lease_lone) and how often a batch checks
@@ -142,10 +142,10 @@ static int renews(int beside, apr_interval_time_t age)
     if (beside)
         prov_slot_busy(&L, other);
     s->checked = apr_time_now() - age;
-    work = prov_lease_take(&L, NULL);
+    work = prov_lease_handoff_take(&L, NULL);
     CU_ASSERT(work == NULL || work == s);
     renew = work == s && s->renew;
-    prov_lease_done(&L, work, NULL, T0, APR_EGENERAL);
+    prov_lease_handoff_done(&L, work, NULL, T0, APR_EGENERAL);
     bf_drop_slots(&L);
     apr_pool_destroy(f.p);
     return renew;

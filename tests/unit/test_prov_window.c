@@ -217,7 +217,7 @@ static void test_plan_windows(void)
     apr_pool_create(&p, prov_test_pool());
     s = prov_test_store(p);
     CU_ASSERT_EQUAL_FATAL(prov_user_add(&u, s, "win@example.com", NULL, p), APR_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_plan_windows(&pw, &w5, &w7, s, u->id, T0, p),
+    CU_ASSERT_EQUAL_FATAL(prov_window_plan(&pw, &w5, &w7, s, u->id, T0, p),
                           APR_SUCCESS);
     CU_ASSERT_FALSE(pw.has_plan);
     CU_ASSERT_EQUAL_FATAL(prov_plan_add(&plan, s, "win", 500, 5000, p), APR_SUCCESS);
@@ -225,7 +225,7 @@ static void test_plan_windows(void)
                           APR_SUCCESS);
     put_bucket(s, "user:m", u->id, prov_bucket_of(T0 - 600, M), 70, 60, p);
     put_bucket(s, "user:h", u->id, prov_bucket_of(T0 - 2 * H, H), 900, 800, p);
-    CU_ASSERT_EQUAL_FATAL(prov_billing_plan_windows(&pw, &w5, &w7, s, u->id, T0, p),
+    CU_ASSERT_EQUAL_FATAL(prov_window_plan(&pw, &w5, &w7, s, u->id, T0, p),
                           APR_SUCCESS);
     CU_ASSERT_TRUE(pw.has_plan);
     CU_ASSERT_STRING_EQUAL(pw.plan_name, "win");

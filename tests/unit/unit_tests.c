@@ -182,14 +182,17 @@ int main(int argc, char **argv)
     prov_test_suite_billing_progress();
     prov_test_suite_journal();
     prov_test_suite_plans();
+    prov_test_suite_audit();
     prov_test_suite_usage();
     prov_test_suite_chat();
     prov_test_suite_chat_fast();
     prov_test_suite_fields();
     prov_test_suite_catalog();
+    prov_test_suite_credit();
     prov_test_suite_sse();
     prov_test_suite_cache();
     prov_test_suite_ratelimit();
+    prov_test_suite_metrics();
     prov_test_suite_messages();
     prov_test_suite_messages_relay();
     prov_test_suite_messages_fast();

@@ -397,6 +397,12 @@ describe('the cabinet page in a browser', () => {
     await page.waitForSelector('#link-idp2 button');
     assert.deepEqual(await page.locator('#identity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.provider)), ['idp1']);
     assert.equal(await page.locator('#identity-list button.unlink').count(), 0);
+    // the security activity lists the link and the unlink, newest first
+    await page.reload();
+    await page.waitForSelector('#activity-list li[data-action="identity.unlink"]');
+    const acts = await page.locator('#activity-list li').evaluateAll((ls) => ls.map((l) => l.dataset.action));
+    assert.ok(acts.indexOf('identity.unlink') < acts.indexOf('identity.link'), acts.join());
+    assert.ok(acts.includes('signin'), acts.join());
     await clean();
   });
 

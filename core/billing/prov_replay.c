@@ -1,4 +1,4 @@
-/* prov_billing_journal.c: the billing engine's side of the settlement
+/* prov_replay.c: the billing engine's side of the settlement
  * journal (prov_journal.c keeps the files). The database's identity,
  * which a journal names so that it is only ever replayed where it belongs;
  * and the replay of dead processes' journals: their records, a chunk per
@@ -12,8 +12,8 @@
 #include "prov_billing_int.h"
 #include "prov_log.h"
 
-apr_status_t prov_billing_database_id(const char **id, const prov_store_source_t *src,
-                                      apr_pool_t *p)
+apr_status_t prov_replay_database_id(const char **id, const prov_store_source_t *src,
+                                     apr_pool_t *p)
 {
     prov_store_t *s = NULL;
     apr_dbd_row_t *row = NULL;
@@ -51,7 +51,7 @@ static apr_status_t replay_chunk(void *baton, const char *owner, const prov_jour
     op.recs = recs;
     op.nrecs = n;
     op.owner = last ? owner : NULL;
-    if ((rv = prov_billing_submit(&op, x->src, p)) != APR_SUCCESS)
+    if ((rv = prov_queue_submit(&op, x->src, p)) != APR_SUCCESS)
         return rv;
     x->rows += op.swept;
     x->progressed += op.progressed;
@@ -70,7 +70,7 @@ static apr_status_t replay_chunk(void *baton, const char *owner, const prov_jour
     return APR_SUCCESS;
 }
 
-apr_status_t prov_billing_recover_db(int *journals, const prov_store_source_t *src,
+apr_status_t prov_replay_journals_db(int *journals, const prov_store_source_t *src,
                                      const char *dir, const char *db_id, apr_pool_t *p)
 {
     replay_ctx_t x;
@@ -79,14 +79,14 @@ apr_status_t prov_billing_recover_db(int *journals, const prov_store_source_t *s
     return prov_journal_recover(journals, dir, db_id, replay_chunk, &x, p);
 }
 
-apr_status_t prov_billing_recover(int *journals, const prov_store_source_t *src, const char *dir,
+apr_status_t prov_replay_journals(int *journals, const prov_store_source_t *src, const char *dir,
                                   apr_pool_t *p)
 {
     const char *id = NULL;
     apr_status_t rv;
     if (journals)
         *journals = 0;
-    if ((rv = prov_billing_database_id(&id, src, p)) != APR_SUCCESS)
+    if ((rv = prov_replay_database_id(&id, src, p)) != APR_SUCCESS)
         return rv;
-    return prov_billing_recover_db(journals, src, dir, id, p);
+    return prov_replay_journals_db(journals, src, dir, id, p);
 }

@@ -1,4 +1,4 @@
-/* prov_billing_holds.c: the holds in flight as an operator sees them
+/* prov_hold.c: the holds in flight as an operator sees them
  * (`providerctl hold list`): requests' reservations (reserved ledger rows)
  * and processes' leases, with their user, key, model, amount and age; and
  * giving one back by hand (`providerctl hold release`), as a billing batch
@@ -7,8 +7,8 @@
 #include <string.h>
 #include "prov_billing_int.h"
 
-apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr_int64_t user_id,
-                                apr_pool_t *p)
+apr_status_t prov_hold_list(apr_array_header_t **holds, prov_store_t *s, apr_int64_t user_id,
+                            apr_pool_t *p)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
@@ -38,8 +38,8 @@ apr_status_t prov_billing_holds(apr_array_header_t **holds, prov_store_t *s, apr
     return APR_SUCCESS;
 }
 
-apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *src, const char *id,
-                                       prov_status_e status, apr_int64_t now, apr_pool_t *p)
+apr_status_t prov_hold_release(int *found, const prov_store_source_t *src, const char *id,
+                               prov_status_e status, apr_int64_t now, apr_pool_t *p)
 {
     prov_op_t op;
     apr_status_t rv;
@@ -49,7 +49,7 @@ apr_status_t prov_billing_hold_release(int *found, const prov_store_source_t *sr
     op.request_id = id;
     op.status = status;
     op.at = now;
-    if ((rv = prov_billing_submit(&op, src, p)) != APR_SUCCESS)
+    if ((rv = prov_queue_submit(&op, src, p)) != APR_SUCCESS)
         return rv;
     *found = op.swept;
     return APR_SUCCESS;

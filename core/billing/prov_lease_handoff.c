@@ -1,11 +1,13 @@
-/* prov_lease_batch.c: leases meeting a batch. Before a batch runs
- * (prov_lease_take): which leases it renews or returns, which unwritten
- * entries it writes (settled ones, holds still running after a second, all
- * of a lease it returns, at most PROV_BATCH_ROWS_MAX), and which of its
- * reservations may be granted a lease or must be asked again once this
- * process's lease of the account is returned. After it (prov_lease_done):
- * its results applied to the slots and entries, or on failure everything
- * put back for the next batch. Runs under the engine's queue mutex. */
+/* prov_lease_handoff.c: the lease table (in memory) handed to a batch and
+ * back; the batch's side, the lease rows it writes, is prov_batch_lease.c.
+ * Before a batch runs (prov_lease_handoff_take): which leases it renews or
+ * returns, which unwritten entries it writes (settled ones, holds still
+ * running after a second, all of a lease it returns, at most
+ * PROV_BATCH_ROWS_MAX), and which of its reservations may be granted a
+ * lease or must be asked again once this process's lease of the account is
+ * returned. After it (prov_lease_handoff_done): its results applied to the
+ * slots and entries, or on failure everything put back for the next batch.
+ * Runs under the engine's queue mutex. */
 #include <stdlib.h>
 #include <string.h>
 #include "prov_lease_int.h"
@@ -139,7 +141,7 @@ static void mark_reserve(const prov_leases_t *L, prov_op_t *ops, prov_op_t *op,
         op->lease_unit = s->unit;
 }
 
-prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
+prov_slot_t *prov_lease_handoff_take(prov_leases_t *L, prov_op_t *ops)
 {
     prov_slot_t *work = NULL, *s;
     prov_op_t *op;
@@ -163,8 +165,8 @@ prov_slot_t *prov_lease_take(prov_leases_t *L, prov_op_t *ops)
     return work;
 }
 
-/* What prov_lease_done gathers on its way: the journal records done, a
- * segment (ticket) at a time, and the settlements to queue. */
+/* What prov_lease_handoff_done gathers on its way: the journal records
+ * done, a segment (ticket) at a time, and the settlements to queue. */
 typedef struct done_t {
     int ticket, written;
     prov_op_t *requeue;
@@ -336,8 +338,8 @@ static void reserve_done(prov_leases_t *L, prov_op_t *op, apr_int64_t now)
         lease_open(s, op, now);
 }
 
-prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, apr_int64_t now,
-                           apr_status_t rv)
+prov_op_t *prov_lease_handoff_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops,
+                                   apr_int64_t now, apr_status_t rv)
 {
     prov_op_t *op;
     prov_slot_t *s, *next_s;
@@ -374,6 +376,6 @@ prov_op_t *prov_lease_done(prov_leases_t *L, prov_slot_t *work, prov_op_t *ops, 
             prov_slot_maybe_free(L, s);
         }
     }
-    prov_keys_sweep(L, apr_time_now());
+    prov_lease_keys_sweep(L, apr_time_now());
     return d.requeue;
 }
