@@ -19,7 +19,7 @@ async function copyText(text, node, out) {
   }
 }
 
-/** Shows a new secret once; resolves when the dialog closes (the secret then gone from the page). */
+/** Shows a new secret once; resolves after the dialog closed (the secret gone from the page). */
 export function showSecret(keyName, secretValue) {
   let secret = secretValue;
   const dialog = $('secret-dialog');
@@ -54,8 +54,10 @@ export function showSecret(keyName, secretValue) {
       $('secret-done').removeEventListener('click', forget);
       dialog.removeEventListener('cancel', forget);
       dialog.removeEventListener('close', forget);
-      resolve();
     };
+    // resolved once closed: the dialog has given focus back by then, and
+    // the caller may move it on
+    dialog.addEventListener('close', () => resolve(), { once: true });
     $('secret-done').addEventListener('click', forget);
     dialog.addEventListener('cancel', forget);
     dialog.addEventListener('close', forget);

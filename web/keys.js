@@ -99,7 +99,7 @@ function budgetForm(k, fb) {
     'aria-describedby': `${id}-error ${id}-hint`,
     value: k.weekly_budget === null || k.weekly_budget === undefined ? '' : String(k.weekly_budget) });
   const err = el('p', { id: `${id}-error`, class: 'field-error', role: 'alert' });
-  const set = el('button', { type: 'submit', class: 'secondary set-budget', text: 'Set budget', 'aria-label': `Set the budget of ${k.name}` });
+  const set = el('button', { type: 'submit', class: 'secondary set-budget', text: 'Set budget', 'aria-label': `Set budget for ${k.name}` });
   const submit = (ev) => {
     ev.preventDefault();
     const b = parseBudget(input.value);
@@ -122,7 +122,7 @@ function budgetForm(k, fb) {
       el('p', { id: `${id}-hint`, class: 'hint', text: 'A number such as 5 or 2.5 (a dot for decimals).' }), err),
     set,
     has ? el('button', { type: 'button', class: 'secondary remove-budget', text: 'Remove budget',
-      'aria-label': `Remove the budget of ${k.name}`, onclick: remove }) : null);
+      'aria-label': `Remove budget for ${k.name}`, onclick: remove }) : null);
 }
 
 /**
@@ -151,13 +151,14 @@ function keyView(k) {
   const bodyId = `key-${k.id}-body`;
   const isOpen = open.has(k.id);
   const toggle = el('button', { type: 'button', class: 'secondary expand', 'aria-expanded': isOpen ? 'true' : 'false',
-    'aria-controls': bodyId, text: isOpen ? 'Hide details' : 'Details', 'aria-label': `Details of ${k.name}` });
+    'aria-controls': bodyId, text: isOpen ? 'Hide details' : 'Details', 'aria-label': `${isOpen ? 'Hide details' : 'Details'} of ${k.name}` });
   const body = el('div', { id: bodyId, class: 'key-body', hidden: !isOpen });
   const show = (yes) => {
     if (yes) open.add(k.id); else open.delete(k.id);
     body.hidden = !yes;
     toggle.setAttribute('aria-expanded', yes ? 'true' : 'false');
     toggle.textContent = yes ? 'Hide details' : 'Details';
+    toggle.setAttribute('aria-label', `${toggle.textContent} of ${k.name}`);
   };
   toggle.addEventListener('click', () => show(body.hidden));
   const raise = () => {
