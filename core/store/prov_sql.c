@@ -9,7 +9,8 @@
 #include "prov_store.h"
 
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
-#define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at"
+#define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at, " \
+                   "last4"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning, max_output, created_at"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
@@ -69,8 +70,8 @@ static const prov_stmt_def_t statements[] = {
 
     /* API keys */
     { "key_add",
-      "INSERT INTO api_keys (user_id, name, hash, display, weekly_budget, created_at) "
-      "VALUES (%lld, %s, %s, %s, %lld, %lld) RETURNING id" },
+      "INSERT INTO api_keys (user_id, name, hash, display, weekly_budget, created_at, last4) "
+      "VALUES (%lld, %s, %s, %s, %lld, %lld, %s) RETURNING id" },
     { "key_get", "SELECT " KEY_COLS " FROM api_keys WHERE id = %lld" },
     /* args: user filter (0 = all), user id, include deleted (0/1). The flags
      * are CAST: SQLite binds every argument as text, and compares a text '0'
@@ -79,7 +80,7 @@ static const prov_stmt_def_t statements[] = {
       "SELECT " KEY_COLS " FROM api_keys WHERE (CAST(%lld AS INTEGER) = 0 OR user_id = %lld) "
       "AND (CAST(%d AS INTEGER) = 1 OR deleted_at IS NULL) ORDER BY id" },
     { "key_reissue",
-      "UPDATE api_keys SET hash = %s, display = %s, reissued_at = %lld "
+      "UPDATE api_keys SET hash = %s, display = %s, reissued_at = %lld, last4 = %s "
       "WHERE id = %lld AND deleted_at IS NULL" },
     { "key_delete",
       "UPDATE api_keys SET deleted_at = %lld WHERE id = %lld AND deleted_at IS NULL" },

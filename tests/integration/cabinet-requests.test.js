@@ -7,7 +7,8 @@
 // and status, paged by `next`; another user's rows never; bad parameters
 // 400 naming the parameter; no session 401. A refusal before the
 // reservation (the 429 of a used-up key budget) leaves no ledger row and is
-// not listed (said in the cabinet and the API reference). Runs on SQLite, and on
+// not listed (said in the cabinet and the API reference). Keys carry their
+// last4 (migration 017). Runs on SQLite, and on
 // PostgreSQL with PROVIDER_TEST_PGSQL=1.
 
 import { describe, it, before, after } from 'node:test';
@@ -87,6 +88,11 @@ describe('GET /v1/requests', { timeout: 120000 }, () => {
     laptop = await makeKey(alice, { name: 'laptop' });
     phone = await makeKey(alice, { name: 'phone' });
     const theirs = await makeKey(bob, { name: 'bob-key' });
+    // a key is shown as prefix…last 4 (migration 017): the secret's own last four
+    assert.equal(laptop.last4, laptop.secret.slice(-4));
+    const listedKey = (await api(alice, 'GET', '/v1/keys')).json.data.find((k) => k.id === laptop.id);
+    assert.equal(listedKey.last4, laptop.secret.slice(-4));
+    assert.ok(laptop.secret.startsWith(listedKey.prefix));
     for (const [k, model] of [[laptop, 'prov-main'], [phone, 'prov-main'], [laptop, 'refusing'], [laptop, 'prov-main']]) {
       const r = await stack.chat(k.secret, chatBody(model));
       ids.push({ id: r.headers.get('x-request-id'), status: r.status, credits: r.headers.get('x-provider-credits'), key: k, model });
