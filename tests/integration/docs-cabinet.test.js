@@ -73,6 +73,12 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
     const again = await check(`/v1/keys/${id}/reissue`, write('POST'), 200,
       { ...signed, template: '/v1/keys/{id}/reissue' });
     stack.secrets.push(again.secret);
+    assert.equal((await stack.chat(again.secret, { model: 'prov-main', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 })).status, 200);
+    await stack.billingSettled();
+    const recent = await check(`/v1/requests?key=${id}`, undefined, 200, { ...signed, template: '/v1/requests' });
+    assert.equal(recent.data.length, 1);
+    await check('/v1/requests?limit=0', undefined, 400, { ...signed, template: '/v1/requests' });
+    await check('/v1/requests', undefined, 401, { template: '/v1/requests' });
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: null }), 200,
       { ...signed, template: '/v1/keys/{id}/budget' });
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: -1 }), 400,
