@@ -40,14 +40,17 @@ static void page_headers(request_rec *r)
     apr_table_setn(r->err_headers_out, "Referrer-Policy", "same-origin");
 }
 
-/* The page's start: a phone's viewport and the /docs pages' style sheet
- * (ProviderDocsRoot's style.css), so that it reads as this site's page. */
+/* The page's start: a phone's viewport, the /docs pages' style sheet
+ * (ProviderDocsRoot's style.css) and their navigation's look, with links to
+ * the account and the MCP guide, so that it reads as this site's page. */
 static void page_head(request_rec *r, const char *title)
 {
     ap_rprintf(r, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                "<title>%s</title><link rel=\"stylesheet\" href=\"/docs/style.css\"></head>\n"
-               "<body class=\"consent\"><main><h1>%s</h1>\n", title, title);
+               "<body class=\"consent\"><nav><a href=\"/cabinet/\">Your account</a> "
+               "<a href=\"/docs/mcp\">About applications (MCP)</a></nav>\n"
+               "<main><h1>%s</h1>\n", title, title);
 }
 
 /* A failure the user sees (the client is not told). */

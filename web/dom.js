@@ -75,7 +75,7 @@ export const tokens = (u) => (u ? (u.input_tokens || 0) + (u.output_tokens || 0)
 /* ---- times: UTC everywhere, said so ---- */
 
 const dateTime = new Intl.DateTimeFormat(LOCALE, { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
-const dayOnly = new Intl.DateTimeFormat(LOCALE, { weekday: 'short', day: 'numeric', timeZone: 'UTC' });
+const dayOnly = new Intl.DateTimeFormat(LOCALE, { weekday: 'short', timeZone: 'UTC' });
 
 /** A <time> for an API time ("2026-11-24T07:00:00Z"), shown in UTC and labelled "UTC". */
 export function when(iso) {
@@ -85,7 +85,7 @@ export function when(iso) {
   return el('time', { datetime: iso, text });
 }
 
-/** A UTC day ("2026-11-24") as a short label: "Tue 24". */
+/** A UTC day ("2026-11-24") as a short label: "Tue" (the date is in the title). */
 export function dayLabel(date) {
   const d = new Date(`${date}T00:00:00Z`);
   return Number.isNaN(d.getTime()) ? date : dayOnly.format(d);
