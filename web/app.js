@@ -102,11 +102,17 @@ async function logout(ev) {
 /** Loads every section; several failing alike say why once, with one Retry. */
 async function loadSections() {
   $('status').replaceChildren();
-  const errors = await loadAll();
-  if (view !== 'in' || errors.length < 2) return;
+  const failed = await loadAll();
+  if (view !== 'in' || failed.length < 2) return;
   const retry = el('button', { type: 'button', id: 'retry-all', text: 'Retry' });
   retry.addEventListener('click', () => loadSections());
-  $('status').replaceChildren(el('span', { class: 'error', text: `${errors.length} sections could not be loaded: ${errors[0].message}` }), ' ', retry);
+  $('status').replaceChildren(el('span', { class: 'error', text: `${failed.length} sections could not be loaded: ${failed[0].error.message}` }), ' ', retry);
+  // the reason is said once, at the top: each section only says it is not loaded
+  for (const f of failed) {
+    if (f.error.message !== failed[0].error.message) continue;
+    const line = $(`${f.name}-error`).querySelector('span');
+    if (line) line.textContent = `${f.title}: not loaded.`;
+  }
 }
 
 function showSignedIn(me) {

@@ -37,10 +37,12 @@ export async function load(name) {
   }
 }
 
-/** Loads every section at once; resolves to the errors of those that failed. */
+/** Loads every section at once; resolves to [{name, title, error}] of those that failed. */
 export async function loadAll() {
-  const errors = await Promise.all([...loaders.keys()].map(load));
-  return errors.filter(Boolean);
+  const names = [...loaders.keys()];
+  const errors = await Promise.all(names.map(load));
+  return names.map((name, i) => ({ name, title: loaders.get(name).title, error: errors[i] }))
+    .filter((f) => f.error);
 }
 
 export const sectionNames = () => [...loaders.keys()];

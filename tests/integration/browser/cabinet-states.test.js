@@ -260,6 +260,7 @@ describe('the cabinet, the consent page and the docs at 1280 and 390 px', { time
     await page.waitForSelector('#retry-all');
     assert.match(await page.textContent('#status'), /sections could not be loaded: The service cannot be reached/);
     assert.equal(await page.locator('#account-error button.retry').getAttribute('aria-label'), 'Retry: Balance and plan');
+    assert.equal(await page.textContent('#account-error span'), 'Balance and plan: not loaded.', 'the reason once, at the top');
     await look('api-failed');
     await page.unroute('**/v1/**');
     await page.click('#retry-all');
