@@ -24,8 +24,10 @@ static const ctl_group_t groups[] = {
     { "plan",    "Plans: credit quotas per rolling 5-hour and 7-day window", ctl_plan_cmds },
     { "subscription", "Which plan a user has, and its windows' use", ctl_subscription_cmds },
     { "usage",   "Usage reports from the ledger",         ctl_usage_cmds },
+    { "ledger",  "The ledger's daily rollups and retention", ctl_ledger_cmds },
     { "hold",    "Holds in flight (requests' reservations, processes' leases)", ctl_hold_cmds },
     { "oauth",   "OAuth clients of the MCP account endpoint, and the purge", ctl_oauth_cmds },
+    { "alerts",  "Spend alerts: the webhook's outbox, delivered or pending", ctl_alert_cmds },
     { "audit",   "The audit trail: who changed what, sign-ins", ctl_audit_cmds },
     { NULL, NULL, NULL }
 };

@@ -83,6 +83,11 @@ struct ctl_t {
 extern const ctl_cmd_t ctl_db_cmds[];
 extern const ctl_cmd_t ctl_user_cmds[];
 extern const ctl_cmd_t ctl_key_cmds[];
+/* `key set` (providerctl_keyset.c): its run function and options, and the
+ * lines `key show` prints of a key's controls. */
+int ctl_key_set(ctl_t *ctl);
+extern const ctl_opt_t ctl_key_set_opts[];
+void ctl_key_controls_print(const prov_key_controls_t *c, apr_pool_t *p);
 extern const ctl_cmd_t ctl_balance_cmds[];
 extern const ctl_cmd_t ctl_model_cmds[];
 extern const ctl_cmd_t ctl_plan_cmds[];
@@ -90,6 +95,8 @@ extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 extern const ctl_cmd_t ctl_hold_cmds[];
 extern const ctl_cmd_t ctl_oauth_cmds[];
+extern const ctl_cmd_t ctl_ledger_cmds[];
+extern const ctl_cmd_t ctl_alert_cmds[];
 extern const ctl_cmd_t ctl_audit_cmds[];
 
 /* ---- the audit rows of changes (providerctl_audit_log.c) ---- */

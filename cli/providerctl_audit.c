@@ -83,6 +83,7 @@ const ctl_cmd_t ctl_audit_cmds[] = {
       "refused sign-in, newest first: time, actor, action, target, the user it\n"
       "concerns, the client address and a small JSON detail. Rows never hold a key\n"
       "secret, a token, a cookie or an identity provider's subject. They are kept\n"
-      "400 days (the server's periodic purge removes older ones)." },
+      "as long as the ledger's rows (ProviderLedgerRetention, 400 days by default;\n"
+      "the server's periodic purge removes older ones)." },
     { NULL }
 };

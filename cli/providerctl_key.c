@@ -1,7 +1,8 @@
 /* providerctl_key.c: the `key` group: creating a key for a user and reissuing
  * one (the only two moments a secret is ever printed), listing keys by their
  * display prefix, showing and deleting one, and setting or clearing its weekly
- * budget. `key show` and `key list` also show what a key has used (today and
+ * budget (its other controls: `key set`, providerctl_keyset.c). `key show`
+ * and `key list` also show what a key has used (today and
  * the last seven days, from the ledger) and, for show, its spend in the
  * rolling week with when it returns. KEY on the command line is the numeric
  * key id, never the secret. */
@@ -10,7 +11,7 @@
 #include "providerctl.h"
 #include "prov_billing.h"
 
-static json_object *key_json(const prov_key_t *k, const char *email)
+static json_object *key_json(const prov_key_t *k, const char *email, apr_pool_t *p)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "id", json_object_new_int64(k->id));
@@ -24,6 +25,7 @@ static json_object *key_json(const prov_key_t *k, const char *email)
     json_object_object_add(o, "created_at", ctl_json_time(k->created_at));
     json_object_object_add(o, "reissued_at", ctl_json_time(k->reissued_at));
     json_object_object_add(o, "deleted_at", ctl_json_time(k->deleted_at));
+    prov_key_controls_json(o, &k->controls, p);
     return o;
 }
 
@@ -37,7 +39,7 @@ static void print_secret(ctl_t *ctl, const prov_key_t *k, const char *email,
                          const char *secret, const char *what)
 {
     if (ctl->json) {
-        json_object *o = key_json(k, email);
+        json_object *o = key_json(k, email, ctl->pool);
         json_object_object_add(o, "secret", json_object_new_string(secret));
         ctl_json_print(o);
         return;
@@ -152,7 +154,7 @@ static int key_list(ctl_t *ctl)
         for (i = 0; i < keys->nelts; i++) {
             const prov_key_t *k = APR_ARRAY_IDX(keys, i, prov_key_t *);
             json_object *o = key_json(k, apr_hash_get(emails, &k->user_id,
-                                                          sizeof(k->user_id)));
+                                                          sizeof(k->user_id)), ctl->pool);
             prov_usage_key_t ku;
             if ((rc = key_usage(ctl, &ku, k)) != CTL_OK) {
                 json_object_put(o);
@@ -202,7 +204,7 @@ static int key_show(ctl_t *ctl)
     if ((rc = key_usage(ctl, &ku, k)) != CTL_OK)
         return rc;
     if (ctl->json) {
-        json_object *o = key_json(k, email);
+        json_object *o = key_json(k, email, ctl->pool);
         int returns = k->has_budget && spent > 0;
         json_object_object_add(o, "spent_7d", prov_json_credits(spent));
         json_object_object_add(o, "budget_reset_seconds",
@@ -226,6 +228,7 @@ static int key_show(ctl_t *ctl)
     ctl_kv("prefix:", apr_pstrcat(ctl->pool, k->display, "...", NULL));
     ctl_kv("weekly budget:", budget_text(k, ctl->pool));
     ctl_kv("week's spend:", week);
+    ctl_key_controls_print(&k->controls, ctl->pool);
     ctl_kv("used today:", usage_text(&ku.today, ctl->pool));
     ctl_kv("used 7 days:", usage_text(&ku.week, ctl->pool));
     ctl_kv("created:", ctl_time(k->created_at, 0, ctl->pool));
@@ -273,7 +276,7 @@ static int key_delete(ctl_t *ctl)
     if (ctl->json) {
         if (prov_key_get(&k, ctl->store, k->id, ctl->pool) != APR_SUCCESS)
             return ctl_fail(ctl, "key %s was deleted but cannot be read back", ctl->argv[0]);
-        ctl_json_print(key_json(k, owner_email(ctl, k->user_id)));
+        ctl_json_print(key_json(k, owner_email(ctl, k->user_id), ctl->pool));
     }
     else {
         printf("key %" APR_INT64_T_FMT " (%s...) deleted\n", k->id, k->display);
@@ -301,7 +304,7 @@ static int key_budget(ctl_t *ctl)
     k->has_budget = !clear;
     k->weekly_budget = clear ? 0 : amount;
     if (ctl->json)
-        ctl_json_print(key_json(k, owner_email(ctl, k->user_id)));
+        ctl_json_print(key_json(k, owner_email(ctl, k->user_id), ctl->pool));
     else if (clear)
         printf("key %" APR_INT64_T_FMT ": no weekly budget\n", k->id);
     else
@@ -339,5 +342,11 @@ const ctl_cmd_t ctl_key_cmds[] = {
     { "delete", "KEY", 1, 1, NULL, CTL_DB_READY, key_delete, "delete a key", NULL },
     { "budget", "KEY CREDITS|none", 2, 2, NULL, CTL_DB_READY, key_budget,
       "set a key's weekly budget in credits, or clear it with 'none'", NULL },
+    { "set", "KEY", 1, 1, ctl_key_set_opts, CTL_DB_READY, ctl_key_set,
+      "set or clear a key's expiry, models, addresses, rate and in-flight limit",
+      "Each option given is set (none, all or any clears it); the others are kept.\n"
+      "A refused request answers 401 API_KEY_EXPIRED, 403 MODEL_NOT_ALLOWED,\n"
+      "403 ADDRESS_NOT_ALLOWED, 429 API_KEY_RATE_LIMITED or API_KEY_IN_FLIGHT_LIMIT.\n"
+      "rpm and max-in-flight are counted by each server on its own." },
     { NULL }
 };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "providerctl.h"
+#include "prov_alert.h"
 #include "prov_user_access.h"
 #include "prov_identity.h"
 #include "prov_models.h"
@@ -197,6 +198,11 @@ static int set_blocked(ctl_t *ctl, int blocked)
     rv = prov_user_set_blocked(&revoked, ctl->store, u->id, blocked, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, blocked ? "block the user" : "unblock the user");
+    /* A block is a spend alert (the webhook's outbox; a second block of a
+     * blocked user is not). */
+    if (blocked && !u->blocked
+        && (rv = prov_alert_user_blocked(ctl->store, u->id, prov_now(), ctl->pool)) != APR_SUCCESS)
+        return ctl_db_fail(ctl, rv, "record the block's alert");
     u->blocked = blocked;
     if (ctl->json) {
         json_object *o = user_json(u);

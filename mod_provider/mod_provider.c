@@ -13,6 +13,7 @@
 #include "mod_provider.h"
 #include "mod_provider_account.h"
 #include "mod_provider_audit.h"
+#include "mod_provider_alert.h"
 #include "mod_provider_auth.h"
 #include "mod_provider_cabinet.h"
 #include "mod_provider_chat.h"
@@ -23,6 +24,7 @@
 #include "mod_provider_http.h"
 #include "mod_provider_keys.h"
 #include "mod_provider_limit.h"
+#include "mod_provider_keyctl.h"
 #include "mod_provider_mcp.h"
 #include "mod_provider_metrics.h"
 #include "mod_provider_messages.h"
@@ -86,6 +88,44 @@ static void journal_dir_make(provider_srv_conf *c, server_rec *vs, apr_pool_t *p
                      "give ProviderJournalDir %s to the server's User", c->journal_dir);
 }
 
+/* The alerts' secret, read as the gateway token is (never logged), and the
+ * alerts' directives checked; 0 after logging why not. */
+static int alert_secret_read(provider_srv_conf *c, server_rec *vs, apr_pool_t *pconf,
+                             apr_pool_t *ptemp)
+{
+    const char *why = NULL;
+    apr_status_t rv;
+    c->alert_secret = NULL;
+    if (c->alert_webhook && c->alert_secret_file
+        && (rv = read_token(&c->alert_secret, c->alert_secret_file, pconf)) != APR_SUCCESS)
+        why = apr_psprintf(ptemp, "cannot read ProviderAlertSecretFile %s (%pm)",
+                           c->alert_secret_file, &rv);
+    if (why || (why = provider_alert_check(c, ptemp))) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV01100: %s", why);
+        return 0;
+    }
+    return 1;
+}
+
+/* The streams' longest life against the hold timeout; 0 after logging why
+ * it cannot be. */
+static int stream_checked(provider_srv_conf *c, server_rec *vs, apr_int64_t engine_hold,
+                          apr_pool_t *ptemp)
+{
+    int lowered = 0;
+    const char *why = provider_config_stream_check(c, engine_hold, &lowered, ptemp);
+    if (why) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00009: %s", why);
+        return 0;
+    }
+    if (lowered)
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00018: streams last at "
+                     "most %" APR_INT64_T_FMT " s here (ProviderStreamMaxDuration "
+                     "unset: half of ProviderHoldTimeout, %" APR_INT64_T_FMT " s)",
+                     c->stream_max, engine_hold);
+    return 1;
+}
+
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
     server_rec *vs;
@@ -121,6 +161,8 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
                          "but ProviderGatewayURL is not set");
             return HTTP_INTERNAL_SERVER_ERROR;
         }
+        if (!alert_secret_read(c, vs, pconf, ptemp))
+            return HTTP_INTERNAL_SERVER_ERROR;
         if (c->token_file && (rv = read_token(&token, c->token_file, pconf)) != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_CRIT, rv, vs, "PROV00003: cannot read "
                          "ProviderGatewayTokenFile %s", c->token_file);
@@ -137,19 +179,8 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
                              "ProviderClockFile is set: time comes from %s (tests only)",
                              c->clock_file);
         }
-        {
-            int lowered = 0;
-            const char *why = provider_config_stream_check(c, engine_hold, &lowered, ptemp);
-            if (why) {
-                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, vs, "PROV00009: %s", why);
-                return HTTP_INTERNAL_SERVER_ERROR;
-            }
-            if (lowered)
-                ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, vs, "PROV00018: streams last at "
-                             "most %" APR_INT64_T_FMT " s here (ProviderStreamMaxDuration "
-                             "unset: half of ProviderHoldTimeout, %" APR_INT64_T_FMT " s)",
-                             c->stream_max, engine_hold);
-        }
+        if (!stream_checked(c, vs, engine_hold, ptemp))
+            return HTTP_INTERNAL_SERVER_ERROR;
         {
             const char *secrets[] = { c->gateway_url, token, NULL };
             c->redactor = prov_redactor_create(secrets, pconf);
@@ -215,6 +246,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         }
     }
     provider_purge_start(s, pchild);
+    provider_alert_start(s, pchild);
 }
 
 /* ---- routing ------------------------------------------------------------------ */
@@ -239,6 +271,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_ACCOUNT;
     if (!strcmp(uri, "/v1/account/activity"))
         return PROVIDER_EP_ACTIVITY;
+    if (!strcmp(uri, "/v1/account/alerts"))
+        return PROVIDER_EP_ACCOUNT_ALERTS;
     if (!strcmp(uri, "/v1/usage"))
         return PROVIDER_EP_USAGE;
     if (!strcmp(uri, "/v1/requests"))
@@ -316,6 +350,8 @@ static int handler(request_rec *r)
         return provider_cabinet_handler(r);
     case PROVIDER_EP_ACCOUNT:
         return provider_account_handler(r);
+    case PROVIDER_EP_ACCOUNT_ALERTS:
+        return provider_alert_settings_handler(r);
     case PROVIDER_EP_USAGE:
         return provider_usage_handler(r);
     case PROVIDER_EP_ACTIVITY:
@@ -361,6 +397,7 @@ static void register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(handler, NULL, NULL, APR_HOOK_MIDDLE);
     provider_limit_hooks(p);
+    provider_keyctl_hooks(p);
     provider_status_hooks(p);
     provider_metrics_hooks(p);
 }

@@ -46,6 +46,7 @@ typedef enum {
     PROVIDER_EP_MCP_CLIENTS,   /* /v1/mcp/clients[/ID] (mod_provider_oauth.c) */
     PROVIDER_EP_OAUTH,         /* /oauth/... and /.well-known/oauth-... (mod_provider_oauth.c) */
     PROVIDER_EP_ACTIVITY,      /* /v1/account/activity (mod_provider_audit.c) */
+    PROVIDER_EP_ACCOUNT_ALERTS, /* /v1/account/alerts (mod_provider_alert.c) */
     PROVIDER_EP_REQUESTS,      /* /v1/requests (mod_provider_account.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
@@ -95,6 +96,13 @@ typedef struct provider_srv_conf {
     prov_rl_limit_t anon_limit[PROV_RL_CLASSES];  /* ProviderAnonRateLimit CLASS N [BURST] */
     apr_int64_t anon_slots;         /* ProviderAnonRateLimitSlots (the first server's) */
     apr_int64_t purge_interval;     /* ProviderPurgeInterval, seconds (the first server's) */
+    /* Spend alerts (mod_provider_alert.c; the first server with a webhook's). */
+    const char *alert_webhook;      /* ProviderAlertWebhook, an http(s) URL */
+    const char *alert_secret_file;  /* ProviderAlertSecretFile */
+    apr_int64_t alert_balance_below; /* ProviderAlertBalanceBelow, micro-credits (0: none) */
+    apr_int64_t alert_interval;     /* ProviderAlertInterval, seconds between scans */
+    const char *alert_secret;       /* read at post_config; never logged */
+    apr_int64_t ledger_retention;   /* ProviderLedgerRetention, days (0: for ever) */
 
     /* Built at post_config / child_init from the above. */
     prov_gateway_t *gateway;

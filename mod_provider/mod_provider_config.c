@@ -9,8 +9,10 @@
 #include "mod_provider.h"
 #include "mod_provider_config.h"
 #include "mod_provider_docs.h"
+#include "mod_provider_alert.h"
 #include "prov_billing.h"
 #include "prov_idp.h"
+#include "prov_rollup.h"
 
 #define DEFAULT_GATEWAY_TIMEOUT 300
 #define DEFAULT_CONNECT_TIMEOUT 5
@@ -67,6 +69,9 @@ void *provider_config_create(apr_pool_t *p, server_rec *s)
         c->anon_limit[i].per_minute = PROVIDER_UNSET;
     c->anon_slots = PROVIDER_UNSET;
     c->purge_interval = PROVIDER_UNSET;
+    c->alert_balance_below = PROVIDER_UNSET;
+    c->alert_interval = PROVIDER_UNSET;
+    c->ledger_retention = PROVIDER_UNSET;
     return c;
 }
 
@@ -106,6 +111,11 @@ void *provider_config_merge(apr_pool_t *p, void *basev, void *addv)
                                                                              : base->anon_limit[i];
     MERGE_NUM(anon_slots);
     MERGE_NUM(purge_interval);
+    MERGE_PTR(alert_webhook);
+    MERGE_PTR(alert_secret_file);
+    MERGE_NUM(alert_balance_below);
+    MERGE_NUM(alert_interval);
+    MERGE_NUM(ledger_retention);
     return c;
 }
 
@@ -124,6 +134,9 @@ void provider_config_defaults(provider_srv_conf *c)
     if (!c->web_root) c->web_root = PROVIDER_WEB_ROOT_DEFAULT;
     if (c->anon_slots == PROVIDER_UNSET) c->anon_slots = PROV_RL_SLOTS_DEFAULT;
     if (c->purge_interval == PROVIDER_UNSET) c->purge_interval = DEFAULT_PURGE_INTERVAL;
+    if (c->alert_balance_below == PROVIDER_UNSET) c->alert_balance_below = 0;
+    if (c->alert_interval == PROVIDER_UNSET) c->alert_interval = PROVIDER_ALERT_INTERVAL_DEFAULT;
+    if (c->ledger_retention == PROVIDER_UNSET) c->ledger_retention = PROV_RETENTION_DEFAULT;
     {
         int i;
         for (i = 0; i < PROV_RL_CLASSES; i++) {
@@ -222,6 +235,19 @@ static const char *set_int0(cmd_parms *cmd, void *dc, const char *v)
     return set_number(cmd, v, 0);
 }
 
+/* ProviderLedgerRetention: 0 (for ever) or at least PROV_RETENTION_MIN days,
+ * so that the rolling 7-day window and the weekly budgets keep their rows. */
+static const char *set_retention(cmd_parms *cmd, void *dc, const char *v)
+{
+    const char *err = set_int0(cmd, dc, v);
+    apr_int64_t n = cmd_conf(cmd)->ledger_retention;
+    if (!err && n > 0 && n < PROV_RETENTION_MIN)
+        return apr_psprintf(cmd->pool, "%s: '%s' days would remove ledger rows the rolling "
+                            "7-day window and the weekly budgets still read (0 or at least %d)",
+                            cmd->directive->directive, v, PROV_RETENTION_MIN);
+    return err;
+}
+
 /* ProviderDefaultMaxTokens: a positive number no request could exceed. */
 static const char *set_max_tokens(cmd_parms *cmd, void *dc, const char *v)
 {
@@ -236,6 +262,37 @@ static const char *set_max_tokens(cmd_parms *cmd, void *dc, const char *v)
 static const char *set_token_file(cmd_parms *cmd, void *dc, const char *v)
 {
     cmd_conf(cmd)->token_file = ap_server_root_relative(cmd->pool, v);
+    return NULL;
+}
+
+/* The spend alerts' directives (mod_provider_alert.c). */
+static const char *set_alert_webhook(cmd_parms *cmd, void *dc, const char *v)
+{
+    apr_uri_t u;
+    (void)dc;
+    if (apr_uri_parse(cmd->pool, v, &u) != APR_SUCCESS || !u.scheme || !u.hostname
+        || (strcasecmp(u.scheme, "http") && strcasecmp(u.scheme, "https")))
+        return apr_psprintf(cmd->pool, "%s: not an http:// or https:// URL",
+                            cmd->directive->directive);
+    cmd_conf(cmd)->alert_webhook = v;
+    return NULL;
+}
+
+static const char *set_alert_secret_file(cmd_parms *cmd, void *dc, const char *v)
+{
+    (void)dc;
+    cmd_conf(cmd)->alert_secret_file = ap_server_root_relative(cmd->pool, v);
+    return NULL;
+}
+
+static const char *set_alert_balance(cmd_parms *cmd, void *dc, const char *v)
+{
+    prov_micro_t amount = 0;
+    (void)dc;
+    if (prov_money_parse(&amount, v, 0) != APR_SUCCESS || amount > PROV_AMOUNT_MAX)
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an amount of credits (e.g. 5 or 2.5)",
+                            cmd->directive->directive, v);
+    cmd_conf(cmd)->alert_balance_below = amount;
     return NULL;
 }
 
@@ -435,6 +492,20 @@ const command_rec provider_config_cmds[] = {
     AP_INIT_TAKE1("ProviderPurgeInterval", set_int0, OFF(purge_interval), RSRC_CONF,
                   "Seconds between purges of ended sign-ins, sessions and OAuth clients, "
                   "codes, grants and tokens (default 300; 0 = only providerctl oauth purge)"),
+    AP_INIT_TAKE1("ProviderAlertWebhook", set_alert_webhook, NULL, RSRC_CONF,
+                  "The http(s) URL spend alerts are POSTed to, signed (needs "
+                  "ProviderAlertSecretFile)"),
+    AP_INIT_TAKE1("ProviderAlertSecretFile", set_alert_secret_file, NULL, RSRC_CONF,
+                  "A file holding the HMAC-SHA256 secret that signs the alerts (read at "
+                  "start-up)"),
+    AP_INIT_TAKE1("ProviderAlertBalanceBelow", set_alert_balance, NULL, RSRC_CONF,
+                  "CREDITS: a balance falling below it sends an alert, unless the user set "
+                  "their own threshold (default 0: none)"),
+    AP_INIT_TAKE1("ProviderAlertInterval", set_int, OFF(alert_interval), RSRC_CONF,
+                  "Seconds between two scans for crossings (default 10)"),
+    AP_INIT_TAKE1("ProviderLedgerRetention", set_retention, OFF(ledger_retention), RSRC_CONF,
+                  "Days raw ledger rows are kept once rolled up into daily usage (default "
+                  "400; 0 = for ever; at least 8); removed in small batches by the purge"),
     AP_INIT_TAKE1("ProviderClockFile", set_clock_file, NULL, RSRC_CONF,
                   "Tests only: a file holding the time (epoch seconds) the module uses as "
                   "now"),

@@ -93,15 +93,16 @@ static int answer(provider_infer_t *in, const provider_transport_t *t, const cha
     return provider_infer_answer(in, t->render(in, answer));
 }
 
-int provider_drive(request_rec *r, const provider_transport_t *t)
+static int drive(provider_infer_t **pin, request_rec *r, const provider_transport_t *t)
 {
-    provider_infer_t *in = NULL;
+    provider_infer_t *in;
     apr_table_t *headers = NULL;
     const char *body;
     provider_step_t st;
 
-    if ((st = provider_drive_prepare(&in, r, t)) != PROVIDER_GO)
+    if ((st = provider_drive_prepare(pin, r, t)) != PROVIDER_GO)
         return st;
+    in = *pin;
     st = provider_infer_reserve(in, prov_billing_input_estimate(in->call.prompt_bytes,
                                                                 in->call.n_messages));
     if (st != PROVIDER_GO)
@@ -112,4 +113,14 @@ int provider_drive(request_rec *r, const provider_transport_t *t)
     if (in->call.stream && t->stream)
         return provider_stream_run(in, t->stream, t->path, body, headers);
     return answer(in, t, body, headers);
+}
+
+/* Every ending goes through here: the key's in-flight count is given back
+ * as soon as the answer (or the refusal) is written. */
+int provider_drive(request_rec *r, const provider_transport_t *t)
+{
+    provider_infer_t *in = NULL;
+    int st = drive(&in, r, t);
+    provider_infer_done(in);
+    return st;
 }

@@ -17,6 +17,7 @@
 #include "mod_provider_db.h"
 #include "mod_provider_http.h"
 #include "mod_provider_status.h"
+#include "mod_provider_keyctl.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -49,6 +50,22 @@ static provider_step_t key_from_db(provider_infer_t *in)
     }
     in->auth_fresh = 1;
     return PROVIDER_GO;
+}
+
+/* The key's own controls, right after the key (mod_provider_keyctl.c). */
+static int key_controls(provider_infer_t *in)
+{
+    prov_error_t *e = provider_keyctl_admit(&in->in_flight, in->r, in->auth);
+    if (!e)
+        return PROVIDER_GO;
+    provider_infer_close(in);
+    return provider_send_error(in->r, in->family, e);
+}
+
+void provider_infer_done(provider_infer_t *in)
+{
+    if (in)
+        provider_keyctl_release(in->in_flight);
 }
 
 static int key_blocked(provider_infer_t *in)
@@ -96,6 +113,8 @@ provider_step_t provider_infer_begin(provider_infer_t **pin, request_rec *r,
     apr_table_setn(r->notes, "provider-key", in->auth->key_display);
     if (in->auth->user_blocked)
         return key_blocked(in);
+    if ((st = key_controls(in)) != PROVIDER_GO)
+        return st;
     /* The method only after the key: the spec validates the key first. */
     if (r->method_number != M_POST) {
         provider_infer_close(in);
@@ -138,7 +157,12 @@ provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id
     prov_error_t *err = NULL;
     apr_status_t rv = APR_SUCCESS;
     int usable;
+    prov_error_t *refusal = provider_keyctl_model(r, in->auth, public_id);
 
+    if (refusal) {              /* before the catalog: says nothing of it */
+        provider_infer_close(in);
+        return provider_send_error(r, in->family, refusal);
+    }
     in->model = in->lookups
         ? prov_cache_get_model(in->lookups, public_id, prov_now(), r->pool) : NULL;
     if (!in->model) {

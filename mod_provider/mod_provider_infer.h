@@ -15,6 +15,7 @@
 #include "prov_ending.h"
 #include "prov_gateway.h"
 #include "prov_gwerror.h"
+#include "mod_provider_keyctl.h"
 
 /* A request as the driver sees it, whatever its transport's rules. */
 typedef struct provider_call_t {
@@ -37,6 +38,7 @@ typedef struct provider_infer_t {
     prov_store_t *store;          /* open from begin until reserve */
     const char *secret;           /* the API key as sent */
     prov_auth_t *auth;
+    provider_keyctl_slot_t *in_flight; /* the key's in-flight count taken, or NULL */
     int auth_fresh;               /* auth was read from the database, not the cache */
     const char *body;             /* the request body (NUL-terminated) */
     apr_size_t len;
@@ -60,8 +62,9 @@ typedef struct provider_infer_t {
     prov_tokens_t staged_tokens;
 } provider_infer_t;
 
-/* Key (Bearer; also x-api-key when allowed), blocked user, method (POST),
- * body (size limit). */
+/* Key (Bearer; also x-api-key when allowed), blocked user, the key's
+ * controls (expiry, address, rate, in flight: mod_provider_keyctl.h),
+ * method (POST), body (size limit). */
 provider_step_t provider_infer_begin(provider_infer_t **in, request_rec *r,
                                      provider_family_e family, const char *transport,
                                      int allow_x_api_key);
@@ -69,7 +72,10 @@ provider_step_t provider_infer_begin(provider_infer_t **in, request_rec *r,
  * transaction re-checks: a key taken from the lookup cache is read again from
  * the database (401 when gone, 403 when its user is now blocked). */
 provider_step_t provider_infer_recheck_key(provider_infer_t *in);
-/* The catalog model: known, enabled, priced; with messages_only also of the
+/* The driver is done with the request: the key's in-flight count is given
+ * back (also done, at the latest, by r's pool cleanup). NULL: nothing. */
+void provider_infer_done(provider_infer_t *in);
+/* The key's model list (403 MODEL_NOT_ALLOWED), then the catalog model: known, enabled, priced; with messages_only also of the
  * messages family and enabled for it. */
 provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id,
                                      int messages_only);

@@ -1,6 +1,6 @@
 /* mod_provider_keys.c: a signed-in user's API keys: GET /v1/keys, POST
- * /v1/keys, POST /v1/keys/{id}/reissue, PUT /v1/keys/{id}/budget, DELETE
- * /v1/keys/{id}. core/cabinet checks the bodies and that a key is the
+ * /v1/keys, POST /v1/keys/{id}/reissue, PUT /v1/keys/{id}/budget, PATCH
+ * /v1/keys/{id} (its controls), DELETE /v1/keys/{id}. core/cabinet checks the bodies and that a key is the
  * user's own (another user's id is 404 KEY_NOT_FOUND, as an unknown one);
  * a new or reissued secret is in that one answer and nowhere else, never
  * in a log line. */
@@ -37,7 +37,7 @@ static keys_path_e keys_path(const char *uri, const char **id, apr_pool_t *p)
     return KEYS_NONE;
 }
 
-/* After a reissue or a deletion: this child's lookup cache forgets the key,
+/* After a reissue, a deletion or a change of controls: this child's lookup cache forgets the key,
  * so that its old secret is read from the database (and refused) by the
  * next request here, even one that a lease of the key would have served
  * from memory. Other children and nodes find out in their reservation's
@@ -119,10 +119,35 @@ static int keys_all(request_rec *r)
     return answer(&api, rv, HTTP_CREATED, o, "making a key");
 }
 
+/* PATCH /v1/keys/{id}: the key's controls. */
+static int key_patch(provider_api_t *api, apr_int64_t id)
+{
+    request_rec *r = api->r;
+    prov_key_change_t ch;
+    prov_error_t *err = NULL;
+    const char *body = NULL, *bad_model = NULL;
+    apr_size_t len = 0;
+    json_object *o = NULL;
+    apr_status_t rv;
+    provider_step_t st = provider_api_body(api, &body, &len);
+    if (st != PROVIDER_GO)
+        return st;
+    if (prov_cabinet_controls_parse(&ch, &err, body, len, r->pool) != APR_SUCCESS)
+        return provider_api_error(api, err);
+    rv = prov_cabinet_key_controls(&o, &bad_model, api->store, api->sess->user_id, id, &ch,
+                                   prov_now(), r->pool);
+    if (rv == APR_ENOENT)
+        return provider_api_error(api, prov_error_make(r->pool, PROV_E_INVALID_REQUEST,
+                                  "models", "models: there is no model '%s'; GET /v1/models "
+                                  "lists them.", ap_escape_html(r->pool, bad_model)));
+    forget(r, id, rv);
+    return answer(api, rv, HTTP_OK, o, "setting a key's controls");
+}
+
 static int keys_one(request_rec *r, keys_path_e what, const char *segment)
 {
-    static const int methods[] = { 0, M_DELETE, M_POST, M_PUT };
-    static const char *const allowed[] = { "", "DELETE", "POST", "PUT" };
+    int methods[] = { 0, r->method_number == M_PATCH ? M_PATCH : M_DELETE, M_POST, M_PUT };
+    static const char *const allowed[] = { "", "DELETE, PATCH", "POST", "PUT" };
     provider_api_t api;
     prov_cabinet_key_req_t req;
     prov_error_t *err = NULL;
@@ -136,6 +161,8 @@ static int keys_one(request_rec *r, keys_path_e what, const char *segment)
         return st;
     if (prov_cabinet_key_id(&id, segment) != APR_SUCCESS)
         return provider_api_fail(&api, PROV_E_KEY_NOT_FOUND, KEY_NOT_FOUND);
+    if (what == KEYS_ONE && r->method_number == M_PATCH)
+        return key_patch(&api, id);
     if (what == KEYS_ONE) {
         audit_arm(r, &api, "key.delete", id, NULL);
         rv = prov_cabinet_key_delete(api.store, api.sess->user_id, id, r->pool);

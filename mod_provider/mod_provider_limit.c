@@ -8,7 +8,9 @@
  * JSON-RPC error for MCP, a small page for the browser's pages. The client
  * is r->useragent_ip: behind a proxy, mod_remoteip makes it the real one.
  * The same shared memory holds when the next purge is due
- * (mod_provider_purge.c), so that one child of the server runs it. */
+ * (mod_provider_purge.c), so that one child of the server runs it; and
+ * provider_limit_shm makes the API keys' own table the same way
+ * (mod_provider_keyctl.c). */
 #include <string.h>
 #include "apr_shm.h"
 #include "apr_global_mutex.h"
@@ -60,17 +62,14 @@ static unsigned slots_of(server_rec *s)
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
     unsigned slots = slots_of(s);
-    apr_shm_t *shm = NULL;
     apr_status_t rv;
     (void)plog, (void)ptemp;
     mutex = NULL, shared = NULL, table = NULL;
     if (!slots)
         return OK;
-    rv = ap_global_mutex_create(&mutex, NULL, MUTEX_TYPE, NULL, s, pconf, 0);
-    if (rv == APR_SUCCESS)
-        rv = apr_shm_create(&shm, sizeof(shared_t) + prov_ratelimit_size(slots), NULL, pconf);
+    rv = provider_limit_shm(&mutex, (void **)&shared, MUTEX_TYPE,
+                            sizeof(shared_t) + prov_ratelimit_size(slots), s, pconf);
     if (rv == APR_SUCCESS) {
-        shared = apr_shm_baseaddr_get(shm);
         memset(shared, 0, sizeof(*shared));
         rv = prov_ratelimit_init(&table, shared + 1, slots);
     }
@@ -85,12 +84,27 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
     return OK;
 }
 
+apr_status_t provider_limit_shm(apr_global_mutex_t **m, void **mem, const char *type,
+                                apr_size_t size, server_rec *s, apr_pool_t *pconf)
+{
+    apr_shm_t *shm = NULL;
+    apr_status_t rv = ap_global_mutex_create(m, NULL, type, NULL, s, pconf, 0);
+    if (rv == APR_SUCCESS)
+        rv = apr_shm_create(&shm, size, NULL, pconf);
+    if (rv == APR_SUCCESS)
+        *mem = apr_shm_baseaddr_get(shm);
+    return rv;
+}
+
+apr_status_t provider_limit_mutex_child(apr_global_mutex_t **m, apr_pool_t *pchild)
+{
+    return *m ? apr_global_mutex_child_init(m, apr_global_mutex_lockfile(*m), pchild)
+              : APR_SUCCESS;
+}
+
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
-    apr_status_t rv;
-    if (!mutex)
-        return;
-    rv = apr_global_mutex_child_init(&mutex, apr_global_mutex_lockfile(mutex), pchild);
+    apr_status_t rv = provider_limit_mutex_child(&mutex, pchild);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00787: this child cannot use the "
                      "mutex of the anonymous endpoints' limits: it does not limit them");

@@ -5,8 +5,10 @@
  * each ProviderPurgeInterval) runs one round per enabled server's database
  * with a connection of its own, again a second later while a table gave a
  * full batch. A round that removed rows says what (PROV00785, info). The
- * same round removes audit rows past their retention (core/store/prov_audit.h,
- * PROV01005). */
+ * same round rolls the ledger up into daily usage and removes raw ledger
+ * rows past ProviderLedgerRetention (core/store/prov_rollup.h), and audit
+ * rows past the same retention (core/store/prov_audit.h): a few short
+ * transactions each, again a second later while more is left. */
 #include <string.h>
 #include "apr_thread_proc.h"
 #include "mod_provider.h"
@@ -15,6 +17,7 @@
 #include "mod_provider_limit.h"
 #include "prov_purge.h"
 #include "prov_audit.h"
+#include "prov_rollup.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -25,31 +28,67 @@ typedef struct purger_t {
     apr_interval_time_t every;
 } purger_t;
 
+#define ROLLUP_STEPS 20          /* rollup steps in one round */
+#define COMPACT_BATCHES 10       /* retention batches in one round */
+
+/* Rolls up and removes old raw rows: non-zero when more is left. */
+static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
+{
+    provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+    apr_int64_t now = prov_now(), rolled = 0, before;
+    int i, n = 0, removed = 0;
+    apr_status_t rv = prov_rollup_run(&rolled, store, now, ROLLUP_STEPS, p);
+    before = prov_retention_cut(now, (int)c->ledger_retention);
+    for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_BATCHES; i++) {
+        if ((rv = prov_rollup_compact(&n, store, before, now, PROV_COMPACT_BATCH, p))
+            != APR_SUCCESS || n == 0)
+            break;
+        removed += n;
+    }
+    if (rolled || removed)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00902: rolled up %" APR_INT64_T_FMT
+                     " ledger id(s) into daily usage and removed %d raw ledger row(s) past "
+                     "ProviderLedgerRetention", rolled, removed);
+    return rv == APR_SUCCESS && (rolled >= (apr_int64_t)ROLLUP_STEPS * PROV_ROLLUP_CAP
+                                 || removed >= COMPACT_BATCHES * PROV_COMPACT_BATCH);
+}
+
+/* Audit rows past the ledger's retention (none while it keeps rows for
+ * ever): non-zero when a full batch went. */
+static int audit_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
+{
+    provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+    apr_int64_t before = prov_retention_cut(prov_now(), (int)c->ledger_retention);
+    int removed = 0;
+    if (before <= 0
+        || prov_audit_purge_before(&removed, store, before, PROV_PURGE_BATCH, p) != APR_SUCCESS)
+        return 0;
+    if (removed)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV01005: purged %d audit row(s) past "
+                     "ProviderLedgerRetention", removed);
+    return removed >= PROV_PURGE_BATCH;
+}
+
 /* One round on vs's database: non-zero when more is left. */
 static int purge_server(server_rec *vs, apr_pool_t *p)
 {
     prov_store_source_t *src = provider_server_source(vs, p);
     prov_purge_counts_t n;
     prov_store_t *store = NULL;
-    apr_status_t rv, arv;
-    int audit = 0;
+    apr_status_t rv;
+    int more;
     if (src->open(&store, src->baton, p) != APR_SUCCESS)
         return 0;
     rv = prov_purge_round(&n, store, prov_now(), PROV_PURGE_BATCH, p);
-    /* Audit rows past their retention (the lead ties it to the ledger's). */
-    arv = prov_audit_purge_before(&audit, store, prov_now() - PROV_AUDIT_KEEP, PROV_PURGE_BATCH,
-                                  p);
+    more = ledger_round(vs, store, p);
+    more |= audit_round(vs, store, p);
     src->close(store, src->baton);
-    if (arv == APR_SUCCESS && audit)
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV01005: purged %d audit row(s) past "
-                     "their retention", audit);
     if (rv == APR_SUCCESS && prov_purge_total(&n))
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00785: purged %d pre-login "
                      "record(s), %d session(s), %d OAuth code(s), %d token(s), %d grant(s) "
                      "and %d client(s)", n.signin_states, n.sessions, n.codes, n.tokens,
                      n.grants, n.clients);
-    return (rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH))
-           || (arv == APR_SUCCESS && audit >= PROV_PURGE_BATCH);
+    return more || (rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH));
 }
 
 static void *APR_THREAD_FUNC purger_main(apr_thread_t *thread, void *data)

@@ -2,7 +2,8 @@
 // imported from here, all from this site). It asks GET /v1/auth/session who
 // is signed in and shows either the sign-in buttons (GET /v1/auth/providers)
 // or the account's sections, each loading on its own (section.js): balance
-// and plan (account.js), keys (keys.js), usage (usage.js), recent requests
+// and plan (account.js) with the low-balance alert (alerts.js), keys (keys.js)
+// with their limits (keylimits.js), usage (usage.js), recent requests
 // (requests.js), models (catalog.js), sign-in methods and authorized
 // applications (identities.js), security activity (activity.js). When several sections fail alike, the
 // reason is said once at the top with one Retry. A session that ends (a 401
@@ -21,6 +22,8 @@ import { loadRequests, startRequests } from './requests.js';
 import { loadCatalog, startCatalog } from './catalog.js';
 import { loadIdentities, loadMcpClients, loadProviders, state } from './identities.js';
 import { loadActivity } from './activity.js';
+import { loadAlerts, startAlerts } from './alerts.js';
+import './keylimits.js';
 
 const DRAFT = 'cabinet-draft';
 const REASONS = {
@@ -68,6 +71,8 @@ function showSignedOut(reason) {
   $('signed-in-view').hidden = true;
   $('site-nav').hidden = true;
   $('key-create').reset();
+  $('alert-form').reset();
+  $('alert-note').textContent = '';
   for (const n of sectionNames()) $(`${n}-body`).replaceChildren();
   closeDialogs();
   $('status').replaceChildren();
@@ -137,6 +142,7 @@ function start() {
   startUsage();
   startRequests();
   startCatalog();
+  startAlerts();
   whenSignedOut(showSignedOut);
   api('GET', '/v1/auth/session').then(showSignedIn).catch((e) => {
     if (e instanceof SignedOut) return;
@@ -148,5 +154,5 @@ function start() {
 }
 
 // the loaders are registered (section.js) by the imports above
-void [loadAccount, loadKeys, loadUsage, loadRequests, loadCatalog, loadIdentities, loadMcpClients, loadActivity];
+void [loadAccount, loadAlerts, loadKeys, loadUsage, loadRequests, loadCatalog, loadIdentities, loadMcpClients, loadActivity];
 start();

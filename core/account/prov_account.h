@@ -18,6 +18,7 @@
 
 #include "prov_common.h"
 #include "prov_store.h"
+#include "prov_key_controls.h"
 
 typedef struct prov_user_t {
     apr_int64_t id;
@@ -39,6 +40,7 @@ typedef struct prov_key_t {
     apr_int64_t created_at;
     apr_int64_t reissued_at;  /* 0 = never */
     apr_int64_t deleted_at;   /* 0 = live */
+    prov_key_controls_t controls; /* expiry, models, addresses, rate, in flight */
 } prov_key_t;
 
 /* What the inference checks need about the caller, from one query. */
@@ -51,6 +53,7 @@ typedef struct prov_auth_t {
     int has_budget;
     prov_micro_t weekly_budget;
     prov_micro_t balance;
+    prov_key_controls_t controls; /* the key's own controls, from the same row */
 } prov_auth_t;
 
 /* Non-zero when e is an address prov_user_add takes (a dot-atom local part,
@@ -78,6 +81,11 @@ apr_status_t prov_user_set_blocked(int *revoked, prov_store_t *s, apr_int64_t us
  * movement with its reason, in one transaction. new_balance may be NULL. */
 apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_int64_t user_id,
                               prov_micro_t amount, const char *reason, apr_pool_t *p);
+
+/* The key's controls from a row, its five columns (KEY_CONTROLS in
+ * prov_sql.c: expires_at, models, addresses, rpm, max_in_flight) from col on. */
+void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
+                            int col, apr_pool_t *p);
 
 /* Creates a key; *secret is the only copy of the key ever produced. */
 apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,

@@ -18,7 +18,8 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     hash = prov_secret_hash(secret, p);
     if (!hash)
         return APR_EGENERAL;
-    /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance */
+    /* k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance,
+     * then the key's controls: one query whether or not any is set */
     rv = prov_store_select_one(&row, s, "auth_lookup", PROV_ARGS(hash), p);
     if (rv != APR_SUCCESS)
         return rv;
@@ -31,6 +32,7 @@ apr_status_t prov_auth_lookup(prov_auth_t **a, prov_store_t *s, const char *secr
     r->has_budget = prov_store_get(s, row, 4) != NULL;
     r->weekly_budget = r->has_budget ? prov_store_get_i64(s, row, 4, 0) : 0;
     r->balance = prov_store_get_i64(s, row, 5, 0);
+    prov_key_read_controls(&r->controls, s, row, 6, p);
     if (!r->key_display)
         r->key_display = "";
     *a = r;

@@ -123,6 +123,10 @@ prov_auth_t *prov_cache_get_auth(prov_cache_t *c, const char *key_hash, apr_int6
         a = apr_pmemdup(p, &e->u.auth, sizeof(*a));
         a->key_hash = apr_pstrdup(p, e->u.auth.key_hash);
         a->key_display = apr_pstrdup(p, e->u.auth.key_display);
+        a->controls.models = e->u.auth.controls.models
+            ? apr_pstrdup(p, e->u.auth.controls.models) : NULL;
+        a->controls.addresses = e->u.auth.controls.addresses
+            ? apr_pstrdup(p, e->u.auth.controls.addresses) : NULL;
     }
     pthread_mutex_unlock(&c->mutex);
     return a;
@@ -130,14 +134,17 @@ prov_auth_t *prov_cache_get_auth(prov_cache_t *c, const char *key_hash, apr_int6
 
 void prov_cache_put_auth(prov_cache_t *c, const prov_auth_t *a, apr_int64_t now)
 {
-    const char *in[2] = { a->key_hash, a->key_display }, *out[2];
+    const char *in[4] = { a->key_hash, a->key_display, a->controls.models,
+                          a->controls.addresses }, *out[4];
     entry_t *e;
-    if (!c->ttl || !a->key_hash || !(e = entry_make(in, out, 2)))
+    if (!c->ttl || !a->key_hash || !(e = entry_make(in, out, 4)))
         return;
     e->expires = now + c->ttl;
     e->u.auth = *a;
     e->u.auth.key_hash = out[0];
     e->u.auth.key_display = out[1];
+    e->u.auth.controls.models = out[2];
+    e->u.auth.controls.addresses = out[3];
     put(c, out[0], e);
 }
 

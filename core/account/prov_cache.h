@@ -1,5 +1,6 @@
 /* prov_cache.h: small process-wide lookup caches with a time to live, for
- * the inference hot path (key hash -> key and user ids; public model id ->
+ * the inference hot path (key hash -> key and user ids, with the key's
+ * controls; public model id ->
  * catalog row). Entries are flat copies owned by the cache; a full cache is
  * emptied rather than evicted entry by entry. Everything a cached entry
  * decides is checked again, authoritatively, inside the billing batch. */

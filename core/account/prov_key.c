@@ -7,8 +7,20 @@
 #include "prov_log.h"
 #include "prov_money.h"
 
+void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
+                            int col, apr_pool_t *p)
+{
+    const char *models = prov_store_get(s, row, col + 1);
+    const char *addresses = prov_store_get(s, row, col + 2);
+    c->expires_at = prov_store_get_i64(s, row, col, 0);
+    c->models = models ? apr_pstrdup(p, models) : NULL;
+    c->addresses = addresses ? apr_pstrdup(p, addresses) : NULL;
+    c->rpm = prov_store_get_i64(s, row, col + 3, 0);
+    c->max_in_flight = prov_store_get_i64(s, row, col + 4, 0);
+}
+
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
- * deleted_at, last4 */
+ * deleted_at, then KEY_CONTROLS (prov_key_read_controls), then last4 */
 static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_key_t *k = apr_pcalloc(p, sizeof(*k));
@@ -21,7 +33,8 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     k->created_at = prov_store_get_i64(s, row, 5, 0);
     k->reissued_at = prov_store_get_i64(s, row, 6, 0);
     k->deleted_at = prov_store_get_i64(s, row, 7, 0);
-    k->last4 = prov_store_get(s, row, 8) ? apr_pstrdup(p, prov_store_get(s, row, 8)) : NULL;
+    prov_key_read_controls(&k->controls, s, row, 8, p);
+    k->last4 = prov_store_get(s, row, 13) ? apr_pstrdup(p, prov_store_get(s, row, 13)) : NULL;
     if (!k->display)
         k->display = "";
     return k;

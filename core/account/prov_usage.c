@@ -1,9 +1,13 @@
-/* prov_usage.c: usage reports read straight from the ledger, which is the
+/* prov_usage.c: usage reports, equal to the ledger's rows, which are the
  * truth (the usage buckets serve the hot-path checks, not reports: a report
  * must equal the ledger even for a filter the buckets do not have, such as a
- * model). One labelled statement per grouping shares the filter of prov_sql.c
- * (user, key, model, a half-open time range); rows still "reserved" are
- * requests in flight and are left out. Days are UTC days, labelled
+ * model). A report reads the daily rollups (core/store/prov_rollup.h) for
+ * the whole UTC days of its range, and the settled raw rows for the rest
+ * (the range's partial first and last days, and the rows not rolled up yet:
+ * today's), in one statement so that a rollup step or a compaction between
+ * two reads cannot count a row twice or lose it. One
+ * labelled statement per grouping and shape of filter (prov_sql.c); rows
+ * still "reserved" are requests in flight and are left out. Days are UTC days, labelled
  * YYYY-MM-DD. The per-key summary (today since 00:00 UTC, and the last seven
  * days) is two total reports and is what providerctl and the cabinet show. */
 #include <apr_time.h>
@@ -31,7 +35,7 @@ static void sums_from_row(prov_usage_row_t *u, prov_store_t *s, apr_dbd_row_t *r
     u->credits = prov_store_get_i64(s, row, first + 5, 0);
 }
 
-static const char *label_for(prov_usage_by_e by)
+static const char *group_name(prov_usage_by_e by)
 {
     switch (by) {
     case PROV_USAGE_BY_DAY:   return "usage_by_day";
@@ -41,27 +45,77 @@ static const char *label_for(prov_usage_by_e by)
     }
 }
 
+/* Appends a part's filter and its two bounds to a. */
+static int part_args(const char **a, int n, const char *const *flt, int nf, apr_int64_t lo,
+                     apr_int64_t hi, apr_pool_t *p)
+{
+    int i;
+    for (i = 0; i < nf; i++)
+        a[n++] = flt[i];
+    a[n++] = prov_i64(lo, p);
+    a[n++] = prov_i64(hi, p);
+    return n;
+}
+
+/* A filter's statement and arguments (prov_sql.c, "The usage reports"): the
+ * shape its driving filter gives, then each part's filter and bounds: the
+ * rollups' days, the partial days' rolled-up rows (a range that does not
+ * start and end at midnight), the rows not rolled up. */
+static const char *report_args(const char ***argv, int *argc, const prov_usage_filter_t *f,
+                               apr_pool_t *p)
+{
+    const char *u = prov_i64(f->user_id, p), *k = prov_i64(f->key_id, p);
+    const char *m = prov_i64(f->model_id, p), *shape;
+    const char *fk[] = { k, u, u, m, m }, *fu[] = { u, m, m }, *fa[] = { m, m };
+    const char *const *flt;
+    const char **a;
+    int nf, n = 0, edges;
+    prov_usage_span_t sp;
+
+    prov_usage_span(&sp, f->since, f->until);
+    edges = sp.since % DAY_SECONDS || (f->until && sp.until % DAY_SECONDS);
+    if (f->key_id)       { shape = "key";  flt = fk; nf = 5; }
+    else if (f->user_id) { shape = "user"; flt = fu; nf = 3; }
+    else                 { shape = "any";  flt = fa; nf = 2; }
+    a = apr_palloc(p, 4 * (nf + 2) * sizeof(*a));
+    n = part_args(a, n, flt, nf, sp.first_day, sp.end_day, p);
+    if (edges) {
+        n = part_args(a, n, flt, nf, sp.since, sp.until < sp.first_day ? sp.until : sp.first_day,
+                      p);
+        n = part_args(a, n, flt, nf, sp.end_day > sp.first_day ? sp.end_day : sp.first_day,
+                      sp.until, p);
+    }
+    n = part_args(a, n, flt, nf, sp.since, sp.until, p);
+    *argv = a;
+    *argc = n;
+    return apr_pstrcat(p, group_name(f->by), "_", shape, edges ? "_e" : "", NULL);
+}
+
+void prov_usage_span(prov_usage_span_t *sp, apr_int64_t since, apr_int64_t until)
+{
+    sp->since = since;
+    sp->until = until ? until : PROV_USAGE_END;
+    sp->first_day = (since + DAY_SECONDS - 1) / DAY_SECONDS * DAY_SECONDS;
+    sp->end_day = sp->until / DAY_SECONDS * DAY_SECONDS;
+}
+
 apr_status_t prov_usage_report(apr_array_header_t **rows, prov_store_t *s,
                                const prov_usage_filter_t *f, apr_pool_t *p)
 {
     apr_dbd_results_t *res = NULL;
     apr_dbd_row_t *row = NULL;
     apr_array_header_t *arr;
-    const char *uid, *kid, *mid, *since, *until;
+    const char **argv = NULL, *label;
+    int argc = 0;
     apr_status_t rv;
 
     if (!f || f->user_id < 0 || f->key_id < 0 || f->model_id < 0 || f->since < 0
         || f->until < 0 || (f->until && f->since && f->until < f->since)
+        || f->since >= PROV_USAGE_END || f->until >= PROV_USAGE_END
         || f->by < PROV_USAGE_BY_NONE || f->by > PROV_USAGE_BY_MODEL)
         return APR_EINVAL;
-    uid = prov_i64(f->user_id, p);
-    kid = prov_i64(f->key_id, p);
-    mid = prov_i64(f->model_id, p);
-    since = prov_i64(f->since, p);
-    until = prov_i64(f->until, p);
-    rv = prov_store_select(s, &res, label_for(f->by),
-                           PROV_ARGS(uid, uid, kid, kid, mid, mid, since, since, until, until),
-                           p);
+    label = report_args(&argv, &argc, f, p);
+    rv = prov_store_select(s, &res, label, argc, argv, p);
     if (rv != APR_SUCCESS)
         return rv;
     arr = apr_array_make(p, 8, sizeof(prov_usage_row_t *));

@@ -32,6 +32,16 @@ typedef struct prov_usage_row_t {
     prov_micro_t credits;
 } prov_usage_row_t;
 
+/* A report's range in days: the rollups serve the whole UTC days
+ * [first_day, end_day), the raw rows the rest of [since, until). */
+#define PROV_USAGE_END ((apr_int64_t)1 << 52)   /* until 0: no end */
+typedef struct prov_usage_span_t {
+    apr_int64_t since, until;   /* until: PROV_USAGE_END for none */
+    apr_int64_t first_day;      /* the first day that starts at or after since */
+    apr_int64_t end_day;        /* the start of until's day */
+} prov_usage_span_t;
+void prov_usage_span(prov_usage_span_t *sp, apr_int64_t since, apr_int64_t until);
+
 /* Rows (prov_usage_row_t*) in group order, counting settled ledger rows
  * (every status except "reserved"; released ones count as requests with 0
  * credits). */

@@ -32,6 +32,11 @@ static const prov_errinfo_t table[PROV_E__COUNT] = {
     [PROV_E_CONTEXT_LENGTH]         = { "context_length_exceeded", 400, "invalid_request_error", "invalid_request_error" },
     [PROV_E_UPSTREAM_RATE_LIMIT]    = { "rate_limit_exceeded", 429, "rate_limit_error", "rate_limit_error" },
     [PROV_E_UPSTREAM_OVERLOADED]    = { "server_is_overloaded", 503, "server_error", "overloaded_error", 529 },
+    [PROV_E_KEY_EXPIRED]            = { "API_KEY_EXPIRED", 401, "authentication_error", "authentication_error" },
+    [PROV_E_MODEL_NOT_ALLOWED]      = { "MODEL_NOT_ALLOWED", 403, "permission_error", "permission_error" },
+    [PROV_E_ADDRESS_NOT_ALLOWED]    = { "ADDRESS_NOT_ALLOWED", 403, "permission_error", "permission_error" },
+    [PROV_E_KEY_RATE_LIMITED]       = { "API_KEY_RATE_LIMITED", 429, "rate_limit_error", "rate_limit_error" },
+    [PROV_E_KEY_IN_FLIGHT_LIMIT]    = { "API_KEY_IN_FLIGHT_LIMIT", 429, "rate_limit_error", "rate_limit_error" },
 };
 
 const prov_errinfo_t *prov_error_info(prov_errcode_e code)

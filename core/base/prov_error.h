@@ -34,6 +34,12 @@ typedef enum {
     PROV_E_CONTEXT_LENGTH,        /* 400 context_length_exceeded */
     PROV_E_UPSTREAM_RATE_LIMIT,   /* 429 rate_limit_exceeded, the gateway's 429 */
     PROV_E_UPSTREAM_OVERLOADED,   /* 503 (Anthropic: 529) server_is_overloaded */
+    /* A key's own controls (prov_key_controls.h), checked right after the key. */
+    PROV_E_KEY_EXPIRED,           /* 401 API_KEY_EXPIRED */
+    PROV_E_MODEL_NOT_ALLOWED,     /* 403, a model outside the key's list */
+    PROV_E_ADDRESS_NOT_ALLOWED,   /* 403, a client address outside the key's CIDRs */
+    PROV_E_KEY_RATE_LIMITED,      /* 429 API_KEY_RATE_LIMITED, the key's rpm */
+    PROV_E_KEY_IN_FLIGHT_LIMIT,   /* 429 API_KEY_IN_FLIGHT_LIMIT, the key's max_in_flight */
     PROV_E__COUNT
 } prov_errcode_e;
 

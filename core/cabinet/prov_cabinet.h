@@ -19,6 +19,7 @@
 #include "prov_json.h"
 #include "prov_store.h"
 #include "prov_usage.h"
+#include "prov_key_controls.h"
 
 /* The most a key name may have, in characters (UTF-8 code points). */
 #define PROV_CABINET_NAME_MAX 100
@@ -45,6 +46,11 @@ apr_status_t prov_cabinet_key_parse(prov_cabinet_key_req_t *out, prov_error_t **
 /* PUT /v1/keys/{id}/budget: {"weekly_budget": credits >= 0 | null}, required. */
 apr_status_t prov_cabinet_budget_parse(prov_cabinet_key_req_t *out, prov_error_t **err,
                                        const char *body, apr_size_t len, apr_pool_t *p);
+/* PATCH /v1/keys/{id}: any of {"expires_at": RFC 3339 | null, "models":
+ * [public id, ...] | null, "addresses": [CIDR, ...] | null, "rpm": 1-1e6 |
+ * null, "max_in_flight": 1-1e4 | null}, at least one; no other member. */
+apr_status_t prov_cabinet_controls_parse(prov_key_change_t *out, prov_error_t **err,
+                                         const char *body, apr_size_t len, apr_pool_t *p);
 /* GET /v1/usage's query values (NULL: the default): days 1-30 (7), by
  * day|key|model (day). */
 apr_status_t prov_cabinet_usage_args(int *days, prov_usage_by_e *by, prov_error_t **err,
@@ -69,7 +75,8 @@ apr_status_t prov_cabinet_usage(json_object **out, prov_store_t *s, apr_int64_t 
                                 int days, prov_usage_by_e by, apr_int64_t now, apr_pool_t *p);
 
 /* Keys (prov_cabinet_keys.c). A key object: id, name, prefix, created_at,
- * reissued_at, weekly_budget, week_used (the budget's own rolling week),
+ * reissued_at, weekly_budget, its controls (expires_at, models, addresses,
+ * rpm, max_in_flight: prov_key_controls_json), week_used (the budget's own rolling week),
  * today and last_7_days (requests, the four token kinds, credits) and daily
  * (the last seven UTC days, oldest first). */
 /* GET /v1/keys: {"data": [the user's live keys]}. */
@@ -90,6 +97,12 @@ apr_status_t prov_cabinet_key_delete(prov_store_t *s, apr_int64_t user_id, apr_i
 apr_status_t prov_cabinet_key_budget(json_object **out, prov_store_t *s, apr_int64_t user_id,
                                      apr_int64_t key_id, const prov_cabinet_key_req_t *req,
                                      apr_int64_t now, apr_pool_t *p);
+/* PATCH /v1/keys/{id}: the key's object after the change of its controls;
+ * APR_ENOENT with *bad_model a model id not in the catalog. */
+apr_status_t prov_cabinet_key_controls(json_object **out, const char **bad_model,
+                                       prov_store_t *s, apr_int64_t user_id,
+                                       apr_int64_t key_id, const prov_key_change_t *ch,
+                                       apr_int64_t now, apr_pool_t *p);
 
 /* GET /v1/requests (prov_cabinet_requests.c): the user's requests one by
  * one, newest first, from the ledger. */

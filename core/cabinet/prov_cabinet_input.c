@@ -1,5 +1,5 @@
 /* prov_cabinet_input.c: the checks of what a cabinet request sends (the
- * bodies of POST /v1/keys and PUT /v1/keys/{id}/budget, GET /v1/usage's
+ * bodies of POST /v1/keys, PUT /v1/keys/{id}/budget and PATCH /v1/keys/{id}, GET /v1/usage's
  * query and a key id in a path). Each refusal is a 400 INVALID_REQUEST
  * whose param and message name the field, so that the page can show it
  * next to the input. Credits arrive as JSON numbers and are read from the
@@ -9,6 +9,7 @@
 #include <apr_time.h>
 #include "prov_cabinet.h"
 #include "prov_money.h"
+#include "prov_cidr.h"
 
 static apr_status_t bad(prov_error_t **err, const char *field, const char *msg, apr_pool_t *p)
 {
@@ -180,4 +181,111 @@ const char *prov_cabinet_time(apr_int64_t t, apr_pool_t *p)
     apr_time_exp_gmt(&x, apr_time_from_sec(t));
     return apr_psprintf(p, "%04d-%02d-%02dT%02d:%02d:%02dZ", x.tm_year + 1900, x.tm_mon + 1,
                         x.tm_mday, x.tm_hour, x.tm_min, x.tm_sec);
+}
+
+/* ---- PATCH /v1/keys/{id}: the key's controls ---- */
+
+/* An array of 1..max strings as const char * elements, for field. */
+static apr_status_t strings_read(apr_array_header_t **out, prov_error_t **err, json_object *v,
+                                 const char *field, int max, apr_pool_t *p)
+{
+    apr_size_t i, n;
+    if (!json_object_is_type(v, json_type_array))
+        return bad(err, field, apr_psprintf(p, "%s must be a list of strings, or null.",
+                                            field), p);
+    n = json_object_array_length(v);
+    if (n == 0 || n > (apr_size_t)max)
+        return bad(err, field, apr_psprintf(p, "%s must have from 1 to %d items (null: no "
+                                            "restriction).", field, max), p);
+    *out = apr_array_make(p, (int)n, sizeof(const char *));
+    for (i = 0; i < n; i++) {
+        json_object *it = json_object_array_get_idx(v, i);
+        if (!json_object_is_type(it, json_type_string))
+            return bad(err, field, apr_psprintf(p, "%s must be a list of strings.", field), p);
+        APR_ARRAY_PUSH(*out, const char *) = apr_pstrdup(p, json_object_get_string(it));
+    }
+    return APR_SUCCESS;
+}
+
+/* A whole number from 1 to max, or null (0). */
+static apr_status_t count_read(apr_int64_t *out, prov_error_t **err, json_object *v,
+                               const char *field, apr_int64_t max, apr_pool_t *p)
+{
+    if (json_object_is_type(v, json_type_null)) {
+        *out = 0;
+        return APR_SUCCESS;
+    }
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1
+        || json_object_get_int64(v) > max)
+        return bad(err, field, apr_psprintf(p, "%s must be a whole number from 1 to %"
+                                            APR_INT64_T_FMT ", or null for no limit.", field,
+                                            max), p);
+    *out = json_object_get_int64(v);
+    return APR_SUCCESS;
+}
+
+static apr_status_t lists_read(prov_key_change_t *ch, prov_error_t **err, json_object *o,
+                               apr_pool_t *p)
+{
+    apr_array_header_t *items = NULL;
+    const char *badv = NULL;
+    json_object *v;
+    if (json_object_object_get_ex(o, "models", &v)) {
+        ch->fields |= PROV_KC_MODELS;
+        if (v && (strings_read(&items, err, v, "models", PROV_KEY_MODELS_MAX, p) != APR_SUCCESS
+                  || prov_key_models_parse(&ch->to.models, &badv, items, p) != APR_SUCCESS))
+            return *err ? APR_EINVAL : bad(err, "models", apr_psprintf(p, "models: '%s' is "
+                                           "not a model id.", badv ? badv : ""), p);
+    }
+    if (json_object_object_get_ex(o, "addresses", &v)) {
+        ch->fields |= PROV_KC_ADDRESSES;
+        if (v && (strings_read(&items, err, v, "addresses", PROV_CIDR_LIST_MAX, p)
+                  != APR_SUCCESS
+                  || prov_cidr_list_parse(&ch->to.addresses, &badv, items, p) != APR_SUCCESS))
+            return *err ? APR_EINVAL : bad(err, "addresses", apr_psprintf(p, "addresses: '%s' "
+                                           "is not an IPv4 or IPv6 address or CIDR range "
+                                           "(e.g. 192.0.2.0/24, 2001:db8::/32).",
+                                           badv ? badv : ""), p);
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t prov_cabinet_controls_parse(prov_key_change_t *out, prov_error_t **err,
+                                         const char *body, apr_size_t len, apr_pool_t *p)
+{
+    static const char *const known[] = { "expires_at", "models", "addresses", "rpm",
+                                         "max_in_flight", NULL };
+    prov_key_change_t ch;
+    json_object *o = NULL, *v;
+    apr_status_t rv = body_read(&o, err, body, len, known, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    memset(&ch, 0, sizeof(ch));
+    *err = NULL;
+    if (json_object_object_get_ex(o, "expires_at", &v)) {
+        ch.fields |= PROV_KC_EXPIRES;
+        if (v && (!json_object_is_type(v, json_type_string)
+                  || prov_key_time_parse(&ch.to.expires_at, json_object_get_string(v))
+                     != APR_SUCCESS))
+            return bad(err, "expires_at", "expires_at must be an RFC 3339 date and time "
+                       "(e.g. 2027-01-31T00:00:00Z), or null for never.", p);
+    }
+    if ((rv = lists_read(&ch, err, o, p)) != APR_SUCCESS)
+        return rv;
+    if (json_object_object_get_ex(o, "rpm", &v)) {
+        ch.fields |= PROV_KC_RPM;
+        if ((rv = count_read(&ch.to.rpm, err, v, "rpm", PROV_KEY_RPM_MAX, p)) != APR_SUCCESS)
+            return rv;
+    }
+    if (json_object_object_get_ex(o, "max_in_flight", &v)) {
+        ch.fields |= PROV_KC_IN_FLIGHT;
+        if ((rv = count_read(&ch.to.max_in_flight, err, v, "max_in_flight",
+                             PROV_KEY_IN_FLIGHT_MAX, p)) != APR_SUCCESS)
+            return rv;
+    }
+    if (!ch.fields)
+        return bad(err, NULL, "Nothing to change: send any of expires_at, models, addresses, "
+                   "rpm, max_in_flight.", p);
+    *out = ch;
+    return APR_SUCCESS;
 }

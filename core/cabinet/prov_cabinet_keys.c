@@ -95,6 +95,7 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_
                            : NULL);
     json_object_object_add(o, "weekly_budget",
                            k->has_budget ? prov_json_credits(k->weekly_budget) : NULL);
+    prov_key_controls_json(o, &k->controls, p);
     json_object_object_add(o, "week_used", prov_json_credits(week));
     /* when the oldest of the week's spend leaves it (the cabinet shows an
      * exhausted key's "accepted again" time from it), null if none */
@@ -205,6 +206,22 @@ apr_status_t prov_cabinet_key_budget(json_object **out, prov_store_t *s, apr_int
     if (rv != APR_SUCCESS)
         return rv;
     prov_log(PROV_LOG_INFO, 0, "PROV00603: key %" APR_INT64_T_FMT " budget set in the "
+             "cabinet by user %" APR_INT64_T_FMT, key_id, user_id);
+    return key_answer(out, s, key_id, NULL, now, p);
+}
+
+apr_status_t prov_cabinet_key_controls(json_object **out, const char **bad_model,
+                                       prov_store_t *s, apr_int64_t user_id,
+                                       apr_int64_t key_id, const prov_key_change_t *ch,
+                                       apr_int64_t now, apr_pool_t *p)
+{
+    prov_key_t *k = NULL;
+    apr_status_t rv = own_key(&k, s, user_id, key_id, p);
+    if (rv == APR_SUCCESS)
+        rv = prov_key_set_controls(NULL, NULL, bad_model, s, key_id, ch, p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    prov_log(PROV_LOG_INFO, 0, "PROV01307: key %" APR_INT64_T_FMT " controls changed in the "
              "cabinet by user %" APR_INT64_T_FMT, key_id, user_id);
     return key_answer(out, s, key_id, NULL, now, p);
 }

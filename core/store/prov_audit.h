@@ -22,10 +22,6 @@ typedef enum {
     PROV_AUDIT_SYSTEM          /* the server itself */
 } prov_audit_actor_e;
 
-/* The retention of audit rows until the lead wires ProviderLedgerRetention
- * to it: 400 days. */
-#define PROV_AUDIT_KEEP (400 * 86400)
-
 /* One row to write. Strings may be NULL (SQL NULL). */
 typedef struct prov_audit_t {
     apr_int64_t at;                 /* seconds; 0: now */

@@ -9,8 +9,10 @@
 #include "prov_store.h"
 
 #define USER_COLS  "id, email, name, blocked, balance, created_at"
+/* A key's controls (prov_key_controls.h), read with the key wherever it is. */
+#define KEY_CONTROLS "expires_at, models, addresses, rpm, max_in_flight"
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at, " \
-                   "last4"
+                   KEY_CONTROLS ", last4"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning, max_output, created_at"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
@@ -25,18 +27,52 @@
 #define PLAN_COLS  "id, name, quota_5h, quota_7d, created_at"
 #define SUB_COLS   "s.id, s.user_id, s.plan_id, p.name, p.quota_5h, p.quota_7d, s.starts_at, " \
                    "s.until_at, s.cancelled_at"
-/* The usage report's columns and filter (user, key, model: 0 = any; since
- * inclusive, until exclusive: 0 = unbounded). Settled rows only: a
- * reservation still in flight is not usage yet. */
-#define USAGE_SUMS "COUNT(*), COALESCE(SUM(l.input_tokens), 0), " \
-                   "COALESCE(SUM(l.output_tokens), 0), COALESCE(SUM(l.cache_tokens), 0), " \
-                   "COALESCE(SUM(l.reasoning_tokens), 0), COALESCE(SUM(l.credits), 0)"
-#define USAGE_WHERE "WHERE l.status <> 'reserved' " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.user_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.model_id = %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at >= %lld) " \
-    "AND (CAST(%lld AS BIGINT) = 0 OR l.created_at < %lld) "
+/* The usage reports (prov_usage.c): the daily rollups hold exactly the
+ * ledger rows up to ledger_rollup_state.last_id (prov_rollup.h), the raw
+ * rows after it are the rest; a report sums the rollups of the whole UTC
+ * days of its range [A, B), the rolled-up raw rows of its partial first and
+ * last days ([since, min(until, A)) and [max(A, B), until): the _e
+ * statements, for a range that does not start and end at midnight), and
+ * the raw rows not rolled up yet in [since, until), in one statement (one
+ * snapshot). A report has a shape: its driving filter is an equality the
+ * ledger's and the rollups' indexes serve (KEY: key, then user and model,
+ * 0 = any; USER: user, then model; ANY: model), so that a user's or a
+ * key's report reads only its own rows, and the rows not rolled up are a
+ * range of ids. */
+#define USAGE_F_KEY(x) x ".key_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".user_id = %lld) " \
+    "AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_USER(x) x ".user_id = %lld AND (CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_F_ANY(x) "(CAST(%lld AS BIGINT) = 0 OR " x ".model_id = %lld)"
+#define USAGE_LAST "(SELECT last_id FROM ledger_rollup_state WHERE id = 1)"
+#define USAGE_RAW "SELECT l.created_at / 86400 * 86400, l.key_id, l.model_id, 1, l.input_tokens, " \
+    "l.output_tokens, l.cache_tokens, l.reasoning_tokens, l.credits FROM ledger l " \
+    "WHERE l.status <> 'reserved' AND "
+#define USAGE_ROLLED(F) "SELECT r.day AS day, r.key_id AS key_id, r.model_id AS model_id, " \
+    "r.requests AS n, r.input_tokens AS i, r.output_tokens AS o, r.cache_tokens AS c, " \
+    "r.reasoning_tokens AS rt, r.credits AS cr FROM ledger_rollup r WHERE " F("r") \
+    " AND r.day >= %lld AND r.day < %lld"
+#define USAGE_EDGES(F) \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id <= " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld" \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id <= " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld"
+#define USAGE_NEW(F) \
+    " UNION ALL " USAGE_RAW F("l") " AND l.id > " USAGE_LAST \
+    " AND l.created_at >= %lld AND l.created_at < %lld"
+#define USAGE_SUMS "COALESCE(SUM(u.n), 0), COALESCE(SUM(u.i), 0), COALESCE(SUM(u.o), 0), " \
+    "COALESCE(SUM(u.c), 0), COALESCE(SUM(u.rt), 0), COALESCE(SUM(u.cr), 0)"
+#define USAGE_STMT(group, shape, SRC, head, tail) \
+    { "usage_" group "_" shape, "SELECT " head USAGE_SUMS " FROM (" SRC ") u" tail, NULL }
+#define USAGE_GROUPS(shape, SRC) \
+    USAGE_STMT("total", shape, SRC, "", ""), \
+    USAGE_STMT("by_day", shape, SRC, "u.day, ", " GROUP BY u.day ORDER BY 1"), \
+    USAGE_STMT("by_key", shape, SRC, "u.key_id, ", " GROUP BY u.key_id ORDER BY u.key_id"), \
+    USAGE_STMT("by_model", shape, SRC, "COALESCE(m.public_id, CAST(u.model_id AS TEXT)), ", \
+               " LEFT JOIN models m ON m.id = u.model_id GROUP BY u.model_id, m.public_id " \
+               "ORDER BY 1")
+#define USAGE_STMTS(shape, F) \
+    USAGE_GROUPS(shape, USAGE_ROLLED(F) USAGE_NEW(F)), \
+    USAGE_GROUPS(shape "_e", USAGE_ROLLED(F) USAGE_EDGES(F) USAGE_NEW(F))
 
 static const prov_stmt_def_t statements[] = {
     /* users and balance. Integer parameters are %lld / %d: the values are
@@ -86,8 +122,13 @@ static const prov_stmt_def_t statements[] = {
       "UPDATE api_keys SET deleted_at = %lld WHERE id = %lld AND deleted_at IS NULL" },
     { "key_budget",
       "UPDATE api_keys SET weekly_budget = %lld WHERE id = %lld AND deleted_at IS NULL" },
+    /* args: expires, models, addresses, rpm, in flight (NULL: none), id */
+    { "key_controls",
+      "UPDATE api_keys SET expires_at = %lld, models = %s, addresses = %s, rpm = %lld, "
+      "max_in_flight = %lld WHERE id = %lld AND deleted_at IS NULL" },
     { "auth_lookup",
-      "SELECT k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance "
+      "SELECT k.id, k.user_id, k.display, u.blocked, k.weekly_budget, u.balance, "
+      "k.expires_at, k.models, k.addresses, k.rpm, k.max_in_flight "
       "FROM api_keys k JOIN users u ON u.id = k.user_id "
       "WHERE k.hash = %s AND k.deleted_at IS NULL" },
 
@@ -123,6 +164,86 @@ static const prov_stmt_def_t statements[] = {
       "SELECT " MODEL_COLS " FROM models WHERE id IN (SELECT model_id FROM favorites "
       "WHERE user_id = %lld) AND (CAST(%d AS INTEGER) = 0 OR enabled = 1) ORDER BY public_id" },
 
+    /* spend alerts (core/alert/, docs/internals/alerts.md) */
+    /* args: until, now: the scan's turn, taken when free */
+    { "alert_turn",
+      "UPDATE alert_turns SET until_at = %lld WHERE name = 'scan' AND until_at < %lld" },
+    /* args: the week's first bucket, the first recent bucket: keys with a
+     * budget and usage lately, their spend in the budget's window */
+    { "alert_scan_budgets",
+      "SELECT k.id, k.user_id, k.weekly_budget, COALESCE(SUM(b.credits), 0) "
+      "FROM api_keys k JOIN usage_buckets b ON b.scope = 'key:h' AND b.scope_id = k.id "
+      "AND b.bucket >= %lld WHERE k.weekly_budget > 0 AND k.deleted_at IS NULL "
+      "AND EXISTS (SELECT 1 FROM usage_buckets a WHERE a.scope = 'key:h' "
+      "AND a.scope_id = k.id AND a.bucket >= %lld) GROUP BY k.id, k.user_id, k.weekly_budget" },
+    /* args: the 5-hour and 7-day windows' first buckets, now, now, the first
+     * recent bucket: plans with usage lately, their windows' plan spend */
+    { "alert_scan_plans",
+      "SELECT s.user_id, p.quota_5h, p.quota_7d, "
+      "(SELECT COALESCE(SUM(m.plan_credits), 0) FROM usage_buckets m WHERE m.scope = 'user:m' "
+      "AND m.scope_id = s.user_id AND m.bucket >= %lld), "
+      "(SELECT COALESCE(SUM(h.plan_credits), 0) FROM usage_buckets h WHERE h.scope = 'user:h' "
+      "AND h.scope_id = s.user_id AND h.bucket >= %lld) "
+      "FROM subscriptions s JOIN plans p ON p.id = s.plan_id WHERE s.starts_at <= %lld "
+      "AND s.cancelled_at IS NULL AND (s.until_at IS NULL OR s.until_at > %lld) "
+      "AND EXISTS (SELECT 1 FROM usage_buckets a WHERE a.scope = 'user:h' "
+      "AND a.scope_id = s.user_id AND a.bucket >= %lld)" },
+    /* args: now, default, default: arms the balance alert of every user
+     * whose balance is at or above their threshold */
+    { "alert_arm",
+      "INSERT INTO alert_settings (user_id, balance_below, armed_at) "
+      "SELECT u.id, a.balance_below, CAST(%lld AS BIGINT) FROM users u "
+      "LEFT JOIN alert_settings a ON a.user_id = u.id WHERE a.armed_at IS NULL "
+      "AND COALESCE(a.balance_below, CAST(%lld AS BIGINT)) > 0 "
+      "AND u.balance >= COALESCE(a.balance_below, CAST(%lld AS BIGINT)) "
+      "ON CONFLICT (user_id) DO UPDATE SET armed_at = excluded.armed_at" },
+    /* What holds and leases take now, by key, user and funding: counted in
+     * the buckets and the balance until settled, left out of a crossing */
+    { "alert_held",
+      "SELECT key_id, user_id, source, SUM(amount) FROM billing_leases "
+      "GROUP BY key_id, user_id, source UNION ALL "
+      "SELECT key_id, user_id, source, SUM(reserved) FROM ledger WHERE status = 'reserved' "
+      "GROUP BY key_id, user_id, source" },
+    /* args: default, default: armed users now below their threshold */
+    { "alert_balance_due",
+      "SELECT a.user_id, u.balance, COALESCE(a.balance_below, CAST(%lld AS BIGINT)), a.armed_at "
+      "FROM alert_settings a JOIN users u ON u.id = a.user_id WHERE a.armed_at IS NOT NULL "
+      "AND u.balance < COALESCE(a.balance_below, CAST(%lld AS BIGINT))" },
+    { "alert_disarm",
+      "UPDATE alert_settings SET armed_at = NULL WHERE user_id = %lld AND armed_at = %lld" },
+    /* args: key id (0: none), user id */
+    { "alert_subject",
+      "SELECT u.email, k.name, k.display FROM users u LEFT JOIN api_keys k ON k.id = %lld "
+      "WHERE u.id = %lld" },
+    { "alert_insert",
+      "INSERT INTO alerts (id, subject, kind, window_start, user_id, key_id, body, created_at, "
+      "next_at) VALUES (%s, %s, %s, %lld, %lld, %lld, %s, %lld, %lld) "
+      "ON CONFLICT (subject, kind, window_start) DO NOTHING" },
+    /* args: now, limit */
+    { "alert_due",
+      "SELECT id, body, attempts, next_at FROM alerts WHERE sent_at IS NULL AND next_at <= %lld "
+      "ORDER BY next_at LIMIT %d" },
+    /* args: lease end, id, next_at as read: one node wins the row */
+    { "alert_claim",
+      "UPDATE alerts SET next_at = %lld, attempts = attempts + 1 WHERE id = %s "
+      "AND next_at = %lld AND sent_at IS NULL" },
+    { "alert_sent", "UPDATE alerts SET sent_at = %lld, last_error = NULL WHERE id = %s" },
+    { "alert_retry", "UPDATE alerts SET next_at = %lld, last_error = %s WHERE id = %s" },
+    /* args: pending only (0/1), limit */
+    { "alert_list",
+      "SELECT id, kind, subject, user_id, window_start, created_at, attempts, next_at, sent_at, "
+      "last_error FROM alerts WHERE (CAST(%d AS INTEGER) = 0 OR sent_at IS NULL) "
+      "ORDER BY created_at DESC, id LIMIT %d" },
+    { "alert_counts",
+      "SELECT COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 1 ELSE 0 END), 0), "
+      "COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 0 ELSE 1 END), 0) FROM alerts" },
+    { "alert_setting_get", "SELECT balance_below FROM alert_settings WHERE user_id = %lld" },
+    /* args: user, threshold (NULL: the default); a new threshold re-arms */
+    { "alert_setting_put",
+      "INSERT INTO alert_settings (user_id, balance_below, armed_at) VALUES (%lld, %lld, NULL) "
+      "ON CONFLICT (user_id) DO UPDATE SET balance_below = excluded.balance_below, "
+      "armed_at = NULL" },
+
     /* plans and subscriptions (prov_plans.c) */
     { "plan_add",
       "INSERT INTO plans (name, quota_5h, quota_7d, created_at) VALUES (%s, %lld, %lld, %lld) "
@@ -149,18 +270,10 @@ static const prov_stmt_def_t statements[] = {
       "AND starts_at <= %lld AND cancelled_at IS NULL "
       "AND (until_at IS NULL OR until_at > %lld)" },
 
-    /* usage reports from the ledger (prov_usage.c); args: USAGE_WHERE's ten */
-    { "usage_total", "SELECT " USAGE_SUMS " FROM ledger l " USAGE_WHERE },
-    { "usage_by_day",
-      "SELECT l.created_at / 86400 * 86400, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.created_at / 86400 * 86400 ORDER BY 1" },
-    { "usage_by_key",
-      "SELECT l.key_id, " USAGE_SUMS " FROM ledger l " USAGE_WHERE
-      "GROUP BY l.key_id ORDER BY l.key_id" },
-    { "usage_by_model",
-      "SELECT COALESCE(m.public_id, CAST(l.model_id AS TEXT)), " USAGE_SUMS " FROM ledger l "
-      "LEFT JOIN models m ON m.id = l.model_id " USAGE_WHERE
-      "GROUP BY l.model_id, m.public_id ORDER BY 1" },
+    /* usage reports (prov_usage.c): rollups and raw rows, by shape */
+    USAGE_STMTS("key", USAGE_F_KEY),
+    USAGE_STMTS("user", USAGE_F_USER),
+    USAGE_STMTS("any", USAGE_F_ANY),
     /* the cabinet's recent requests (prov_cabinet_requests.c); args: user,
      * key (0 = any) twice, status ('' = any) twice, before (0 = newest)
      * twice, how many rows */
@@ -526,6 +639,52 @@ static const prov_stmt_def_t statements[] = {
     { "audit_purge",
       "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < %lld ORDER BY id "
       "LIMIT %d)" },
+    /* rollups and retention (prov_rollup.c; migration 012). The state row,
+     * locked on PostgreSQL so that two nodes never roll the same rows */
+    { "rollup_state", "SELECT last_id FROM ledger_rollup_state WHERE id = 1",
+      "SELECT last_id FROM ledger_rollup_state WHERE id = 1 FOR UPDATE" },
+    /* args: last id, last id + cap, cutoff: the first row that stops a step
+     * (still reserved, or of a day not closed yet) */
+    { "rollup_stop",
+      "SELECT id FROM ledger WHERE id > %lld AND id <= %lld "
+      "AND (status = 'reserved' OR created_at >= %lld) ORDER BY id LIMIT 1" },
+    { "rollup_max_id", "SELECT COALESCE(MAX(id), 0) FROM ledger" },
+    /* args: from (exclusive), to (inclusive): the rows' sums added to their days */
+    { "rollup_add",
+      "INSERT INTO ledger_rollup (day, user_id, key_id, model_id, transport, requests, "
+      "input_tokens, output_tokens, cache_tokens, reasoning_tokens, credits, plan_credits, "
+      "refused, failed) SELECT created_at / 86400 * 86400, user_id, key_id, model_id, transport, "
+      "COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_tokens), "
+      "SUM(reasoning_tokens), SUM(credits), SUM(plan_credits), "
+      "SUM(CASE WHEN status = 'refused' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) "
+      "FROM ledger WHERE id > %lld AND id <= %lld "
+      "GROUP BY created_at / 86400 * 86400, user_id, key_id, model_id, transport "
+      "ON CONFLICT (day, user_id, key_id, model_id, transport) DO UPDATE SET "
+      "requests = ledger_rollup.requests + excluded.requests, "
+      "input_tokens = ledger_rollup.input_tokens + excluded.input_tokens, "
+      "output_tokens = ledger_rollup.output_tokens + excluded.output_tokens, "
+      "cache_tokens = ledger_rollup.cache_tokens + excluded.cache_tokens, "
+      "reasoning_tokens = ledger_rollup.reasoning_tokens + excluded.reasoning_tokens, "
+      "credits = ledger_rollup.credits + excluded.credits, "
+      "plan_credits = ledger_rollup.plan_credits + excluded.plan_credits, "
+      "refused = ledger_rollup.refused + excluded.refused, "
+      "failed = ledger_rollup.failed + excluded.failed" },
+    { "rollup_set", "UPDATE ledger_rollup_state SET last_id = %lld WHERE id = 1" },
+    /* args: batch, before: of the oldest rows by id, the rolled-up ones
+     * created before before */
+    { "ledger_compact",
+      "DELETE FROM ledger WHERE id IN (SELECT id FROM ledger ORDER BY id LIMIT %d) "
+      "AND created_at < %lld AND status <> 'reserved' "
+      "AND id <= (SELECT last_id FROM ledger_rollup_state WHERE id = 1)" },
+    { "ledger_status",
+      "SELECT (SELECT COUNT(*) FROM ledger), (SELECT created_at FROM ledger ORDER BY id LIMIT 1), "
+      "s.last_id, (SELECT COUNT(*) FROM ledger WHERE id > s.last_id), "
+      "(SELECT MIN(day) FROM ledger_rollup), (SELECT MAX(day) FROM ledger_rollup), "
+      "(SELECT COUNT(*) FROM ledger_rollup) FROM ledger_rollup_state s WHERE s.id = 1" },
+    { "db_size",
+      "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+      "SELECT pg_database_size(current_database())" },
 
     { NULL, NULL, NULL }
 };

@@ -233,6 +233,43 @@ json "key list --all shows deleted keys" "j.length === 2 && j[1].deleted_at !== 
 # ---- models --------------------------------------------------------------------
 run model add gpt-4o --upstream openai/gpt-4o --name "GPT-4o"
 exits "model add" 0
+
+# ---- a key's controls (key set; the model above is in the catalog) ------------
+run key set 1 --expires 2099-01-31T12:00:00+02:00 --models gpt-4o --addresses 10.1.2.3/8,2001:DB8::/32 \
+    --rpm 60 --max-in-flight 2 --json
+exits "key set" 0
+json "key set shows the controls" "j.id === 1 && j.expires_at === '2099-01-31T10:00:00Z' &&
+    j.models.join() === 'gpt-4o' && j.addresses.join() === '10.0.0.0/8,2001:db8::/32' &&
+    j.rpm === 60 && j.max_in_flight === 2" '"max_in_flight": 2'
+run key set 1 --rpm none
+exits "key set one control" 0
+says "key set prints the controls" "max in flight:"
+run key show 1
+says "key show: expiry" "2099-01-31"
+says "key show: models" "gpt-4o"
+says "key show: addresses" "10.0.0.0/8,2001:db8::/32"
+says "key show: rpm cleared, the rest kept" "no limit"
+run key show 1 --json
+json "key show --json has the controls" "j.rpm === null && j.max_in_flight === 2 &&
+    j.models.length === 1" '"max_in_flight": 2'
+run key set 1 --rpm 0
+exits "rpm 0" 2
+complains "rpm 0 is named" "--rpm"
+run key set 1 --addresses 10.0.0.0/33
+exits "a bad CIDR" 2
+complains "a bad CIDR is named" "'10.0.0.0/33' is not an IPv4 or IPv6 address"
+run key set 1 --expires soon
+exits "a bad expiry" 2
+run key set 1 --models no-such-model
+exits "an unknown model" 1
+complains "an unknown model is named" "no model 'no-such-model'"
+run key set 1
+exits "key set without an option" 2
+run key set 99 --rpm 5
+exits "key set of an unknown key" 1
+run key set 1 --expires none --models all --addresses any --max-in-flight none --json
+json "key set clears every control" "j.expires_at === null && j.models === null &&
+    j.addresses === null && j.rpm === null && j.max_in_flight === null" '"models": null'
 run model add gpt-4o --upstream other
 exits "duplicate model" 1
 complains "duplicate model is named" "providerctl: model 'gpt-4o' already exists"

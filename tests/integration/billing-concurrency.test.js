@@ -2,8 +2,10 @@
 // SQLite and (PROVIDER_TEST_PGSQL=1) PostgreSQL: 64 chat requests at once
 // against a limit that fits exactly 10 holds (each charged exactly its hold,
 // the clock standing still), for each limit in turn: a key's weekly budget,
-// a plan's 5-hour window, a plan's 7-day window, the prepaid balance, and a
-// plan followed by the balance. Exactly 10 succeed (never more: the checks
+// a plan's 5-hour window, a plan's 7-day window, the prepaid balance, a
+// plan followed by the balance, and a key's max_in_flight of 10 on a model
+// that answers after 3 s (issue 35: the other 54 are 429
+// API_KEY_IN_FLIGHT_LIMIT before any hold, charged nothing). Exactly 10 succeed (never more: the checks
 // and the hold are one atomic step; never fewer: a refusal while room was
 // left would be a false 429/402), every other request carries the limit's own
 // code (and Retry-After for a 429), the total charged stays within the limit,
@@ -15,12 +17,13 @@ import assert from 'node:assert/strict';
 import { startStack } from './lib/server.js';
 import {
   addBillModel, addPlan, seedUser, fullBody, nextHour, retryAfter, assertCharged, assertRefused,
-  ledgerSums, bucketSum, FULL_CHARGE,
+  ledgerSums, bucketSum, FULL_CHARGE, BILL_RATE,
 } from './lib/billing.js';
 
 const N = 64;
 const FITS = 10;
 const LIMIT = BigInt(FITS) * FULL_CHARGE;   // 10 credits
+const SLOW_BILL = 'bill-slow';              // as long a name as bill-flat: the same hold
 
 describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, { timeout: 240000 }, () => {
   let stack;
@@ -42,6 +45,11 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
         mkUser(s, 'balance', { balance: 10 });
         const pm = { name: 'race-mixed', id: addPlan(s, 'race-mixed', '4', '1000') };
         mkUser(s, 'mixed', { balance: 6, plan: pm });
+        s.addModel(SLOW_BILL, 'mock-fault-delay-3000', {
+          rates: { input: BILL_RATE, output: BILL_RATE, cache: BILL_RATE, reasoning: BILL_RATE },
+        });
+        mkUser(s, 'inflight', { balance: 1000 });
+        s.ctl('key', 'set', String(u.inflight.key.id), '--max-in-flight', String(FITS));
       },
     });
   });
@@ -49,9 +57,9 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
     if (stack) await stack.stop();
   });
 
-  async function race(user) {
+  async function race(user, body = fullBody()) {
     const t = Date.now();
-    const results = await Promise.all(Array.from({ length: N }, () => stack.chat(user.key.secret, fullBody())));
+    const results = await Promise.all(Array.from({ length: N }, () => stack.chat(user.key.secret, body)));
     const ms = Date.now() - t;
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status !== 200);
@@ -122,6 +130,16 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
     assert.equal(ok.length, FITS);
     checkBooks(u.mixed, { planCredits: 4n * FULL_CHARGE, balanceCredits: 6n * FULL_CHARGE });
     assert.equal(stack.balance(u.mixed.id), 0n);
+  });
+
+  it('a key max_in_flight of 10 on a slow model: 10 succeed at once, 54 get 429 API_KEY_IN_FLIGHT_LIMIT and are charged nothing', async () => {
+    const { ok, refused } = await race(u.inflight, fullBody({ model: SLOW_BILL }));
+    for (const r of refused) {
+      assertRefused(r, 429, 'API_KEY_IN_FLIGHT_LIMIT');
+      retryAfter(r);
+    }
+    assert.equal(ok.length, FITS);
+    checkBooks(u.inflight, { balanceCredits: LIMIT });
   });
 
   it('leaves no hold open anywhere', () => {

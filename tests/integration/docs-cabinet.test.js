@@ -1,7 +1,7 @@
 // tests/integration/docs-cabinet.test.js: /v1/docs against what the cabinet's
 // paths really answer, signed in through the kit's OpenID Provider
 // (lib/idp.js) as a browser is (lib/idp-client.js's cookie jar): the session
-// and identities, the account, keys (made, listed, reissued, budgeted,
+// and identities, the account and its low-balance alert, keys (made, listed, reissued, budgeted,
 // deleted), usage, favorites, and their errors (401 NOT_SIGNED_IN, 403
 // CROSS_SITE_REQUEST, 404 KEY_NOT_FOUND and MODEL_NOT_FOUND, 400, 409
 // LAST_IDENTITY), each validated against the schema the description gives
@@ -63,6 +63,10 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
     await check('/v1/auth/identities', undefined, 200, signed);
     await check('/v1/account', undefined, 200, signed);
     await check('/v1/account', undefined, 401);
+    await check('/v1/account/alerts', undefined, 200, signed);
+    await check('/v1/account/alerts', write('PUT', { balance_below: 2.5 }), 200, signed);
+    await check('/v1/account/alerts', write('PUT', { balance_below: -1 }), 400, signed);
+    await check('/v1/account/alerts', undefined, 401);
 
     const made = await check('/v1/keys', write('POST', { name: 'docs', weekly_budget: 5 }), 201, signed);
     stack.secrets.push(made.secret);

@@ -8,7 +8,8 @@
 // the identity suite's races between four connections (nodes). The OAuth
 // server's suite (core/oauth: codes, tokens, rotation, revocation) runs
 // here too, and the billing engine's (core/billing's batches, and the
-// statements core/store builds for them, several to a round trip).
+// statements core/store builds for them, several to a round trip), and the
+// spend alerts' (core/alert: the scan's statements and the outbox).
 
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +53,8 @@ describe('core/identity SQL on PostgreSQL (the unit suites, PROV_UNIT_PGSQL)', {
   // killed child's requests in flight are charged, and the statements they
   // build (several to a round trip) on PostgreSQL.
   for (const [suite, min] of [['signin', 6], ['session', 5], ['identity', 5], ['oauth', 6],
-    ['billing', 16], ['billing_lease', 12], ['billing_progress', 2], ['lease_clock', 4], ['store_billing', 4]]) {
+    ['billing', 16], ['billing_lease', 12], ['billing_progress', 2], ['lease_clock', 4], ['store_billing', 4],
+    ['alert', 9], ['rollup', 4]]) {
     it(`unit suite ${suite} passes on PostgreSQL`, () => {
       const before = Number(cluster.psql(db, "SELECT COUNT(*) FROM pg_namespace WHERE nspname LIKE 'unit\\_%'").trim());
       const r = runSuite(conninfo, suite);

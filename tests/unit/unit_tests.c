@@ -183,7 +183,9 @@ int main(int argc, char **argv)
     prov_test_suite_journal();
     prov_test_suite_plans();
     prov_test_suite_audit();
+    prov_test_suite_alert();
     prov_test_suite_usage();
+    prov_test_suite_rollup();
     prov_test_suite_chat();
     prov_test_suite_chat_fast();
     prov_test_suite_fields();
@@ -193,6 +195,7 @@ int main(int argc, char **argv)
     prov_test_suite_cache();
     prov_test_suite_ratelimit();
     prov_test_suite_metrics();
+    prov_test_suite_key_controls();
     prov_test_suite_messages();
     prov_test_suite_messages_relay();
     prov_test_suite_messages_fast();

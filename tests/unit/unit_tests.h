@@ -51,6 +51,7 @@ void prov_test_suite_journal(void);
 void prov_test_suite_plans(void);
 void prov_test_suite_audit(void);
 void prov_test_suite_usage(void);
+void prov_test_suite_rollup(void);
 void prov_test_suite_chat(void);
 void prov_test_suite_chat_fast(void);
 void prov_test_suite_fields(void);
@@ -60,6 +61,7 @@ void prov_test_suite_sse(void);
 void prov_test_suite_cache(void);
 void prov_test_suite_ratelimit(void);
 void prov_test_suite_metrics(void);
+void prov_test_suite_key_controls(void);
 void prov_test_suite_messages(void);
 void prov_test_suite_messages_relay(void);
 void prov_test_suite_messages_fast(void);
@@ -90,6 +92,7 @@ void prov_test_suite_cabinet_requests(void);
 void prov_test_suite_docs(void);
 void prov_test_suite_mcp(void);
 void prov_test_suite_oauth(void);
+void prov_test_suite_alert(void);
 
 /* Adds a suite and its tests or aborts the run. */
 #define PROV_SUITE(name, ...) do { \

@@ -8,7 +8,7 @@
 // /v1/chat/completions against the mock gateway, its usage after a reload
 // (the key's card and chart, the usage report by day, model and key),
 // reissue (the old secret refused, the new one works), a budget (0 refuses
-// the next request; cleared again), a favorite star (seen in GET
+// the next request; cleared again), a low-balance alert's threshold, a favorite star (seen in GET
 // /v1/models/favorites), a second provider linked and unlinked, the page
 // at phone width, the key deleted, the session revoked elsewhere (the next
 // action shows the sign-in buttons), logout. After every step: no key secret
@@ -347,7 +347,7 @@ describe('the cabinet page in a browser', () => {
     for (const [text, why] of [['5-', /must be a number/], ['2,5', /dot for decimals: 2\.5/], ['', /Remove budget/], ['-1', /0 or more/], ['1.1234567', /six decimals/]]) {
       await keyCard('laptop').locator('input[id$="-budget"]').fill(text);
       await keyCard('laptop').locator('button.set-budget').click();
-      const err = keyCard('laptop').locator('.field-error');
+      const err = keyCard('laptop').locator('.budget-form .field-error');
       await err.waitFor();
       assert.match(await err.textContent(), why, text);
       assert.equal(await keyCard('laptop').locator('input[id$="-budget"]').getAttribute('aria-invalid'), 'true');
@@ -360,6 +360,64 @@ describe('the cabinet page in a browser', () => {
     await page.waitForSelector('li.key p.feedback:text("is removed")');
     assert.match(await keyCard('laptop').textContent(), /No weekly budget/);
     assert.equal((await chat(second)).status, 200);
+    await clean();
+  });
+
+  it('sets a low-balance alert, kept over a reload, and refuses a negative one', async () => {
+    assert.equal(await page.locator('label[for="alert-balance"]').count(), 1, 'the field has a label');
+    assert.match(await page.textContent('#alert-note'), /Empty: no low-balance alert/);
+    await page.fill('#alert-balance', '2.5');
+    await page.click('#alert-form button[type="submit"]');
+    await page.waitForSelector('#alert-feedback:text("set to 2.5 credits")');
+    assert.match(await page.textContent('#alert-note'), /falls below 2\.5 credits/);
+    const row = stack.sql(`SELECT CAST(balance_below AS TEXT) AS b FROM alert_settings`);
+    assert.deepEqual(row.map((r) => r.b), ['2500000']);
+    await page.reload();
+    await page.locator('#alert-note:text("falls below 2.5 credits")').waitFor();
+    assert.equal(await page.inputValue('#alert-balance'), '2.5');
+    await page.fill('#alert-balance', '-1');
+    await page.click('#alert-form button[type="submit"]');
+    assert.match(await page.textContent('#alert-field-error'), /0 or more/);
+    assert.equal(await page.getAttribute('#alert-balance', 'aria-invalid'), 'true');
+    await page.fill('#alert-balance', '2,5');
+    await page.click('#alert-form button[type="submit"]');
+    assert.match(await page.textContent('#alert-field-error'), /dot for decimals/);
+    await page.fill('#alert-balance', '');
+    await page.click('#alert-form button[type="submit"]');
+    await page.waitForSelector('#alert-feedback:text("follows the service")');
+    await clean();
+  });
+
+  it('sets the key\'s limits on its card (another model refused), shows them, and clears them', async () => {
+    const card = keyCard('laptop');
+    await openCard('laptop');
+    await card.locator('details.controls summary').click();
+    for (const f of ['expires_at', 'models', 'addresses', 'rpm', 'max_in_flight']) {
+      const input = card.locator(`input[name="${f}"]`);
+      assert.equal(await card.locator(`label[for="${await input.getAttribute('id')}"]`).count(), 1, `${f} has a label`);
+    }
+    await card.locator('input[name="models"]').fill('prov-main');
+    await card.locator('input[name="rpm"]').fill('600');
+    await card.locator('button', { hasText: 'Save limits' }).click();
+    await page.waitForSelector('li.key p.feedback:text("limits of laptop are saved")');
+    const text = await keyCard('laptop').locator('.key-controls').textContent();
+    assert.match(text, /models: prov-main/);
+    assert.match(text, /600 requests a minute/);
+    assert.equal((await chat(second)).status, 200);
+    const other = await stack.chat(second, { model: 'prov-second', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 });
+    assert.equal(other.status, 403);
+    assert.equal(other.json.error.code, 'MODEL_NOT_ALLOWED');
+    await screenshot('limits');
+    // a count that is not a whole number: said on the card, nothing sent
+    await keyCard('laptop').locator('details.controls summary').click();
+    await keyCard('laptop').locator('input[name="rpm"]').fill('1.5');
+    await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
+    assert.match(await keyCard('laptop').locator('.controls .field-error:not(:empty)').textContent(), /whole number/);
+    await keyCard('laptop').locator('input[name="models"]').fill('');
+    await keyCard('laptop').locator('input[name="rpm"]').fill('');
+    await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
+    await page.waitForFunction(() => /No limits/.test(document.querySelector('li.key .key-controls')?.textContent || ''));
+    assert.equal((await stack.chat(second, { model: 'prov-second', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16 })).status, 200);
     await clean();
   });
 
