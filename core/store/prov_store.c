@@ -106,10 +106,10 @@ apr_status_t prov_store_setup(prov_store_t *s, apr_pool_t *p)
     return s->dialect == PROV_DIALECT_SQLITE ? prov_sqlite_setup(s, p) : APR_SUCCESS;
 }
 
-apr_status_t prov_store_prepare_all(prov_store_t *s)
+/* Prepares the statements of one table for s's dialect. */
+static apr_status_t prepare_table(prov_store_t *s, const prov_stmt_def_t *d)
 {
-    const prov_stmt_def_t *d;
-    for (d = prov_store_statements(); d->label; d++) {
+    for (; d->label; d++) {
         apr_dbd_prepared_t *stmt = NULL;
         const char *label = apr_pstrcat(s->pool, PROV_STMT_PREFIX, d->label, NULL);
         const char *sql = (s->dialect == PROV_DIALECT_PGSQL && d->pgsql) ? d->pgsql : d->sql;
@@ -125,6 +125,12 @@ apr_status_t prov_store_prepare_all(prov_store_t *s)
         apr_hash_set(s->prepared, label, APR_HASH_KEY_STRING, stmt);
     }
     return APR_SUCCESS;
+}
+
+apr_status_t prov_store_prepare_all(prov_store_t *s)
+{
+    apr_status_t rv = prepare_table(s, prov_store_statements());
+    return rv == APR_SUCCESS ? prepare_table(s, prov_store_statements_books()) : rv;
 }
 
 void prov_store_close(prov_store_t *s)

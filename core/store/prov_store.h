@@ -52,8 +52,10 @@ typedef struct prov_store_t {
                                * writes in its transaction (prov_audit.h) */
 } prov_store_t;
 
-/* The statement table, terminated by a row with label NULL. */
+/* The statement tables, each terminated by a row with label NULL: the
+ * module's (prov_sql.c) and the books' beside the ledger (prov_sql_books.c). */
 const prov_stmt_def_t *prov_store_statements(void);
+const prov_stmt_def_t *prov_store_statements_books(void);
 /* The dialect of an apr_dbd driver name ("sqlite3", "pgsql"); APR_ENOTIMPL otherwise. */
 apr_status_t prov_store_dialect(prov_dialect_e *d, const char *driver_name);
 

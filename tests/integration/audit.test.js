@@ -212,9 +212,11 @@ describe('the audit trail behind a proxy, and its purge', { timeout: 120000 }, (
     assert.deepEqual(rows, [{ address: '203.0.113.77', actor_kind: 'system' }]);
   });
 
-  it('the periodic purge removes rows older than 400 days and keeps the younger', async () => {
+  it('the periodic purge removes rows past the ledger\'s retention (400 days, whole UTC days) and keeps the younger', async () => {
     const row = (id, at) => `INSERT INTO audit (id, at, actor_kind, action) VALUES (${id}, ${at}, 'system', 'old.${id}')`;
-    stack.exec([row(9001, now - 401 * DAY), row(9002, now - 400 * DAY - 60), row(9003, now - 399 * DAY)].join(';\n'));
+    // ProviderLedgerRetention's cut: the start of the UTC day 400 days ago
+    const cut = Math.floor(now / DAY) * DAY - 400 * DAY;
+    stack.exec([row(9001, now - 401 * DAY), row(9002, cut - 60), row(9003, cut + 60)].join(';\n'));
     let left = [];
     for (let i = 0; i < 100; i++) {
       left = stack.sql('SELECT id FROM audit WHERE id > 9000 ORDER BY id').map((x) => x.id);
