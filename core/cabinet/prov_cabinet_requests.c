@@ -6,7 +6,8 @@
  * paged by the ledger row id (`before`, the answer's `next`). Only requests
  * that reached a reservation have a row: a refusal before it (401, 402,
  * 404, 429 of the checks in front of the reservation) is not in the ledger
- * and not here. */
+ * and not here; nor is a row that ProviderLedgerRetention has removed
+ * (its figures stay in the daily rollups the usage reports read). */
 #include <stdlib.h>
 #include <string.h>
 #include "prov_cabinet_int.h"
