@@ -275,6 +275,8 @@ static provider_endpoint_e route(const char *uri)
         return PROVIDER_EP_ACCOUNT_ALERTS;
     if (!strcmp(uri, "/v1/usage"))
         return PROVIDER_EP_USAGE;
+    if (!strcmp(uri, "/v1/requests"))
+        return PROVIDER_EP_REQUESTS;
     if (!strcmp(uri, "/v1/keys") || !strncmp(uri, "/v1/keys/", 9))
         return PROVIDER_EP_KEYS;
     if (!strncmp(uri, "/v1/models/", 11))
@@ -354,6 +356,8 @@ static int handler(request_rec *r)
         return provider_usage_handler(r);
     case PROVIDER_EP_ACTIVITY:
         return provider_activity_handler(r);
+    case PROVIDER_EP_REQUESTS:
+        return provider_requests_handler(r);
     case PROVIDER_EP_KEYS:
         return provider_keys_handler(r);
     case PROVIDER_EP_FAVORITES:

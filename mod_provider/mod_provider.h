@@ -47,6 +47,7 @@ typedef enum {
     PROVIDER_EP_OAUTH,         /* /oauth/... and /.well-known/oauth-... (mod_provider_oauth.c) */
     PROVIDER_EP_ACTIVITY,      /* /v1/account/activity (mod_provider_audit.c) */
     PROVIDER_EP_ACCOUNT_ALERTS, /* /v1/account/alerts (mod_provider_alert.c) */
+    PROVIDER_EP_REQUESTS,      /* /v1/requests (mod_provider_account.c) */
     PROVIDER_EP_UNKNOWN        /* under /v1/ but not served: 404 in our shape */
 } provider_endpoint_e;
 

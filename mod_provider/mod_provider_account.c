@@ -1,6 +1,7 @@
 /* mod_provider_account.c: two of the cabinet API's reads: GET /v1/account
  * (balance, held, the plan's windows, what a credit is worth and where to
- * get more) and GET /v1/usage?days=N&by=day|key|model. */
+ * get more), GET /v1/usage?days=N&by=day|key|model and GET /v1/requests
+ * (the recent requests one by one). */
 #include "mod_provider_account.h"
 #include "mod_provider_api.h"
 #include "mod_provider_config.h"
@@ -49,5 +50,30 @@ int provider_usage_handler(request_rec *r)
     rv = prov_cabinet_usage(&o, api.store, api.sess->user_id, days, by, prov_now(), r->pool);
     if (rv != APR_SUCCESS)
         return provider_api_failed(&api, rv, "reading the usage");
+    return provider_api_send(&api, HTTP_OK, o);
+}
+
+/* GET /v1/requests?key=ID&status=NAME&limit=N&before=NEXT */
+int provider_requests_handler(request_rec *r)
+{
+    provider_api_t api;
+    prov_cabinet_requests_q_t q;
+    prov_error_t *err = NULL;
+    apr_table_t *t = NULL;
+    json_object *o = NULL;
+    apr_status_t rv;
+    provider_step_t st = provider_api_begin(&api, r, M_GET, "GET, HEAD");
+    if (st != PROVIDER_GO)
+        return st;
+    ap_args_to_table(r, &t);
+    if (prov_cabinet_requests_args(&q, &err, t ? apr_table_get(t, "key") : NULL,
+                                   t ? apr_table_get(t, "status") : NULL,
+                                   t ? apr_table_get(t, "limit") : NULL,
+                                   t ? apr_table_get(t, "before") : NULL, r->pool)
+        != APR_SUCCESS)
+        return provider_api_error(&api, err);
+    rv = prov_cabinet_requests(&o, api.store, api.sess->user_id, &q, r->pool);
+    if (rv != APR_SUCCESS)
+        return provider_api_failed(&api, rv, "reading the recent requests");
     return provider_api_send(&api, HTTP_OK, o);
 }

@@ -36,14 +36,21 @@ static void page_headers(request_rec *r)
     apr_table_setn(r->err_headers_out, "X-Content-Type-Options", "nosniff");
     apr_table_setn(r->err_headers_out, "X-Frame-Options", "DENY");
     apr_table_setn(r->err_headers_out, "Content-Security-Policy",
-                   "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
+                   "default-src 'none'; style-src 'self'; frame-ancestors 'none'");
     apr_table_setn(r->err_headers_out, "Referrer-Policy", "same-origin");
 }
 
+/* The page's start: a phone's viewport, the /docs pages' style sheet
+ * (ProviderDocsRoot's style.css) and their navigation's look, with links to
+ * the account and the MCP guide, so that it reads as this site's page. */
 static void page_head(request_rec *r, const char *title)
 {
     ap_rprintf(r, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<title>%s</title></head>\n<body><h1>%s</h1>\n", title, title);
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+               "<title>%s</title><link rel=\"stylesheet\" href=\"/docs/style.css\"></head>\n"
+               "<body class=\"consent\"><nav><a href=\"/cabinet/\">Your account</a> "
+               "<a href=\"/docs/mcp\">About applications (MCP)</a></nav>\n"
+               "<main><h1>%s</h1>\n", title, title);
 }
 
 /* A failure the user sees (the client is not told). */
@@ -56,7 +63,7 @@ static int fail_page(request_rec *r, int status, const char *title, const char *
     if (r->header_only)
         return OK;
     page_head(r, title);
-    ap_rprintf(r, "<p id=\"reason\">%s</p>\n</body></html>\n", ap_escape_html(r->pool, reason));
+    ap_rprintf(r, "<p id=\"reason\">%s</p>\n</main></body></html>\n", ap_escape_html(r->pool, reason));
     return OK;
 }
 
@@ -93,7 +100,7 @@ static int refused_page(request_rec *r, const prov_oauth_client_t *client,
     ap_rprintf(r, "<p id=\"reason\">The application %s (a name it gave itself) sent an "
                "authorization request this site cannot take: %s</p>\n<p>Error: <code "
                "id=\"error\">%s</code>. Nothing was shared with it. Go back to the "
-               "application and start again.</p>\n</body></html>\n",
+               "application and start again.</p>\n</main></body></html>\n",
                ap_escape_html(r->pool, name), ap_escape_html(r->pool, err->description),
                ap_escape_html(r->pool, err->error));
     return OK;
@@ -126,7 +133,7 @@ static int signin_page(request_rec *r)
                    idp->name, ap_escape_html(r->pool, back),
                    ap_escape_html(r->pool, idp->display));
     }
-    ap_rputs("</body></html>\n", r);
+    ap_rputs("</main></body></html>\n", r);
     return OK;
 }
 
@@ -165,7 +172,7 @@ static int consent_page(request_rec *r, const prov_oauth_client_t *client,
     hidden(r, "csrf", csrf);
     ap_rputs("<button type=\"submit\" id=\"allow\" name=\"decision\" value=\"allow\">Allow"
              "</button>\n<button type=\"submit\" id=\"deny\" name=\"decision\" value=\"deny\">"
-             "Deny</button>\n</form>\n</body></html>\n", r);
+             "Deny</button>\n</form>\n</main></body></html>\n", r);
     return OK;
 }
 

@@ -103,9 +103,11 @@ static int not_found(request_rec *r)
 {
     return send_page(r, HTTP_NOT_FOUND, "text/html; charset=utf-8",
                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
                 "<title>No such page</title><link rel=\"stylesheet\" href=\"/docs/style.css\">"
                 "</head>\n<body><main><h1 id=\"not-found\">No such page</h1>\n"
-                "<p>See <a href=\"/docs\">the documentation's index</a>.</p></main></body>"
+                "<p>See <a href=\"/docs\">the documentation's index</a>, or go to "
+                "<a href=\"/cabinet/\">your account</a>.</p></main></body>"
                 "</html>\n", "no-cache");
 }
 

@@ -34,6 +34,7 @@ typedef struct prov_key_t {
     apr_int64_t user_id;
     const char *name;         /* may be NULL */
     const char *display;      /* display prefix, never the secret */
+    const char *last4;        /* the secret's last 4 characters (NULL: made before 017) */
     int has_budget;
     prov_micro_t weekly_budget;
     apr_int64_t created_at;

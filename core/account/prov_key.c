@@ -20,7 +20,7 @@ void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row
 }
 
 /* KEY_COLS: id, user_id, name, display, weekly_budget, created_at, reissued_at,
- * deleted_at, then KEY_CONTROLS (prov_key_read_controls) */
+ * deleted_at, then KEY_CONTROLS (prov_key_read_controls), then last4 */
 static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
     prov_key_t *k = apr_pcalloc(p, sizeof(*k));
@@ -34,6 +34,7 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     k->reissued_at = prov_store_get_i64(s, row, 6, 0);
     k->deleted_at = prov_store_get_i64(s, row, 7, 0);
     prov_key_read_controls(&k->controls, s, row, 8, p);
+    k->last4 = prov_store_get(s, row, 13) ? apr_pstrdup(p, prov_store_get(s, row, 13)) : NULL;
     if (!k->display)
         k->display = "";
     return k;
@@ -62,7 +63,7 @@ apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *
     rv = prov_store_select_one(&row, s, "key_add",
                     PROV_ARGS(prov_i64(user_id, p), nm, hash, display,
                               has_budget ? prov_i64(weekly_budget, p) : NULL,
-                              prov_i64(now, p)), p);
+                              prov_i64(now, p), prov_secret_last4(sec, p)), p);
     if (rv == APR_NOTFOUND)
         rv = APR_EGENERAL;
     if (rv != APR_SUCCESS)
@@ -73,6 +74,7 @@ apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *
         nk->user_id = user_id;
         nk->name = nm ? apr_pstrdup(p, nm) : NULL;
         nk->display = display;
+        nk->last4 = prov_secret_last4(sec, p);
         nk->has_budget = has_budget != 0;
         nk->weekly_budget = has_budget ? weekly_budget : 0;
         nk->created_at = now;
@@ -96,7 +98,7 @@ apr_status_t prov_key_reissue(const char **secret, prov_store_t *s, apr_int64_t 
         return rv;
     rv = prov_store_exec(s, &n, "key_reissue",
                          PROV_ARGS(hash, display, prov_i64(prov_now(), p),
-                                   prov_i64(key_id, p)), p);
+                                   prov_secret_last4(sec, p), prov_i64(key_id, p)), p);
     if (rv != APR_SUCCESS)
         return rv;
     if (n == 0)

@@ -188,6 +188,12 @@ const char *prov_secret_display(const char *secret, apr_pool_t *p)
     return apr_pstrndup(p, secret, PROV_SECRET_DISPLAY_LEN);
 }
 
+const char *prov_secret_last4(const char *secret, apr_pool_t *p)
+{
+    apr_size_t n = strlen(secret);
+    return apr_pstrdup(p, secret + (n > 4 ? n - 4 : 0));
+}
+
 apr_status_t prov_secret_generate(const char **secret, const char **hash_hex,
                                   const char **display, apr_pool_t *p)
 {

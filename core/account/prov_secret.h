@@ -20,6 +20,8 @@ int prov_secret_wellformed(const char *s);
 const char *prov_secret_hash(const char *s, apr_pool_t *p);
 /* The display prefix of a secret: safe to print and log. */
 const char *prov_secret_display(const char *secret, apr_pool_t *p);
+/* The secret's last four characters, shown after the display prefix. */
+const char *prov_secret_last4(const char *secret, apr_pool_t *p);
 /* Fills buf with n random bytes from OpenSSL; APR_EGENERAL if it fails. */
 apr_status_t prov_secret_bytes(unsigned char *buf, apr_size_t n);
 /* base64url without padding of n random bytes. */

@@ -104,4 +104,27 @@ apr_status_t prov_cabinet_key_controls(json_object **out, const char **bad_model
                                        apr_int64_t key_id, const prov_key_change_t *ch,
                                        apr_int64_t now, apr_pool_t *p);
 
+/* GET /v1/requests (prov_cabinet_requests.c): the user's requests one by
+ * one, newest first, from the ledger. */
+#define PROV_CABINET_REQUESTS_DEFAULT 50
+#define PROV_CABINET_REQUESTS_MAX 200
+typedef struct prov_cabinet_requests_q_t {
+    apr_int64_t key_id;         /* 0 = every key */
+    const char *status;         /* a ledger status name, "" = any */
+    int limit;                  /* 1..PROV_CABINET_REQUESTS_MAX */
+    apr_int64_t before;         /* a ledger row id (the previous answer's next), 0 = newest */
+} prov_cabinet_requests_q_t;
+/* The query's values (NULL or "": the default): key an id, status a ledger
+ * status name, limit 1-200 (50), before a `next` value; else APR_EINVAL and
+ * *err a 400 INVALID_REQUEST naming the parameter. */
+apr_status_t prov_cabinet_requests_args(prov_cabinet_requests_q_t *q, prov_error_t **err,
+                                        const char *key, const char *status, const char *limit,
+                                        const char *before, apr_pool_t *p);
+/* {"data": [{request_id, created_at, key_id, key_name, model, transport,
+ * status, status_text, the four token kinds, credits, plan_credits,
+ * source}], "next": a `before` value for the next page | null}. Another
+ * user's key id simply matches nothing. */
+apr_status_t prov_cabinet_requests(json_object **out, prov_store_t *s, apr_int64_t user_id,
+                                   const prov_cabinet_requests_q_t *q, apr_pool_t *p);
+
 #endif

@@ -87,6 +87,7 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_
     json_object_object_add(o, "id", prov_cabinet_id(k->id, p));
     json_object_object_add(o, "name", k->name ? json_object_new_string(k->name) : NULL);
     json_object_object_add(o, "prefix", json_object_new_string(k->display ? k->display : ""));
+    json_object_object_add(o, "last4", k->last4 ? json_object_new_string(k->last4) : NULL);
     json_object_object_add(o, "created_at",
                            json_object_new_string(prov_cabinet_time(k->created_at, p)));
     json_object_object_add(o, "reissued_at", k->reissued_at
@@ -96,6 +97,10 @@ static apr_status_t key_json(json_object **out, prov_store_t *s, const prov_key_
                            k->has_budget ? prov_json_credits(k->weekly_budget) : NULL);
     prov_key_controls_json(o, &k->controls, p);
     json_object_object_add(o, "week_used", prov_json_credits(week));
+    /* when the oldest of the week's spend leaves it (the cabinet shows an
+     * exhausted key's "accepted again" time from it), null if none */
+    json_object_object_add(o, "budget_returns_at", reset > 0
+                           ? json_object_new_string(prov_cabinet_time(now + reset, p)) : NULL);
     json_object_object_add(o, "today",
                            prov_usage_fields(json_object_new_object(), &ku.today));
     json_object_object_add(o, "last_7_days",

@@ -14,7 +14,7 @@
 /* A key's controls (prov_key_controls.h), read with the key wherever it is. */
 #define KEY_CONTROLS "expires_at, models, addresses, rpm, max_in_flight"
 #define KEY_COLS   "id, user_id, name, display, weekly_budget, created_at, reissued_at, deleted_at, " \
-                   KEY_CONTROLS
+                   KEY_CONTROLS ", last4"
 #define MODEL_COLS "id, public_id, display_name, upstream_id, family, enabled, messages_enabled, " \
                    "rate_input, rate_output, rate_cache, rate_reasoning, max_output, created_at"
 /* A complete ledger row (bill_ledger_complete*): its columns and values. */
@@ -131,8 +131,8 @@ static const prov_stmt_def_t statements[] = {
 
     /* API keys */
     { "key_add",
-      "INSERT INTO api_keys (user_id, name, hash, display, weekly_budget, created_at) "
-      "VALUES (%lld, %s, %s, %s, %lld, %lld) RETURNING id" },
+      "INSERT INTO api_keys (user_id, name, hash, display, weekly_budget, created_at, last4) "
+      "VALUES (%lld, %s, %s, %s, %lld, %lld, %s) RETURNING id" },
     { "key_get", "SELECT " KEY_COLS " FROM api_keys WHERE id = %lld" },
     /* args: user filter (0 = all), user id, include deleted (0/1). The flags
      * are CAST: SQLite binds every argument as text, and compares a text '0'
@@ -141,7 +141,7 @@ static const prov_stmt_def_t statements[] = {
       "SELECT " KEY_COLS " FROM api_keys WHERE (CAST(%lld AS INTEGER) = 0 OR user_id = %lld) "
       "AND (CAST(%d AS INTEGER) = 1 OR deleted_at IS NULL) ORDER BY id" },
     { "key_reissue",
-      "UPDATE api_keys SET hash = %s, display = %s, reissued_at = %lld "
+      "UPDATE api_keys SET hash = %s, display = %s, reissued_at = %lld, last4 = %s "
       "WHERE id = %lld AND deleted_at IS NULL" },
     { "key_delete",
       "UPDATE api_keys SET deleted_at = %lld WHERE id = %lld AND deleted_at IS NULL" },
@@ -227,6 +227,18 @@ static const prov_stmt_def_t statements[] = {
       USAGE_SESSION_FROM,
       "SELECT " USAGE_SESSION_COLS ", string_agg(DISTINCT " USAGE_MODEL ", ',') "
       USAGE_SESSION_FROM },
+    /* the cabinet's recent requests (prov_cabinet_requests.c); args: user,
+     * key (0 = any) twice, status ('' = any) twice, before (0 = newest)
+     * twice, how many rows */
+    { "cabinet_requests",
+      "SELECT l.id, l.request_id, l.created_at, l.key_id, k.name, "
+      "COALESCE(m.public_id, CAST(l.model_id AS TEXT)), l.transport, l.status, "
+      "l.input_tokens, l.output_tokens, l.cache_tokens, l.reasoning_tokens, l.credits, "
+      "l.plan_credits, l.source FROM ledger l LEFT JOIN models m ON m.id = l.model_id "
+      "LEFT JOIN api_keys k ON k.id = l.key_id WHERE l.user_id = %lld "
+      "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) "
+      "AND (CAST(%s AS TEXT) = '' OR l.status = %s) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR l.id < %lld) ORDER BY l.id DESC LIMIT %d" },
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN

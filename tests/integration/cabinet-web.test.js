@@ -109,6 +109,29 @@ describe('the cabinet\'s files', () => {
     }
   });
 
+  it('serves every module the page imports (web/*.js, relative imports only), each installed by make install', async () => {
+    const files = fs.readdirSync(WEB).filter((f) => f.endsWith('.js'));
+    const imported = new Set(['app.js']);
+    for (const f of files) {
+      for (const m of fs.readFileSync(path.join(WEB, f), 'utf8').matchAll(/^import (?:[^;]* from )?'([^']+)';$/gm)) {
+        assert.match(m[1], /^\.\/[a-z0-9-]+\.js$/, `${f} imports ${m[1]}: only this folder's modules`);
+        imported.add(m[1].slice(2));
+      }
+    }
+    assert.deepEqual([...imported].sort(), files.sort(), 'every module is imported, every import exists');
+    const am = fs.readFileSync(path.join(SRCDIR, 'Makefile.am'), 'utf8');
+    const listed = (am.match(/^WEB_FILES = ((?:.*\\\n)*.*)$/m) || ['', ''])[1].split(/[\s\\]+/).filter(Boolean);
+    assert.deepEqual(listed.sort(), fs.readdirSync(WEB).map((f) => `web/${f}`).sort(), 'Makefile.am WEB_FILES');
+    for (const f of files) {
+      const r = await raw(stack.port, `/cabinet/${f}`);
+      assert.equal(r.status, 200, f);
+      assert.equal(r.headers['content-type'], 'text/javascript; charset=utf-8', f);
+      assert.equal(r.body, fs.readFileSync(path.join(WEB, f), 'utf8'), f);
+    }
+    const page = await raw(stack.port, '/cabinet/');
+    assert.match(page.body, /<script type="module" src="\/cabinet\/app\.js"><\/script>/);
+  });
+
   it('redirects /cabinet to /cabinet/ and refuses other methods', async () => {
     const r = await raw(stack.port, '/cabinet');
     assert.equal(r.status, 301);

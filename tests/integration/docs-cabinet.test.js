@@ -84,6 +84,10 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
     assert.equal(agent.status, 200, agent.text);
     await stack.requestSettled(agent);
     await stack.billingSettled();
+    const recent = await check(`/v1/requests?key=${id}`, undefined, 200, { ...signed, template: '/v1/requests' });
+    assert.equal(recent.data.length, 1);
+    await check('/v1/requests?limit=0', undefined, 400, { ...signed, template: '/v1/requests' });
+    await check('/v1/requests', undefined, 401, { template: '/v1/requests' });
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: null }), 200,
       { ...signed, template: '/v1/keys/{id}/budget' });
     await check(`/v1/keys/${id}/budget`, write('PUT', { weekly_budget: -1 }), 400,

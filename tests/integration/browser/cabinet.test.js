@@ -155,7 +155,7 @@ describe('the cabinet page in a browser', () => {
   async function screenshot(name, p = page, opts = {}) {
     shot += 1;
     const file = path.join(shots, `${String(shot).padStart(2, '0')}-${name}.png`);
-    await p.screenshot({ path: file, fullPage: true, mask: [p.locator('#secret-value')], ...opts });
+    await p.screenshot({ path: file, fullPage: true, mask: [p.locator('#secret-value'), p.locator('#secret-snippet')], ...opts });
     return file;
   }
 
@@ -169,7 +169,8 @@ describe('the cabinet page in a browser', () => {
     const seen = await readableByScript(p);
     assert.equal(seen.cookie, '', 'document.cookie is empty (the cookies are HttpOnly)');
     assert.equal(seen.localStorage, '{}');
-    assert.equal(seen.sessionStorage, '{}');
+    // only the draft of the new-key form a session's end keeps for this tab (app.js)
+    assert.match(seen.sessionStorage, /^\{("cabinet-draft":".*")?\}$/);
     assert.equal(seen.indexedDB, '[]');
     assert.equal(seen.caches, '[]');
     for (const s of secrets) {
@@ -183,6 +184,12 @@ describe('the cabinet page in a browser', () => {
   }
 
   const keyCard = (name) => page.locator('li.key', { has: page.locator('h3', { hasText: name }) });
+  /** Opens a key's card (the list shows one compact row per key). */
+  async function openCard(name) {
+    const b = keyCard(name).locator('button.expand');
+    if (await b.getAttribute('aria-expanded') !== 'true') await b.click();
+    await keyCard(name).locator('.key-body').waitFor();
+  }
 
   async function chat(secret, headers = {}) {
     return stack.chat(secret, { model: 'prov-main', messages: [{ role: 'user', content: 'Hello from the cabinet test' }], max_tokens: 16 }, { headers });
@@ -244,6 +251,7 @@ describe('the cabinet page in a browser', () => {
   });
 
   let first;
+  let keyId;
   it('makes a key with the keyboard; its secret, read from the dialog, works against the mock gateway', async () => {
     await page.focus('#key-name');
     await page.keyboard.type('laptop');
@@ -253,11 +261,13 @@ describe('the cabinet page in a browser', () => {
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Create key');
     await page.keyboard.press('Enter');
     first = await takeSecret({ close: 'escape' });
+    keyId = (await keyCard('laptop').getAttribute('data-key-id'));
     // as Claude Code sends it: the request belongs to an agent session
     const r = await chat(first, { 'x-claude-code-session-id': 'cab-sess-1', 'user-agent': 'claude-cli/2.1.0 (external, cli)' });
     assert.equal(r.status, 200, r.text);
     assert.ok(Number(r.headers.get('x-provider-credits')) > 0);
     await keyCard('laptop').waitFor();
+    await openCard('laptop');
     assert.match(await keyCard('laptop').textContent(), /of 5 credits used/);
     await clean();
   });
@@ -266,8 +276,9 @@ describe('the cabinet page in a browser', () => {
     await page.reload();
     const card = keyCard('laptop');
     await card.waitFor();
+    await openCard('laptop');
     const today = card.locator('table.usage tbody tr').first();
-    assert.equal(await today.locator('th').textContent(), 'Today');
+    assert.equal(await today.locator('th').textContent(), 'Today (UTC)');
     assert.equal(await today.locator('td').first().textContent(), '1', 'one request today');
     assert.notEqual(await today.locator('td').last().textContent(), '0', 'credits spent today');
     const week = card.locator('table.usage tbody tr').nth(1);
@@ -326,26 +337,37 @@ describe('the cabinet page in a browser', () => {
     await clean();
   });
 
-  it('sets a budget (0 refuses the next request) and clears it', async () => {
+  it('sets a budget (0 refuses the next request, the card shows it refused); bad input is an error at the field; removing is its own confirmed action', async () => {
     const card = keyCard('laptop');
-    const input = card.locator('input[type="number"]');
-    assert.equal(await card.locator(`label[for="${await input.getAttribute('id')}"]`).count(), 1, 'the field has a label');
+    const input = card.locator('input[id$="-budget"]');
+    assert.equal(await card.locator(`label[for="${await input.getAttribute('id')}"]`).textContent(), 'Weekly budget of laptop, in credits');
     await input.fill('0');
-    await card.locator('button', { hasText: 'Set budget' }).click();
-    await page.waitForSelector('#status:text("now 0 credits")');
-    assert.match(await keyCard('laptop').textContent(), /of 0 credits used/);
+    await card.locator('button.set-budget').click();
+    await page.waitForSelector('li.key p.feedback:text("now 0 credits")');
+    assert.equal(await page.evaluate(() => document.activeElement.id), await input.getAttribute('id'), 'focus stays on the field');
+    assert.match(await keyCard('laptop').locator('.badge').textContent(), /Budget used up/);
+    assert.match(await keyCard('laptop').locator('.refused').textContent(), /Refused: .*429.*raise the budget/);
     const r = await chat(second);
     assert.equal(r.status, 429);
     assert.equal(r.json.error.code, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
-    await screenshot('budget');
-    await keyCard('laptop').locator('input[type="number"]').fill('');
-    await keyCard('laptop').locator('button', { hasText: 'Set budget' }).click();
-    await page.waitForSelector('#status:text("is removed")');
+    await screenshot('budget-refused');
+    // text a number field would turn into "" (no budget): an error here, the budget stays 0
+    for (const [text, why] of [['5-', /must be a number/], ['2,5', /dot for decimals: 2\.5/], ['', /Remove budget/], ['-1', /0 or more/], ['1.1234567', /six decimals/]]) {
+      await keyCard('laptop').locator('input[id$="-budget"]').fill(text);
+      await keyCard('laptop').locator('button.set-budget').click();
+      const err = keyCard('laptop').locator('.budget-form .field-error');
+      await err.waitFor();
+      assert.match(await err.textContent(), why, text);
+      assert.equal(await keyCard('laptop').locator('input[id$="-budget"]').getAttribute('aria-invalid'), 'true');
+      assert.equal(stack.ctlJSON('key', 'show', keyId).weekly_budget, 0, `${JSON.stringify(text)} left the budget at 0`);
+    }
+    await screenshot('budget-field-error');
+    await keyCard('laptop').locator('button.remove-budget').click();
+    assert.match(await page.textContent('#confirm-text'), /Remove the weekly budget of laptop\?/);
+    await page.click('#confirm-ok');
+    await page.waitForSelector('li.key p.feedback:text("is removed")');
     assert.match(await keyCard('laptop').textContent(), /No weekly budget/);
     assert.equal((await chat(second)).status, 200);
-    await keyCard('laptop').locator('input[type="number"]').fill('-1');
-    await keyCard('laptop').locator('button', { hasText: 'Set budget' }).click();
-    assert.match(await keyCard('laptop').locator('.error').textContent(), /0 or more/);
     await clean();
   });
 
@@ -354,7 +376,7 @@ describe('the cabinet page in a browser', () => {
     assert.match(await page.textContent('#alert-note'), /Empty: no low-balance alert/);
     await page.fill('#alert-balance', '2.5');
     await page.click('#alert-form button[type="submit"]');
-    await page.waitForSelector('#status:text("set to 2.5 credits")');
+    await page.waitForSelector('#alert-feedback:text("set to 2.5 credits")');
     assert.match(await page.textContent('#alert-note'), /falls below 2\.5 credits/);
     const row = stack.sql(`SELECT CAST(balance_below AS TEXT) AS b FROM alert_settings`);
     assert.deepEqual(row.map((r) => r.b), ['2500000']);
@@ -363,15 +385,20 @@ describe('the cabinet page in a browser', () => {
     assert.equal(await page.inputValue('#alert-balance'), '2.5');
     await page.fill('#alert-balance', '-1');
     await page.click('#alert-form button[type="submit"]');
-    assert.match(await page.textContent('#alert-error'), /0 or more/);
+    assert.match(await page.textContent('#alert-field-error'), /0 or more/);
+    assert.equal(await page.getAttribute('#alert-balance', 'aria-invalid'), 'true');
+    await page.fill('#alert-balance', '2,5');
+    await page.click('#alert-form button[type="submit"]');
+    assert.match(await page.textContent('#alert-field-error'), /dot for decimals/);
     await page.fill('#alert-balance', '');
     await page.click('#alert-form button[type="submit"]');
-    await page.waitForSelector('#status:text("follows the service")');
+    await page.waitForSelector('#alert-feedback:text("follows the service")');
     await clean();
   });
 
   it('sets the key\'s limits on its card (another model refused), shows them, and clears them', async () => {
     const card = keyCard('laptop');
+    await openCard('laptop');
     await card.locator('details.controls summary').click();
     for (const f of ['expires_at', 'models', 'addresses', 'rpm', 'max_in_flight']) {
       const input = card.locator(`input[name="${f}"]`);
@@ -380,7 +407,7 @@ describe('the cabinet page in a browser', () => {
     await card.locator('input[name="models"]').fill('prov-main');
     await card.locator('input[name="rpm"]').fill('600');
     await card.locator('button', { hasText: 'Save limits' }).click();
-    await page.waitForSelector('#status:text("limits of laptop are saved")');
+    await page.waitForSelector('li.key p.feedback:text("limits of laptop are saved")');
     const text = await keyCard('laptop').locator('.key-controls').textContent();
     assert.match(text, /models: prov-main/);
     assert.match(text, /600 requests a minute/);
@@ -393,7 +420,7 @@ describe('the cabinet page in a browser', () => {
     await keyCard('laptop').locator('details.controls summary').click();
     await keyCard('laptop').locator('input[name="rpm"]').fill('1.5');
     await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
-    assert.match(await keyCard('laptop').locator('.error').textContent(), /whole number/);
+    assert.match(await keyCard('laptop').locator('.controls .field-error:not(:empty)').textContent(), /whole number/);
     await keyCard('laptop').locator('input[name="models"]').fill('');
     await keyCard('laptop').locator('input[name="rpm"]').fill('');
     await keyCard('laptop').locator('button', { hasText: 'Save limits' }).click();
@@ -445,17 +472,17 @@ describe('the cabinet page in a browser', () => {
     await clean();
   });
 
-  it('reads on a phone: one column at 375 px, nothing wider than the screen', async () => {
+  it('reads on a phone: one column at 390 px, nothing wider than the screen', async () => {
     const phone = await context.newPage();
     watch(phone);
     try {
-      await phone.setViewportSize({ width: 375, height: 812 });
+      await phone.setViewportSize({ width: 390, height: 844 });
       await phone.goto(`${base}/cabinet/`);
       await phone.waitForSelector('#balance');
       await phone.waitForSelector('#model-prov-main');
       await phone.waitForSelector('li.key');
       const width = await phone.evaluate(() => document.documentElement.scrollWidth);
-      assert.ok(width <= 375, `the page is ${width} px wide`);
+      assert.ok(width <= 390, `the page is ${width} px wide`);
       await screenshot('phone', phone);
       await clean(phone);
     } finally {
@@ -464,11 +491,13 @@ describe('the cabinet page in a browser', () => {
   });
 
   it('deletes the key: gone from the page, its secret refused', async () => {
+    await openCard('laptop');
     await keyCard('laptop').locator('button.delete').click();
     await page.locator('#confirm-dialog').waitFor({ state: 'visible' });
     await page.click('#confirm-ok');
-    await page.waitForSelector('#status:text("laptop is deleted")');
+    await page.waitForSelector('#keys-feedback:text("laptop is deleted")');
     assert.equal(await keyCard('laptop').count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'keys-h', 'focus on the keys heading, not <body>');
     const r = await chat(second);
     assert.equal(r.status, 401);
     await clean();
@@ -476,29 +505,37 @@ describe('the cabinet page in a browser', () => {
 
   it('shows the sign-in buttons when the session ends elsewhere, and signs in again', async () => {
     allow401 = ['/v1/auth/session', '/v1/models/prov-second/favorite'];
+    await page.fill('#key-name', 'tablet');
+    await page.fill('#key-budget', '2.5');
     stack.ctl('user', 'sessions', 'revoke', alice.email);
     await page.click('#model-prov-second button.star');
     await page.waitForSelector('#signed-out');
+    assert.match(await page.textContent('#signed-out-reason'), /session has ended.*kept/);
     assert.ok(await page.isHidden('#signed-in-view'));
     assert.equal(await page.locator('#who').count(), 0);
-    assert.equal(await page.locator('#key-list li, #catalog-body tr, #identity-list li').count(), 0, 'the account left the page');
+    assert.equal(await page.locator('#keys-body li, #catalog-body tr, #identity-list li').count(), 0, 'the account left the page');
     await screenshot('session-ended');
     await clean();
     // the provider still knows alice: no form this time
     await Promise.all([page.waitForURL(`${base}/cabinet/`), page.click('#signin-idp1 button')]);
     await page.waitForSelector('#who');
     await page.waitForSelector('#model-prov-second button.star[aria-pressed="false"]');
+    assert.equal(await page.inputValue('#key-name'), 'tablet', 'what was typed is filled in again');
+    assert.equal(await page.inputValue('#key-budget'), '2.5');
+    await page.fill('#key-name', '');
+    await page.fill('#key-budget', '');
     await clean();
     allow401 = null;
   });
 
   it('logs out: the sign-in view again, the session cookies gone', async () => {
     allow401 = ['/v1/auth/session'];
-    await Promise.all([page.waitForURL(`${base}/cabinet/`), page.click('#logout button')]);
+    await page.click('#logout button');
     await page.waitForSelector('#signed-out');
+    assert.match(await page.textContent('#signed-out-reason'), /identity provider may still have you signed in/);
     const names = (await context.cookies(base)).map((c) => c.name);
     for (const c of COOKIES) assert.ok(!names.includes(c), names.join(','));
-    assert.equal(await page.locator('#key-list li').count(), 0);
+    assert.equal(await page.locator('#keys-body li').count(), 0);
     await screenshot('signed-out');
     await clean();
     allow401 = null;
