@@ -31,19 +31,32 @@ typedef struct purger_t {
 #define ROLLUP_STEPS 20          /* rollup steps in one round */
 #define COMPACT_BATCHES 10       /* retention batches in one round */
 
-/* Rolls up and removes old raw rows: non-zero when more is left. */
+/* Between two of a round's write transactions: the paid path's writers,
+ * waiting on the database's lock, take it first (SQLite's busy handler is
+ * not fair: a thread that writes back to back would starve them). */
+#define PURGE_BREATH apr_time_from_msec(20)
+
+/* Rolls up and removes old raw rows, one short transaction at a time with a
+ * breath between them: non-zero when more is left. */
 static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
 {
     provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
-    apr_int64_t now = prov_now(), rolled = 0, before;
+    apr_int64_t now = prov_now(), rolled = 0, step = 0, before;
     int i, n = 0, removed = 0;
-    apr_status_t rv = prov_rollup_run(&rolled, store, now, ROLLUP_STEPS, p);
+    apr_status_t rv = APR_SUCCESS;
+    for (i = 0; rv == APR_SUCCESS && i < ROLLUP_STEPS; i++) {
+        if ((rv = prov_rollup_run(&step, store, now, 1, p)) != APR_SUCCESS || step == 0)
+            break;
+        rolled += step;
+        apr_sleep(PURGE_BREATH);
+    }
     before = prov_retention_cut(now, (int)c->ledger_retention);
     for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_BATCHES; i++) {
         if ((rv = prov_rollup_compact(&n, store, before, now, PROV_COMPACT_BATCH, p))
             != APR_SUCCESS || n == 0)
             break;
         removed += n;
+        apr_sleep(PURGE_BREATH);
     }
     if (rolled || removed)
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00902: rolled up %" APR_INT64_T_FMT
