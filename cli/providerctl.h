@@ -94,9 +94,11 @@ extern const ctl_cmd_t ctl_plan_cmds[];
 extern const ctl_cmd_t ctl_subscription_cmds[];
 extern const ctl_cmd_t ctl_usage_cmds[];
 /* `usage report --by session` (providerctl_usage_session.c): format is
- * table, csv or json; f is the report's filter, model its model's id. */
+ * table, csv or json; f is the report's filter; head the JSON report's
+ * object with its filter (ctl_usage_json: given with json, which it prints
+ * and frees). */
 struct prov_usage_filter_t;
-int ctl_usage_sessions(ctl_t *ctl, const struct prov_usage_filter_t *f, const char *model,
+int ctl_usage_sessions(ctl_t *ctl, const struct prov_usage_filter_t *f, json_object *head,
                        const char *format);
 /* A usage report's JSON object with its filter and grouping (by), without
  * its rows (providerctl_usage.c). */

@@ -160,7 +160,8 @@ static int usage_report(ctl_t *ctl)
             return ctl_db_fail(ctl, rv, "look up the key");
     }
     if (f.by == PROV_USAGE_BY_SESSION)
-        return ctl_usage_sessions(ctl, &f, m ? m->public_id : NULL, format);
+        return ctl_usage_sessions(ctl, &f, !strcmp(format, "json")
+                                  ? ctl_usage_json(&f, m ? m->public_id : NULL) : NULL, format);
     rv = prov_usage_report(&rows, ctl->store, &f, ctl->pool);
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "read the usage");

@@ -48,10 +48,9 @@ static void total_add(prov_usage_session_t *t, const prov_usage_session_t *u)
     t->sums.credits = prov_i64_add_sat(t->sums.credits, u->sums.credits);
 }
 
-static void print_json(const prov_usage_filter_t *f, const char *model, apr_array_header_t *rows,
+static void print_json(json_object *o, apr_array_header_t *rows,
                        const prov_usage_session_t *total)
 {
-    json_object *o = ctl_usage_json(f, model);
     json_object *arr = json_object_new_array();
     int i;
     for (i = 0; i < rows->nelts; i++) {
@@ -68,7 +67,7 @@ static void print_json(const prov_usage_filter_t *f, const char *model, apr_arra
     ctl_json_print(o);
 }
 
-int ctl_usage_sessions(ctl_t *ctl, const prov_usage_filter_t *f, const char *model,
+int ctl_usage_sessions(ctl_t *ctl, const prov_usage_filter_t *f, json_object *head,
                        const char *format)
 {
     apr_array_header_t *rows = NULL;
@@ -84,7 +83,7 @@ int ctl_usage_sessions(ctl_t *ctl, const prov_usage_filter_t *f, const char *mod
     for (i = 0; i < rows->nelts; i++)
         total_add(&total, APR_ARRAY_IDX(rows, i, prov_usage_session_t *));
     if (!strcmp(format, "json")) {
-        print_json(f, model, rows, &total);
+        print_json(head, rows, &total);
         return CTL_OK;
     }
     t = ctl_table_make(ctl->pool, 13, "SESSION", "CLIENT", "USER", "KEY", "MODELS", "FIRST",
