@@ -257,7 +257,8 @@ static void test_exec_after_deferred(void)
     CU_ASSERT_EQUAL_FATAL(prov_store_begin(s, p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_store_exec(s, NULL, "bill_ledger_reserve",
                                     PROV_ARGS("r'1\\", "1", "11", "7", "chat", "30", "balance",
-                                              "1700000000", NULL, "5"), p), APR_SUCCESS);
+                                              "1700000000", NULL, "5", "sess-1", "claude-code"),
+                                    p), APR_SUCCESS);
     CU_ASSERT_EQUAL(prov_store_bill_balances_add(s, ids, amounts, 1, p), APR_SUCCESS);
     trips = s->round_trips;
     CU_ASSERT_EQUAL(prov_store_exec(s, &n, "bill_ledger_settle",
@@ -276,6 +277,8 @@ static void test_exec_after_deferred(void)
                                              "floor_credits, owner IS NULL FROM ledger", p),
                            is_pg(s) ? "r'1\\|20|ok|1700000005|5|t|\n"
                                     : "r'1\\|20|ok|1700000005|5|1|\n");
+    CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT agent_session, agent_client FROM ledger", p),
+                           "sess-1|claude-code|\n");
     CU_ASSERT_STRING_EQUAL(prov_test_dump(s, "SELECT balance FROM users WHERE id = 1", p),
                            "70|\n");
     apr_pool_destroy(p);
