@@ -34,7 +34,9 @@ describe(`billing: ${N} concurrent requests against a limit of ${FITS} holds`, {
   before(async () => {
     stack = await startStack({
       clock: nextHour(Math.floor(Date.now() / 1000)) + 600,
-      threads: N,
+      // every request at once, and room for a connection the client opens
+      // while another is being closed (else AH00484: MaxRequestWorkers reached)
+      threads: N + 16,
       seed: (s) => {
         addBillModel(s);
         mkUser(s, 'budget', { balance: 1000, budget: 10 });
