@@ -19,7 +19,9 @@
 # /etc/apache2/mods-available/mpm_event.conf ships it (StartServers 2,
 # MinSpareThreads 25, MaxSpareThreads 75, ThreadLimit 64, ThreadsPerChild 25,
 # MaxRequestWorkers 150, MaxConnectionsPerChild 0): several children of 25
-# threads, all writing the one SQLite file.
+# threads, all writing the one SQLite file. BENCH_MPM=package adds, after
+# the stock lines, the sizing the Debian package enables
+# (httpd-conf/provider-mpm.conf, conf-enabled/ being read after mods-enabled/).
 #
 # mod_provider's database settings (BENCH_DBD): "recommended" (the default)
 # are the lines httpd-conf/example-site.conf ships for the backend; "defaults"
@@ -61,7 +63,7 @@
 # by Require ip as the README shows, and a scraper fetches it every second
 # through the whole run, as Prometheus would; the output says how many
 # scrapes there were: issue 33's "metrics cost nothing visible"),
-# BENCH_MPM (one or stock, above), BENCH_DBD (recommended or defaults,
+# BENCH_MPM (one, stock or package, above), BENCH_DBD (recommended or defaults,
 # above), BENCH_AUTOGROUP (see below: "off" by default, "keep" leaves the
 # kernel's setting alone), BENCH_CPUS and BENCH_PG_CPUS (bench/lib.sh: the
 # CPUs of the servers, mockgw and wrk, and of PostgreSQL).
@@ -111,8 +113,8 @@ case $METRICS in
 esac
 MPM=${BENCH_MPM:-one}
 case $MPM in
-    one|stock) ;;
-    *) echo "bench: BENCH_MPM must be one or stock" >&2; exit 2 ;;
+    one|stock|package) ;;
+    *) echo "bench: BENCH_MPM must be one, stock or package" >&2; exit 2 ;;
 esac
 DBDSET=${BENCH_DBD:-recommended}
 case $DBDSET in
@@ -176,7 +178,7 @@ chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the two servers ---------------------------------------------------------
 mpm_conf() {
-    if [ "$MPM" = stock ]; then
+    if [ "$MPM" = stock ] || [ "$MPM" = package ]; then
         cat <<EOF
 # Debian 12's /etc/apache2/mods-available/mpm_event.conf
 StartServers 2
@@ -187,6 +189,8 @@ ThreadsPerChild 25
 MaxRequestWorkers 150
 MaxConnectionsPerChild 0
 EOF
+        # the package's conf-enabled/provider-mpm.conf, read after it
+        if [ "$MPM" = package ]; then cat "$SRC/httpd-conf/provider-mpm.conf"; fi
     else
         mpm_fixed 1 64
     fi
@@ -335,6 +339,8 @@ BEGIN {
         printf "mod_provider benchmark: wrk -t%s -c%s -d%s, POST /v1/chat/completions (%d-byte body, model %s)\n", t, c, d, body, m
     if (mpm == "stock")
         printf "%s, MPM event as Debian ships it (StartServers 2, ThreadsPerChild 25, MaxRequestWorkers 150) on both servers, %d CPUs, same mock gateway\n", httpd, cpus
+    else if (mpm == "package")
+        printf "%s, MPM event as the package sizes it (provider-mpm.conf: 1 process x 150 threads) on both servers, %d CPUs, same mock gateway\n", httpd, cpus
     else
         printf "%s, MPM event 1 process x 64 threads on both servers, %d CPUs, same mock gateway\n", httpd, cpus
     printf "scheduler: %s\n", sched

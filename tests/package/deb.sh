@@ -82,7 +82,7 @@ restore() {
 trap 'restore; rm -rf "$work"' EXIT
 trap 'exit 1' INT TERM
 
-echo "1..18"
+echo "1..20"
 
 # ---- build from a copy of the tree (what git tracks, as it is on disk) -----
 mkdir "$work/src"
@@ -115,6 +115,8 @@ check "/var/lib/mod_provider is owned by www-data" \
 check "provider and dbd are enabled (a2enmod)" \
   test -L /etc/apache2/mods-enabled/provider.load -a -L /etc/apache2/mods-enabled/provider.conf \
        -a -e /etc/apache2/mods-enabled/dbd.load
+check "the package's MPM sizing is enabled (a2enconf provider-mpm)" \
+  test -L /etc/apache2/conf-enabled/provider-mpm.conf -a -f /etc/apache2/conf-available/provider-mpm.conf
 check "/etc/mod_provider/providerctl.conf is a conffile" \
   sh -c "dpkg-query -W -f='\${Conffiles}' $pkg | grep -q ' /etc/mod_provider/providerctl.conf '"
 check "postinst migrated the SQLite database (providerctl db status)" providerctl db status
@@ -151,6 +153,14 @@ else
 fi
 i=0
 until curl -s -o /dev/null http://127.0.0.1/ || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+# provider-mpm.conf in force: one child of 150 worker threads (Debian's stock
+# sizing starts two of 25)
+children=$(pgrep -P "$(cat /var/run/apache2/apache2.pid)" apache2 | tr '\n' ' ' || true)
+set -- $children
+threads=0
+[ $# = 1 ] && threads=$(ls "/proc/$1/task" | wc -l)
+check "apache2 runs one child of 150 worker threads, the package's sizing ($# children, $threads threads)" \
+  test $# = 1 -a "$threads" -gt 150
 
 # ---- one chat completion, served and charged --------------------------------
 code=$(curl -s -o "$work/answer.json" -D "$work/headers.txt" -w '%{http_code}' \
@@ -200,9 +210,10 @@ check "purge deletes /var/lib/mod_provider and /etc/mod_provider, and says so" \
          grep -q 'purge deletes /var/lib/mod_provider' '$work/purge.log' &&
          grep -q 'purge deletes /etc/mod_provider' '$work/purge.log'"
 restore
-check "the machine is as before (package gone, provider not enabled, site gone)" \
+check "the machine is as before (package gone, provider and its MPM sizing not enabled, site gone)" \
   sh -c "! dpkg-query -W -f='\${Status}' $pkg 2>/dev/null | grep -q 'installed\|config-files' &&
          ! test -e /etc/apache2/mods-enabled/provider.load &&
+         ! test -e /etc/apache2/conf-enabled/provider-mpm.conf &&
          ! test -e /etc/apache2/sites-available/provider.conf &&
          { [ $dbd_before = yes ] || ! test -e /etc/apache2/mods-enabled/dbd.load; }"
 
