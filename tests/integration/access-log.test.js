@@ -1,6 +1,6 @@
 // tests/integration/access-log.test.js: what an operator sees of inference
-// requests without reading the ledger (README, "Logs"): the access log's
-// provider-* notes through the README's LogFormat (the key's display prefix
+// requests without reading the ledger (docs/operations.md, "Logs"): the access log's
+// provider-* notes through docs/operations.md's LogFormat (the key's display prefix
 // and never its secret, the model's public id, the credits charged (equal to
 // x-provider-credits and the ledger), the tokens, how the hold was taken and
 // the ledger status) for a chat answer, a Messages stream, a request refused
@@ -17,7 +17,7 @@ import {
   MESSAGES_UPSTREAMS, seedMessagesCatalog, messages, messagesBody, messagesStream,
 } from './lib/messages.js';
 
-// The README's line, as an operator copies it.
+// docs/operations.md's line, as an operator copies it.
 const FORMAT = 'LogFormat "%h %t \\"%r\\" %>s %D %{provider-request-id}n %{provider-key}n '
   + '%{provider-model}n %{provider-credits}n %{provider-tokens-in}n %{provider-tokens-out}n '
   + '%{provider-tokens-cache}n %{provider-tokens-reasoning}n %{provider-hold}n '

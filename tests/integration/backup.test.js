@@ -1,5 +1,5 @@
 // tests/integration/backup.test.js: backups under load (issue 34 item 4;
-// README "Backing up and restoring"). Chat requests run through httpd and
+// docs/operations.md "Backing up and restoring"). Chat requests run through httpd and
 // the mock gateway from four clients at once while the database is copied:
 // on SQLite with `providerctl db backup FILE` (VACUUM INTO), on PostgreSQL
 // with pg_dump (and `db backup` refuses, naming pg_dump). The ledger is

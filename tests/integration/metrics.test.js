@@ -1,4 +1,4 @@
-// tests/integration/metrics.test.js: the provider-metrics handler (README,
+// tests/integration/metrics.test.js: the provider-metrics handler (docs/operations.md,
 // "Metrics") on a server of two children: a known workload (a chat answer,
 // a Messages stream, a Responses stream, a refusal by each check, a
 // gateway refusal, a rate-limited MCP call), each request served by one

@@ -1,6 +1,6 @@
 // tests/integration/prometheus.test.js: Debian's prometheus server
 // (apt package prometheus, scripts/install-deps.sh) scrapes the
-// provider-metrics handler every second, as the README's scrape
+// provider-metrics handler every second, as docs/operations.md's scrape
 // configuration says; after the known workload of lib/metrics.js its HTTP
 // API (/api/v1/query) answers the counters that workload must leave: the
 // page is one Prometheus itself reads, not only our parser.
@@ -35,7 +35,7 @@ describe('Debian\'s prometheus scrapes provider-metrics', { timeout: 180000 }, (
     });
     const dir = path.join(stack.dir, 'prometheus');
     fs.mkdirSync(path.join(dir, 'data'), { recursive: true });
-    // the README's scrape configuration, every second
+    // docs/operations.md's scrape configuration, every second
     fs.writeFileSync(path.join(dir, 'prometheus.yml'), [
       'global:',
       '  scrape_interval: 1s',
