@@ -41,34 +41,9 @@ now=$(date +%s)
 start=$((now - DAYS * 86400))
 span=$((DAYS * 86400 - 3600))
 
-# The rows' values as SQL expressions of i (1..ROWS); one request in 50 is
-# refused, one in 97 failed, one in 13 cut by its client; one in 4 is funded
-# by a plan.
-rows_select() {
-    cat <<SQL
-SELECT 'bench-' || i, i % $USERS + 1, (i % $USERS) * 3 + (i / $USERS) % 3 + 1,
-  (i % $USERS) % 5 + (i / $USERS) % 2 + 1,
-  CASE (i % $USERS) % 3 WHEN 0 THEN 'chat' WHEN 1 THEN 'messages' ELSE 'responses' END,
-  100 + i % 900, CASE WHEN i % 50 = 0 THEN 0 ELSE 50 + i % 400 END, i % 5 * 20, i % 11 * 3,
-  5000, CASE WHEN i % 50 = 0 THEN 0 ELSE 100 + i % 1000 END,
-  CASE WHEN i % 4 = 0 AND i % 50 <> 0 THEN 100 + i % 1000 ELSE 0 END,
-  CASE WHEN i % 4 = 0 THEN 'plan' ELSE 'balance' END,
-  CASE WHEN i % 50 = 0 THEN 'refused' WHEN i % 97 = 0 THEN 'failed'
-       WHEN i % 13 = 0 THEN 'client_cut' ELSE 'ok' END,
-  $start + (i * $span) / $ROWS, $start + (i * $span) / $ROWS + 2
-SQL
-}
-COLS="request_id, user_id, key_id, model_id, transport, input_tokens, output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, status, created_at, settled_at"
-
-generate() {
-    if [ "$BACKEND" = pgsql ]; then
-        q "INSERT INTO ledger ($COLS) $(rows_select | sed 's/(i \* /(i::bigint * /g') FROM generate_series(1, $ROWS) AS g(i)" >/dev/null
-        q "ANALYZE" >/dev/null
-    else
-        q "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ROWS) INSERT INTO ledger ($COLS) $(rows_select) FROM n" >/dev/null
-        q "ANALYZE" >/dev/null
-    fi
-}
+# The rows: ledger_fill (lib.sh), the same rows as bench/run.sh's
+# BENCH_COMPACT_ROWS.
+generate() { ledger_fill "$ROWS" "$USERS" "$start" "$span"; }
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # best3 CMD...: the best of three runs, in ms

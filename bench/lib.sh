@@ -4,11 +4,12 @@
 # the build, wrk and sqlite3, no sanitizers), a free loopback port, the mock
 # gateway, the database (SQLite, or a throwaway PostgreSQL cluster with
 # BENCH_DB=pgsql) seeded with a user, a big balance, the priced model and a
-# key, the head of an apache2 config, the pair of servers compared (mod_provider
-# and mod_proxy on the same gateway), waiting for a first 200, and stopping
-# what was started. The functions read and set the scripts' variables (W, the
-# work directory; BACKEND, MODEL, KEY, GW, DB, DBSPEC, PGDATA_DIR, PGPORT,
-# MOCKGW_PID) as the scripts' own code did before it moved here.
+# key, synthetic ledger rows (ledger_fill), the head of an apache2 config,
+# the pair of servers compared (mod_provider and mod_proxy on the same
+# gateway), waiting for a first 200, and stopping what was started. The
+# functions read and set the scripts' variables (W, the work directory;
+# BACKEND, MODEL, KEY, GW, DB, DBSPEC, PGDATA_DIR, PGPORT, MOCKGW_PID) as
+# the scripts' own code did before it moved here.
 #
 # CPUs (taskset): BENCH_CPUS runs the script and everything it starts (both
 # servers, mockgw, wrk) on those CPUs only; BENCH_PG_CPUS runs PostgreSQL on
@@ -172,6 +173,97 @@ make_database() {
     KEY=$(ctl key create "$1" --name "$3" --json |
           sed -n 's/.*"secret"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
     case $KEY in sk-prov-*) ;; *) die "could not read the key from providerctl key create --json" ;; esac
+}
+
+# Synthetic ledger rows (bench/ledger.sh's big ledger, bench/run.sh's
+# BENCH_COMPACT_ROWS): LEDGER_COLS, and ledger_select N USERS START SPAN, the
+# SELECT of row i (1..N) as SQL expressions of i: user i % USERS + 1 with
+# three keys each, two of six models and one of the three transports; one
+# request in 50 refused, one in 97 failed, one in 13 cut by its client, one
+# in 4 funded by a plan; created from START over SPAN seconds.
+LEDGER_COLS="request_id, user_id, key_id, model_id, transport, input_tokens, output_tokens, cache_tokens, reasoning_tokens, reserved, credits, plan_credits, source, status, created_at, settled_at"
+ledger_select() {
+    cat <<SQL
+SELECT 'bench-' || i, i % $2 + 1, (i % $2) * 3 + (i / $2) % 3 + 1,
+  (i % $2) % 5 + (i / $2) % 2 + 1,
+  CASE (i % $2) % 3 WHEN 0 THEN 'chat' WHEN 1 THEN 'messages' ELSE 'responses' END,
+  100 + i % 900, CASE WHEN i % 50 = 0 THEN 0 ELSE 50 + i % 400 END, i % 5 * 20, i % 11 * 3,
+  5000, CASE WHEN i % 50 = 0 THEN 0 ELSE 100 + i % 1000 END,
+  CASE WHEN i % 4 = 0 AND i % 50 <> 0 THEN 100 + i % 1000 ELSE 0 END,
+  CASE WHEN i % 4 = 0 THEN 'plan' ELSE 'balance' END,
+  CASE WHEN i % 50 = 0 THEN 'refused' WHEN i % 97 = 0 THEN 'failed'
+       WHEN i % 13 = 0 THEN 'client_cut' ELSE 'ok' END,
+  $3 + (i * $4) / $1, $3 + (i * $4) / $1 + 2
+SQL
+}
+
+# ledger_fill N USERS START SPAN: inserts those N rows into the benchmark
+# database in one statement (a recursive CTE on SQLite, generate_series on
+# PostgreSQL), then ANALYZE.
+ledger_fill() {
+    if [ "$BACKEND" = pgsql ]; then
+        q "INSERT INTO ledger ($LEDGER_COLS) $(ledger_select "$@" | sed 's/(i \* /(i::bigint * /g') FROM generate_series(1, $1) AS g(i)" >/dev/null
+    else
+        q "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) INSERT INTO ledger ($LEDGER_COLS) $(ledger_select "$@") FROM n" >/dev/null
+    fi
+    q "ANALYZE" >/dev/null
+}
+
+# ---- compaction under load (bench/run.sh's BENCH_COMPACT_ROWS) ----------
+# compact_fill: the gate (the first ledger row, created in ten years: the
+# rollup stops at a row of a day not closed, and the removal at the rollup),
+# then $COMPACT synthetic rows of BENCH_COMPACT_USERS users created 39 to 9
+# days ago; sets OLD_MAX (the last old row's id), OLD_START (their number)
+# and GATE_AT (the time compact_open gives the gate).
+compact_fill() {
+    _day=$(( $(date +%s) / 86400 * 86400 ))
+    GATE_AT=$((_day - 39 * 86400))
+    _future=$((_day + 3650 * 86400))
+    q "INSERT INTO ledger ($LEDGER_COLS) VALUES ('bench-gate', 1, 1, 1, 'chat', 0, 0, 0, 0, 0, 0, 0, 'balance', 'ok', $_future, $_future)" >/dev/null
+    [ "$(q "SELECT MIN(id) FROM ledger")" = "$(q "SELECT id FROM ledger WHERE request_id = 'bench-gate'")" ] ||
+        die "the ledger has rows before the compaction's gate"
+    _t0=$(date +%s)
+    [ "$COMPACT" = 0 ] || ledger_fill "$COMPACT" "${BENCH_COMPACT_USERS:-1000}" "$GATE_AT" $((30 * 86400))
+    OLD_MAX=$(q "SELECT MAX(id) FROM ledger")
+    OLD_START=$(q "SELECT COUNT(*) FROM ledger WHERE id <= $OLD_MAX")
+    echo "bench: $COMPACT old ledger rows and the gate made in $(( $(date +%s) - _t0 )) s" >&2
+}
+
+# compact_open: moves the gate into the past; the purge thread (a round a
+# second) rolls up and removes from then on.
+compact_open() {
+    q "UPDATE ledger SET created_at = $GATE_AT, settled_at = $GATE_AT WHERE request_id = 'bench-gate'" >/dev/null
+}
+
+# old_rows: the old rows (and the gate) still in the ledger, and the
+# rollup's last id: "COUNT LAST_ID".
+old_rows() {
+    echo "$(q "SELECT COUNT(*) FROM ledger WHERE id <= $OLD_MAX") $(q "SELECT last_id FROM ledger_rollup_state")"
+}
+
+# compact_report: what the purge rolled up and removed during each measured
+# mod_provider run of ROUNDS (old_rows in $W/old.R.before and .after) and in
+# all; exits 1 when old rows were there and the purge did nothing while
+# mod_provider was measured.
+compact_report() {
+    set -- $(old_rows)
+    _left=$1; _removed=0; _rolled=0; _per=""; _r=1
+    while [ "$_r" -le "$ROUNDS" ]; do
+        set -- $(cat "$W/old.$_r.before") $(cat "$W/old.$_r.after")
+        _removed=$((_removed + $1 - $3)); _rolled=$((_rolled + $4 - $2))
+        _per="$_per $(($1 - $3))/$(($4 - $2))"; _r=$((_r + 1))
+    done
+    echo "compaction: $OLD_START old ledger rows (past ProviderLedgerRetention 8: $COMPACT synthetic and the gate) at the start"
+    echo "compaction: while mod_provider was measured, removed $_removed and rolled up $_rolled ids (removed/rolled by round:$_per)"
+    echo "compaction: in all, removed $((OLD_START - _left)) (left: $_left), rolled up to ledger id $(q "SELECT last_id FROM ledger_rollup_state")"
+    if [ "$COMPACT" -gt 0 ] && [ "$_removed" = 0 ] && [ "$_rolled" = 0 ]; then
+        echo "compaction check: FAILED (the purge neither rolled up nor removed while mod_provider was measured)"
+        exit 1
+    fi
+    set -- $(cat "$W/old.$ROUNDS.after")
+    if [ "$COMPACT" -gt 0 ] && [ "$1" = 0 ]; then
+        echo "compaction: note: no old row was left when the last measured run ended, so it was partly without compaction (more rows: about 10,000 go a second)"
+    fi
 }
 
 # mpm_fixed PROCESSES THREADS: MPM event lines for exactly PROCESSES children

@@ -68,6 +68,24 @@
 # kernel's setting alone), BENCH_CPUS and BENCH_PG_CPUS (bench/lib.sh: the
 # CPUs of the servers, mockgw and wrk, and of PostgreSQL).
 #
+# Compaction under load (issue 34): BENCH_COMPACT_ROWS=N fills mod_provider's
+# database, before the servers start, with N synthetic ledger rows (bench/
+# lib.sh's ledger_fill, the rows of bench/ledger.sh: BENCH_COMPACT_USERS
+# users, 1,000 by default) created 9 to 39 days ago, and runs mod_provider
+# with ProviderLedgerRetention 8 and ProviderPurgeInterval 1, so that its
+# purge thread rolls them up and removes them (10,000 rows a round, a round
+# a second) while mod_provider is measured. A gate holds them until then:
+# the first ledger row is one of the future, and the rollup (thus the
+# removal) stops at it; the script moves it into the past right before the
+# first measured mod_provider run, after its warm-up. The output then says
+# how many old rows were removed during each measured mod_provider run (a
+# count before and after) and in all, and how many were left. N=0 is the
+# control: the same settings and gate, no old rows. Compare the ratios of
+# BENCH_COMPACT_ROWS=0 and BENCH_COMPACT_ROWS=N (the rows must outlast the
+# runs: about 10,000 a second go; the output warns when none were left).
+# With BENCH_ROUNDS > 1, mod_proxy's later runs share the machine with the
+# purge too.
+#
 # The scheduler. With the kernel's autogroup on (Debian's default), every
 # session is one scheduling group with an equal share of the CPUs: apache2
 # starts its own session when it detaches, while wrk and mockgw share this
@@ -122,6 +140,8 @@ case $DBDSET in
     *) echo "bench: BENCH_DBD must be recommended or defaults" >&2; exit 2 ;;
 esac
 [ "$DBDSET" = recommended ] || DBDMAX=${BENCH_DBDMAX:-10}
+COMPACT=${BENCH_COMPACT_ROWS:-}
+case $COMPACT in *[!0-9]*) echo "bench: BENCH_COMPACT_ROWS must be a number of rows" >&2; exit 2 ;; esac
 AUTOGROUP_FILE=/proc/sys/kernel/sched_autogroup_enabled
 AUTOGROUP_WAS=""
 case ${BENCH_AUTOGROUP:-off} in
@@ -174,6 +194,13 @@ start_mockgw
 make_database bench@example.com Bench bench
 ctl model add claude --upstream claude-sonnet-4 --name claude --family anthropic --messages >/dev/null
 ctl model price claude --input 3 --output 15 --cache 0.3 >/dev/null
+# OLD_MAX: the last id of the old rows (BENCH_COMPACT_ROWS); the run's rows come after it.
+OLD_MAX=0
+if [ -n "$COMPACT" ]; then
+    compact_fill
+    PROVIDER_EXTRA="ProviderLedgerRetention 8
+ProviderPurgeInterval 1"
+fi
 chown -R "$RUNUSER:$RUNUSER" "$W/db"
 
 # ---- the two servers ---------------------------------------------------------
@@ -197,7 +224,8 @@ EOF
 }
 
 if [ "$METRICS" = 1 ]; then
-    PROVIDER_EXTRA="LoadModule authz_host_module $MODDIR/mod_authz_host.so
+    PROVIDER_EXTRA="${PROVIDER_EXTRA:-}
+LoadModule authz_host_module $MODDIR/mod_authz_host.so
 <Location /provider-metrics>
     SetHandler provider-metrics
     Require ip 127.0.0.1
@@ -254,7 +282,7 @@ run_wrk() {
 # field NAME KEY: a value from the BENCH line.
 field() { sed -n "s/^BENCH .*[[:space:]]$2=\([0-9]*\).*/\1/p; s/^BENCH $2=\([0-9]*\).*/\1/p" "$W/$1.wrk" | head -n 1; }
 
-ledger_rows() { q "SELECT COUNT(*) FROM ledger WHERE status = 'ok';"; }
+ledger_rows() { q "SELECT COUNT(*) FROM ledger WHERE status = 'ok' AND id > $OLD_MAX;"; }
 # settled_rows: ledger_rows once two reads a second apart agree (at most
 # 30 s): settlements are written by the billing engine's batches and
 # writer, which may still be at work when the load stops (on PostgreSQL a
@@ -286,10 +314,13 @@ while [ "$r" -le "$ROUNDS" ]; do
         request "$name"
         if [ "$r" = 1 ]; then
             warm_up "$port"
+            [ "$name" = proxy ] || [ -z "$COMPACT" ] || compact_open
             # The warm-up and readiness requests are in the ledger already: count from here.
             [ "$name" = proxy ] || ROWS_BEFORE=$(settled_rows)
         fi
+        [ "$name" = proxy ] || [ -z "$COMPACT" ] || old_rows >"$W/old.$r.before"
         run_wrk "$name.$r" "$port"
+        [ "$name" = proxy ] || [ -z "$COMPACT" ] || old_rows >"$W/old.$r.after"
         # mod_provider's billing writer writes the run's ledger rows after
         # the answers; with PostgreSQL on the servers' CPUs it was still at
         # them for up to 4 s (10-13 % of a CPU), in the next run, often
@@ -301,6 +332,10 @@ done
 CHILDREN=$(pgrep -c -P "$(cat "$W/run/provider.pid")" || true)
 # Requests still in flight when wrk stops are finished (and written) by the server.
 sleep 1
+# The purge's transactions can hold the billing writer back for more than
+# settled_rows' second: with BENCH_COMPACT_ROWS the server is stopped first
+# (its children write what they hold as they stop).
+[ -z "$COMPACT" ] || stop_httpd "$W/run/provider.pid"
 ROWS_AFTER=$(settled_rows)
 
 # total NAME KEY: KEY of NAME's BENCH lines summed over the rounds;
@@ -397,13 +432,14 @@ if [ "$METRICS" = 1 ]; then
     echo "metrics: provider-metrics scraped every second: $n scrapes, $bad not 200; the last one counted ${started:-?} inference requests"
     [ "$n" -gt 0 ] && [ "$bad" = 0 ] && [ -n "$started" ] || { echo "metrics check: FAILED"; exit 1; }
 fi
+[ -z "$COMPACT" ] || compact_report
 echo "ledger rows (status ok) written during the mod_provider run: $ROWS; successful (2xx) requests counted by wrk: $OK2XX"
 echo "ledger rows by status (whole run, including warm-up):"
-q "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger GROUP BY status ORDER BY status;"
+q "SELECT '  ' || status || ': ' || COUNT(*) FROM ledger WHERE id > $OLD_MAX GROUP BY status ORDER BY status;"
 # A row with a floor was held in the database (a reservation of its own, or
 # a drawn request still running after a second); a drawn one is written
 # complete, without.
-echo "ledger rows held in the database rather than drawn from a lease (whole run): $(q "SELECT COUNT(*) FROM ledger WHERE floor_credits > 0;")"
+echo "ledger rows held in the database rather than drawn from a lease (whole run): $(q "SELECT COUNT(*) FROM ledger WHERE floor_credits > 0 AND id > $OLD_MAX;")"
 echo "balance at the end: $(q "SELECT balance FROM users;") micro-credits"
 UNSETTLED=$(q "SELECT COUNT(*) FROM ledger WHERE status = 'reserved';")
 # wrk stops counting at the deadline; up to one request per connection may

@@ -132,6 +132,10 @@ int ctl_parse_id(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
 /* Parses a DATE/T argument: YYYY-MM-DD (00:00 UTC), YYYY-MM-DDTHH:MM[:SS]Z or
  * epoch seconds; CTL_OK or CTL_USAGE after naming what ("--until date"). */
 int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what);
+/* The --before DATE of a retention command (ledger compact, alerts purge):
+ * by default PROV_RETENTION_DEFAULT days before now; a date within the last
+ * PROV_RETENTION_MIN days is a usage error that says why (what reads them). */
+int ctl_parse_retention(ctl_t *ctl, apr_int64_t *before, apr_int64_t now, const char *why);
 
 /* ---- errors (each prints "providerctl: ..." on stderr) ---- */
 int ctl_fail(ctl_t *ctl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

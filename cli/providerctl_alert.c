@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "providerctl.h"
 #include "prov_alert.h"
+#include "prov_purge.h"
 
 static json_object *alert_json(const void *rec)
 {
@@ -55,6 +56,40 @@ static int alerts_list(ctl_t *ctl)
     return rc;
 }
 
+/* The server's retention (mod_provider_purge.c) to the end: delivered
+ * alerts created and sent before --before, PROV_PURGE_BATCH a statement. */
+static int alerts_purge(ctl_t *ctl)
+{
+    apr_int64_t removed = 0, before = 0;
+    apr_status_t rv;
+    int rc, n = 0;
+    if ((rc = ctl_parse_retention(ctl, &before, prov_now(), "a crossing of the current "
+                                  "week could be alerted again")) != CTL_OK)
+        return rc;
+    do {
+        if ((rv = prov_alert_purge_before(&n, ctl->store, before, PROV_PURGE_BATCH,
+                                          ctl->pool)) != APR_SUCCESS)
+            return ctl_db_fail(ctl, rv, "remove old alerts");
+        removed += n;
+    } while (n > 0);
+    if (ctl->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "before", ctl_json_time(before));
+        json_object_object_add(o, "removed", json_object_new_int64(removed));
+        ctl_json_print(o);
+    }
+    else
+        printf("removed %" APR_INT64_T_FMT " delivered alert(s) created and sent before %s\n",
+               removed, ctl_time(before, 1, ctl->pool));
+    return CTL_OK;
+}
+
+static const ctl_opt_t purge_opts[] = {
+    { "before", "DATE", 0, "remove alerts delivered before DATE (default: 400 days ago; "
+      "never within the last 8 days)" },
+    { NULL, NULL, 0, NULL }
+};
+
 static const ctl_opt_t list_opts[] = {
     { "pending", NULL, 0, "only the alerts not delivered yet" },
     { "limit", "N", 0, "at most N alerts, newest first (default 50)" },
@@ -69,5 +104,11 @@ const ctl_cmd_t ctl_alert_cmds[] = {
       "of the alerts' outbox, sent to ProviderAlertWebhook by the server. A\n"
       "pending alert is retried with a growing wait (up to 5 minutes) until the\n"
       "webhook answers 2xx; LAST ERROR says why the last try failed." },
+    { "purge", "", 0, 0, purge_opts, CTL_DB_READY, alerts_purge,
+      "remove delivered alerts created and sent before a date",
+      "Removes the delivered alerts created and sent before DATE, 200 rows a\n"
+      "statement, as the server's purge does past ProviderLedgerRetention. An\n"
+      "alert not delivered yet is never removed, and a removed alert's crossing\n"
+      "is not alerted again; DATE may not be within the last 8 days." },
     { NULL }
 };

@@ -23,6 +23,7 @@
 #include <apr_lib.h>
 #include <apr_time.h>
 #include "providerctl.h"
+#include "prov_rollup.h"
 
 /* ---- arguments and errors ------------------------------------------------ */
 
@@ -140,6 +141,21 @@ static int digits(int *v, const char *s, int n)
     }
     *v = x;
     return 1;
+}
+
+int ctl_parse_retention(ctl_t *ctl, apr_int64_t *before, apr_int64_t now, const char *why)
+{
+    const char *arg = ctl_opt(ctl, "before");
+    apr_int64_t limit = prov_retention_cut(now, PROV_RETENTION_MIN);
+    int rc;
+    *before = prov_retention_cut(now, PROV_RETENTION_DEFAULT);
+    if (arg && (rc = ctl_parse_time(ctl, before, arg, "--before date")) != CTL_OK)
+        return rc;
+    if (*before > limit)
+        return ctl_usage(ctl, "--before %s is within the last %d days: %s (at most %s)", arg,
+                         PROV_RETENTION_MIN, why,
+                         apr_pstrndup(ctl->pool, ctl_time(limit, 1, ctl->pool), 10));
+    return CTL_OK;
 }
 
 int ctl_parse_time(ctl_t *ctl, apr_int64_t *out, const char *s, const char *what)

@@ -55,20 +55,14 @@ static int ledger_status(ctl_t *ctl)
 
 static int ledger_compact(ctl_t *ctl)
 {
-    const char *arg = ctl_opt(ctl, "before");
-    apr_int64_t now = prov_now(), rolled = 0, r = 0, before, limit;
+    apr_int64_t now = prov_now(), rolled = 0, r = 0, before = 0;
     apr_int64_t removed = 0;
     apr_status_t rv;
     int rc, n = 0;
 
-    limit = prov_retention_cut(now, PROV_RETENTION_MIN);
-    before = prov_retention_cut(now, PROV_RETENTION_DEFAULT);
-    if (arg && (rc = ctl_parse_time(ctl, &before, arg, "--before date")) != CTL_OK)
+    if ((rc = ctl_parse_retention(ctl, &before, now, "the rolling 7-day window and the "
+                                  "weekly budgets still read those rows")) != CTL_OK)
         return rc;
-    if (before > limit)
-        return ctl_usage(ctl, "--before %s is within the last %d days: the rolling 7-day "
-                         "window and the weekly budgets still read those rows (at most %s)",
-                         arg, PROV_RETENTION_MIN, day_text(limit, ctl->pool));
     do {
         rv = prov_rollup_run(&r, ctl->store, now, 1000, ctl->pool);
         rolled += r;

@@ -7,8 +7,9 @@
  * full batch. A round that removed rows says what (PROV00785, info). The
  * same round rolls the ledger up into daily usage and removes raw ledger
  * rows past ProviderLedgerRetention (core/store/prov_rollup.h), and audit
- * rows past the same retention (core/store/prov_audit.h): a few short
- * transactions each, again a second later while more is left. */
+ * rows past the same retention (core/store/prov_audit.h), and delivered
+ * spend alerts past it (core/alert/prov_alert.h; a pending one stays): a
+ * few short transactions each, again a second later while more is left. */
 #include <string.h>
 #include "apr_thread_proc.h"
 #include "mod_provider.h"
@@ -17,6 +18,7 @@
 #include "mod_provider_limit.h"
 #include "prov_purge.h"
 #include "prov_audit.h"
+#include "prov_alert.h"
 #include "prov_rollup.h"
 
 APLOG_USE_MODULE(provider);
@@ -82,6 +84,28 @@ static int audit_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
     return removed >= PROV_PURGE_BATCH;
 }
 
+/* Delivered spend alerts past the same retention (a pending one stays):
+ * non-zero when a full batch went. */
+static int alerts_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
+{
+    provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+    apr_int64_t before = prov_retention_cut(prov_now(), (int)c->ledger_retention);
+    int removed = 0;
+    apr_status_t rv;
+    if (before <= 0)
+        return 0;
+    rv = prov_alert_purge_before(&removed, store, before, PROV_PURGE_BATCH, p);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, vs, "PROV00981: the purge of old "
+                     "delivered spend alerts failed: %s", prov_store_errmsg(store, (int)rv));
+        return 0;
+    }
+    if (removed)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00980: purged %d delivered spend "
+                     "alert(s) past ProviderLedgerRetention", removed);
+    return removed >= PROV_PURGE_BATCH;
+}
+
 /* One round on vs's database: non-zero when more is left. */
 static int purge_server(server_rec *vs, apr_pool_t *p)
 {
@@ -95,6 +119,7 @@ static int purge_server(server_rec *vs, apr_pool_t *p)
     rv = prov_purge_round(&n, store, prov_now(), PROV_PURGE_BATCH, p);
     more = ledger_round(vs, store, p);
     more |= audit_round(vs, store, p);
+    more |= alerts_round(vs, store, p);
     src->close(store, src->baton);
     if (rv == APR_SUCCESS && prov_purge_total(&n))
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00785: purged %d pre-login "

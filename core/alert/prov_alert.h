@@ -91,6 +91,15 @@ apr_status_t prov_alert_list(apr_array_header_t **rows, prov_store_t *s, int pen
 apr_status_t prov_alert_counts(apr_int64_t *pending, apr_int64_t *sent, prov_store_t *s,
                                apr_pool_t *p);
 
+/* Removes up to `batch` delivered rows created and sent before `before`
+ * (the retention's cut, ProviderLedgerRetention: at least 8 days, longer
+ * than any alert's window), oldest first; a row not delivered yet is never
+ * removed. *removed counts them. A removed row's crossing is never raised
+ * again: its window is over, a balance alert stays disarmed until a
+ * top-up, a block is raised by the block itself. */
+apr_status_t prov_alert_purge_before(int *removed, prov_store_t *s, apr_int64_t before,
+                                     int batch, apr_pool_t *p);
+
 /* ---- the scan (prov_alert_scan.c) ---- */
 /* Takes the scan's turn when it is free (one node at a time, for `every`
  * seconds) and raises every crossing it finds: keys with a budget and plans

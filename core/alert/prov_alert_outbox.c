@@ -1,9 +1,10 @@
 /* prov_alert_outbox.c: the outbox (table alerts). A crossing becomes a row
  * with its id and its JSON body, written once: the row's unique key
  * (subject, kind, window_start) makes a second writer's insert a no-op, so
- * two nodes that see one crossing send one alert. Also the outbox's list
- * and counts (providerctl alerts) and a user's own balance threshold
- * (table alert_settings; the cabinet's /v1/account/alerts). */
+ * two nodes that see one crossing send one alert. Also the outbox's list,
+ * counts and retention purge (providerctl alerts, the purge thread) and a
+ * user's own balance threshold (table alert_settings; the cabinet's
+ * /v1/account/alerts). */
 #include <string.h>
 #include "prov_alert.h"
 #include "prov_json.h"
@@ -147,6 +148,18 @@ apr_status_t prov_alert_counts(apr_int64_t *pending, apr_int64_t *sent, prov_sto
     *pending = prov_store_get_i64(s, row, 0, 0);
     *sent = prov_store_get_i64(s, row, 1, 0);
     return APR_SUCCESS;
+}
+
+apr_status_t prov_alert_purge_before(int *removed, prov_store_t *s, apr_int64_t before,
+                                     int batch, apr_pool_t *p)
+{
+    int n = 0;
+    apr_status_t rv = prov_store_exec(s, &n, "alert_purge",
+                                      PROV_ARGS(prov_i64(before, p), prov_i64(before, p),
+                                                apr_itoa(p, batch)), p);
+    if (rv == APR_SUCCESS)
+        *removed = n;
+    return rv;
 }
 
 apr_status_t prov_alert_setting_get(int *set, prov_micro_t *below, prov_store_t *s,

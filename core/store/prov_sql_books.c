@@ -79,6 +79,11 @@ static const prov_stmt_def_t statements[] = {
     { "alert_counts",
       "SELECT COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 1 ELSE 0 END), 0), "
       "COALESCE(SUM(CASE WHEN sent_at IS NULL THEN 0 ELSE 1 END), 0) FROM alerts" },
+    /* args: the oldest time kept twice, batch: delivered rows created and
+     * sent before it, oldest first (a row not delivered is never removed) */
+    { "alert_purge",
+      "DELETE FROM alerts WHERE id IN (SELECT id FROM alerts WHERE created_at < %lld "
+      "AND sent_at IS NOT NULL AND sent_at < %lld ORDER BY created_at LIMIT %d)" },
     { "alert_setting_get", "SELECT balance_below FROM alert_settings WHERE user_id = %lld" },
     /* args: user, threshold (NULL: the default); a new threshold re-arms */
     { "alert_setting_put",

@@ -9,7 +9,11 @@
 // (providerctl alerts list) and gets them once it is up. Two nodes on one
 // PostgreSQL database (the run's cluster under PROVIDER_TEST_PGSQL=1, else
 // a throwaway one of this file's own): one alert per crossing, not one per
-// node. Neither the secret nor a key's secret is ever in a body or the log.
+// node. On the test clock (ProviderClockFile), nine days on with
+// ProviderLedgerRetention 8: the purge thread removes the old delivered
+// alerts, keeps a pending one and recent ones, and a crossing whose row
+// went is not alerted again. Neither the secret nor a key's secret is ever
+// in a body or the log.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -253,6 +257,96 @@ describe('spend alerts on one node', { timeout: 240000 }, () => {
     assert.deepEqual(stack.ctlJSON('alerts', 'list', '--pending'), []);
     assertClean(receiver, [sec.secret, ...stack.secrets]);
     assert.ok(!fs.readFileSync(stack.errorLog, 'utf8').includes(sec.secret), 'no secret in the log');
+  });
+});
+
+describe('the outbox past ProviderLedgerRetention', { timeout: 240000 }, () => {
+  const DAY = 86400;
+  let stack;
+  let receiver;
+  let sec;
+  let offset = 0;           // the test clock: real time plus offset
+  let ticker = null;
+
+  before(async () => {
+    sec = secretFile();
+    receiver = await startReceiver(sec.secret, { toleranceSeconds: 30 * DAY });
+    stack = await startStack({
+      clock: Math.floor(Date.now() / 1000), directives: alertDirectives(receiver, sec.file),
+      overrides: { ProviderPurgeInterval: '1', ProviderLedgerRetention: '8' },
+      seed: (s) => addBillModel(s),
+    });
+    stack.secrets.push(sec.secret);
+    // The scan and the delivery need a clock that moves; providerctl reads it too.
+    ticker = setInterval(() => stack.setClock(Math.floor(Date.now() / 1000) + offset), 250);
+    process.env.PROVIDERCTL_CLOCK_FILE = stack.clockFile;
+  });
+
+  after(async () => {
+    if (ticker) clearInterval(ticker);
+    delete process.env.PROVIDERCTL_CLOCK_FILE;
+    if (stack) await stack.stop();
+    if (receiver) await receiver.stop();
+    if (sec) fs.rmSync(sec.dir, { recursive: true, force: true });
+  });
+
+  const rowsOf = (user) => stack.sql(`SELECT kind, created_at, sent_at FROM alerts
+    WHERE user_id = ${user} ORDER BY created_at`);
+
+  it('removes old delivered alerts, keeps pending and recent ones, and never alerts a crossing twice', async () => {
+    // Today: a balance alert (the balance stays below: no re-arming), a
+    // block, both delivered; a block the webhook (down) does not take.
+    const bal = stack.addUser('purge-balance@alerts.test', 7);
+    const key = stack.createKey(bal);
+    await eventually(() => assert.equal(stack.sql(`SELECT armed_at FROM alert_settings
+      WHERE user_id = ${bal} AND armed_at IS NOT NULL`).length, 1, 'armed'), 15000);
+    await spend([stack], key.secret, 3);
+    await eventually(() => assert.equal(receiver.of('balance_below', `user:${bal}`).length, 1), 15000);
+    const blk = stack.addUser('purge-block@alerts.test', 1);
+    stack.ctl('user', 'block', 'purge-block@alerts.test');
+    await eventually(() => assert.equal(receiver.of('user_blocked', `user:${blk}`).length, 1), 15000);
+    const pend = stack.addUser('purge-pending@alerts.test', 1);
+    await stack.expectingLog(/PROV01103/, async () => {
+      receiver.down = true;
+      stack.ctl('user', 'block', 'purge-pending@alerts.test');
+      await eventually(() => assert.ok(receiver.refused >= 1, 'tried'), 15000);
+    });
+    // Nine days later: past the retention (8 days).
+    offset = 9 * DAY;
+    await sleep(600);
+    const cut = stack.clock - 8 * DAY;
+    await eventually(() => assert.equal(Number(stack.sql(`SELECT COUNT(*) AS n FROM alerts
+      WHERE created_at < ${cut} AND sent_at IS NOT NULL`)[0].n), 0, 'old delivered alerts removed'), 20000);
+    assert.deepEqual(rowsOf(bal), [], 'the balance alert is gone');
+    assert.deepEqual(rowsOf(blk), [], 'the block alert is gone');
+    const p = rowsOf(pend);
+    assert.equal(p.length, 1, 'the pending alert stays');
+    assert.equal(p[0].sent_at, null);
+    assert.ok(p[0].created_at < cut);
+    assert.match(stack.readFile(stack.errorLog), /PROV00980: purged \d+ delivered spend alert\(s\) past ProviderLedgerRetention/);
+    // The webhook is back: the old pending alert is delivered, and kept for
+    // the retention from its delivery; a new block is delivered and kept.
+    receiver.down = false;
+    await eventually(() => assert.equal(receiver.of('user_blocked', `user:${pend}`).length, 1), 30000);
+    const fresh = stack.addUser('purge-fresh@alerts.test', 1);
+    stack.ctl('user', 'block', 'purge-fresh@alerts.test');
+    await eventually(() => assert.equal(receiver.of('user_blocked', `user:${fresh}`).length, 1), 15000);
+    await sleep(4000);      // several purge rounds and scans
+    assert.equal(rowsOf(pend).length, 1, 'delivered late: kept');
+    assert.ok(rowsOf(pend)[0].sent_at >= cut);
+    assert.equal(rowsOf(fresh).length, 1, 'recent: kept');
+    // The balance is still below its threshold, its alert's row is gone:
+    // no second alert (it stays disarmed until a top-up).
+    assert.equal(Number(stack.ctlJSON('user', 'show', String(bal)).balance), 4);
+    assert.equal(receiver.of('balance_below', `user:${bal}`).length, 1, 'one alert per crossing');
+    assert.equal(receiver.of('user_blocked', `user:${blk}`).length, 1);
+    assert.deepEqual(rowsOf(bal), []);
+    // providerctl: nothing left before the default 400 days; a date within
+    // the last 8 days is refused.
+    assert.equal(stack.ctlJSON('alerts', 'purge').removed, 0);
+    assert.throws(() => stack.ctl('alerts', 'purge', '--before', new Date((stack.clock - DAY) * 1000)
+      .toISOString().slice(0, 10)), /within the last 8 days/);
+    assertClean(receiver, [sec.secret, key.secret]);
   });
 });
 

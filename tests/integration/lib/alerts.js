@@ -26,8 +26,12 @@ export function verifySignature(secret, header, raw, toleranceSeconds = 300) {
   return crypto.timingSafeEqual(expected, Buffer.from(parts.v1, 'hex'));
 }
 
-/** Starts a receiver; returns { url, got, bad, refused, down, of(type, subject), stop() }. */
-export async function startReceiver(secret) {
+/**
+ * Starts a receiver; returns { url, got, bad, refused, down, of(type, subject), stop() }.
+ * toleranceSeconds: the signature's age it accepts (a test that moves the
+ * server's clock by days widens it).
+ */
+export async function startReceiver(secret, { toleranceSeconds = 300 } = {}) {
   const r = { got: [], bad: [], refused: 0, down: false };
   const server = http.createServer((req, res) => {
     const chunks = [];
@@ -41,7 +45,7 @@ export async function startReceiver(secret) {
         return;
       }
       const header = req.headers['x-provider-signature'];
-      if (req.method !== 'POST' || !verifySignature(secret, header, raw)) {
+      if (req.method !== 'POST' || !verifySignature(secret, header, raw, toleranceSeconds)) {
         r.bad.push({ method: req.method, header, raw: raw.toString('utf8') });
         res.writeHead(401);
         res.end();
