@@ -61,7 +61,7 @@ static void round_log(alerter_t *w, int raised, int sent, int failed)
 }
 
 /* One round: a scan when due, then the deliveries due. */
-static void alert_round(alerter_t *w, apr_int64_t *last_scan, apr_pool_t *p)
+static void alert_round(alerter_t *w, apr_pool_t *p)
 {
     prov_store_source_t *src = provider_server_source(w->s, p);
     prov_store_t *store = NULL;
@@ -70,8 +70,8 @@ static void alert_round(alerter_t *w, apr_int64_t *last_scan, apr_pool_t *p)
     apr_status_t rv;
     if (src->open(&store, src->baton, p) != APR_SUCCESS)
         return;
-    if (now - *last_scan >= w->every) {
-        *last_scan = now;
+    if (now - w->last_scan >= w->every) {
+        w->last_scan = now;
         rv = prov_alert_scan(&ran, &raised, store, now, w->every, w->below, p);
         if (rv != APR_SUCCESS)
             ap_log_error(APLOG_MARK, APLOG_WARNING, rv, w->s, "PROV01104: the alerts' scan "
@@ -90,13 +90,12 @@ static void alert_tick(provider_bgthread_t *t, void *data, apr_pool_t *p)
 {
     alerter_t *w = data;
     (void)t;
-    alert_round(w, &w->last_scan, p);
+    alert_round(w, p);
 }
 
 void provider_alert_start(server_rec *s, apr_pool_t *pchild)
 {
     provider_srv_conf *c = NULL;
-    provider_bgthread_t *t;
     alerter_t *w;
     apr_status_t rv;
     for (; s; s = s->next) {
@@ -114,7 +113,7 @@ void provider_alert_start(server_rec *s, apr_pool_t *pchild)
     w->hook.timeout = 10;
     w->every = c->alert_interval > 0 ? c->alert_interval : PROVIDER_ALERT_INTERVAL_DEFAULT;
     w->below = c->alert_balance_below > 0 ? c->alert_balance_below : 0;
-    rv = provider_bgthread_start(&t, alert_tick, w, apr_time_from_sec(1), pchild);
+    rv = provider_bgthread_start(NULL, alert_tick, w, apr_time_from_sec(1), pchild);
     if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV01106: no alerts thread in this "
                      "child (another child delivers them)");

@@ -78,6 +78,7 @@ apr_status_t provider_bgthread_start(provider_bgthread_t **t, provider_bgthread_
         || (rv = apr_thread_create(&bg->thread, NULL, bg_main, bg, pchild)) != APR_SUCCESS)
         return rv;
     apr_pool_pre_cleanup_register(pchild, bg, bg_stop);
-    *t = bg;
+    if (t)
+        *t = bg;
     return APR_SUCCESS;
 }

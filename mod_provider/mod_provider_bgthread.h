@@ -14,8 +14,8 @@ typedef void (*provider_bgthread_tick_fn)(provider_bgthread_t *t, void *baton,
 
 /* Starts a thread in pchild that calls tick(baton) every `every` (it waits
  * first), until pchild's pre-cleanup stops it: wakes it from its wait and
- * joins it (a tick under way finishes first). *t set on success; the caller
- * logs a failure. */
+ * joins it (a tick under way finishes first). *t (t may be NULL) set on
+ * success; the caller logs a failure. */
 apr_status_t provider_bgthread_start(provider_bgthread_t **t, provider_bgthread_tick_fn tick,
                                      void *baton, apr_interval_time_t every,
                                      apr_pool_t *pchild);

@@ -1,8 +1,8 @@
 /* mod_provider_purge.c: the periodic purge of what anonymous and finished
  * flows leave (core/store/prov_purge.h), off every request's path: a thread
- * per child (mod_provider_bgthread.c) wakes every second, and the child whose turn it is (the shared
- * memory of mod_provider_limit.c says, so one child of the server purges
- * each ProviderPurgeInterval) runs one round per enabled server's database
+ * per child (mod_provider_bgthread.c) wakes every second, and the child
+ * whose turn it is (the shared memory of mod_provider_limit.c says, so one
+ * child of the server purges each ProviderPurgeInterval) runs one round per enabled server's database
  * with a connection of its own, again a second later while a table gave a
  * full batch. A round that removed rows says what (PROV00785, info). The
  * same round rolls the ledger up into daily usage and removes raw ledger
@@ -123,7 +123,6 @@ static void purge_tick(provider_bgthread_t *t, void *data, apr_pool_t *p)
 void provider_purge_start(server_rec *s, apr_pool_t *pchild)
 {
     provider_srv_conf *c = ap_get_module_config(s->module_config, &provider_module);
-    provider_bgthread_t *t;
     purger_t *w;
     apr_status_t rv;
     for (; s && c->engine != 1; s = s->next)
@@ -133,7 +132,7 @@ void provider_purge_start(server_rec *s, apr_pool_t *pchild)
     w = apr_pcalloc(pchild, sizeof(*w));
     w->s = s;
     w->every = apr_time_from_sec(c->purge_interval);
-    rv = provider_bgthread_start(&t, purge_tick, w, apr_time_from_sec(1), pchild);
+    rv = provider_bgthread_start(NULL, purge_tick, w, apr_time_from_sec(1), pchild);
     if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV00784: no purge thread in this "
                      "child (another child or providerctl oauth purge does it)");
