@@ -4,15 +4,16 @@
  * secret is never logged); a thread per child that, while the server has
  * a webhook, scans for crossings every ProviderAlertInterval (one node
  * and child at a time: the database's turn) and delivers what is due every
- * second (each row claimed by one sender); and the cabinet's GET and PUT
+ * second (each row claimed by one sender; the thread's loop and stop are
+ * mod_provider_bgthread.c's); and the cabinet's GET and PUT
  * /v1/account/alerts, a user's own balance threshold. No request waits for
  * any of it. */
 #include <string.h>
 #include "apr_uri.h"
-#include "apr_thread_proc.h"
 #include "mod_provider.h"
 #include "mod_provider_alert.h"
 #include "mod_provider_api.h"
+#include "mod_provider_bgthread.h"
 #include "mod_provider_config.h"
 #include "mod_provider_db.h"
 #include "prov_alert.h"
@@ -36,10 +37,9 @@ const char *provider_alert_check(provider_srv_conf *c, apr_pool_t *pconf)
 
 typedef struct alerter_t {
     server_rec *s;              /* the first enabled server with a webhook */
-    apr_thread_t *thread;
-    volatile int stop;
     prov_alert_hook_t hook;
     apr_int64_t every;
+    apr_int64_t last_scan;      /* when the last scan ran */
     prov_micro_t below;
     int failing;                /* the last round's deliveries failed (logged once) */
 } alerter_t;
@@ -61,7 +61,7 @@ static void round_log(alerter_t *w, int raised, int sent, int failed)
 }
 
 /* One round: a scan when due, then the deliveries due. */
-static void alert_round(alerter_t *w, apr_int64_t *last_scan, apr_pool_t *p)
+static void alert_round(alerter_t *w, apr_pool_t *p)
 {
     prov_store_source_t *src = provider_server_source(w->s, p);
     prov_store_t *store = NULL;
@@ -70,8 +70,8 @@ static void alert_round(alerter_t *w, apr_int64_t *last_scan, apr_pool_t *p)
     apr_status_t rv;
     if (src->open(&store, src->baton, p) != APR_SUCCESS)
         return;
-    if (now - *last_scan >= w->every) {
-        *last_scan = now;
+    if (now - w->last_scan >= w->every) {
+        w->last_scan = now;
         rv = prov_alert_scan(&ran, &raised, store, now, w->every, w->below, p);
         if (rv != APR_SUCCESS)
             ap_log_error(APLOG_MARK, APLOG_WARNING, rv, w->s, "PROV01104: the alerts' scan "
@@ -85,32 +85,12 @@ static void alert_round(alerter_t *w, apr_int64_t *last_scan, apr_pool_t *p)
     round_log(w, raised, sent, failed);
 }
 
-static void *APR_THREAD_FUNC alerter_main(apr_thread_t *thread, void *data)
+/* The thread's tick, every second (mod_provider_bgthread.c). */
+static void alert_tick(provider_bgthread_t *t, void *data, apr_pool_t *p)
 {
     alerter_t *w = data;
-    apr_pool_t *p = NULL;
-    apr_int64_t last_scan = 0;
-    apr_pool_create(&p, NULL);
-    while (!w->stop) {
-        apr_sleep(apr_time_from_sec(1));
-        if (w->stop)
-            break;
-        alert_round(w, &last_scan, p);
-        apr_pool_clear(p);
-    }
-    apr_pool_destroy(p);
-    /* a return, not apr_thread_exit: pthread_exit's unwinding trips ASan */
-    (void)thread;
-    return NULL;
-}
-
-static apr_status_t alerter_stop(void *data)
-{
-    alerter_t *w = data;
-    apr_status_t ignored;
-    w->stop = 1;
-    apr_thread_join(&ignored, w->thread);
-    return APR_SUCCESS;
+    (void)t;
+    alert_round(w, p);
 }
 
 void provider_alert_start(server_rec *s, apr_pool_t *pchild)
@@ -133,13 +113,10 @@ void provider_alert_start(server_rec *s, apr_pool_t *pchild)
     w->hook.timeout = 10;
     w->every = c->alert_interval > 0 ? c->alert_interval : PROVIDER_ALERT_INTERVAL_DEFAULT;
     w->below = c->alert_balance_below > 0 ? c->alert_balance_below : 0;
-    rv = apr_thread_create(&w->thread, NULL, alerter_main, w, pchild);
-    if (rv != APR_SUCCESS) {
+    rv = provider_bgthread_start(NULL, alert_tick, w, apr_time_from_sec(1), pchild);
+    if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV01106: no alerts thread in this "
                      "child (another child delivers them)");
-        return;
-    }
-    apr_pool_pre_cleanup_register(pchild, w, alerter_stop);
 }
 
 /* ---- GET / PUT /v1/account/alerts ------------------------------------------ */

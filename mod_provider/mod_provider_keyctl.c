@@ -8,18 +8,16 @@
  * MODEL_NOT_ALLOWED). The rate and in-flight counts live in one table in
  * shared memory that every child of the server sees (prov_keylimit.h; made
  * by the parent at post_config and taken under a global mutex of the
- * "provider-keys" type, as mod_provider_limit.c does for the anonymous
- * endpoints), so they are exact within one server; each server of several
+ * "provider-keys" type, both made by mod_provider_shm.c as for the
+ * anonymous endpoints' limits), so they are exact within one server; each server of several
  * counts its own. An in-flight count is given back when the driver is done
  * with the request, and by a cleanup of the request's pool whatever way it
  * ended. */
 #include <string.h>
-#include "apr_global_mutex.h"
-#include "util_mutex.h"
 #include "mod_provider.h"
 #include "mod_provider_keyctl.h"
 #include "mod_provider_config.h"
-#include "mod_provider_limit.h"
+#include "mod_provider_shm.h"
 #include "prov_cidr.h"
 #include "prov_keylimit.h"
 
@@ -32,39 +30,28 @@ struct provider_keyctl_slot_t {
     apr_int64_t key_id;
 };
 
-static apr_global_mutex_t *mutex;
+static provider_shm_t shm = { MUTEX_TYPE, NULL, NULL };
 static prov_keylimit_t *table;
 static apr_time_t full_logged;   /* per process: when a full set was last told */
 
 static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     (void)plog, (void)ptemp;
-    ap_mutex_register(pconf, MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
+    provider_shm_register(&shm, pconf);
     return OK;
-}
-
-static int enabled(server_rec *s)
-{
-    for (; s; s = s->next) {
-        provider_srv_conf *c = ap_get_module_config(s->module_config, &provider_module);
-        if (c->engine == 1)
-            return 1;
-    }
-    return 0;
 }
 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
-    void *mem = NULL;
     apr_status_t rv;
     (void)plog, (void)ptemp;
-    mutex = NULL, table = NULL;
-    if (!enabled(s))
+    provider_shm_reset(&shm);
+    table = NULL;
+    if (!provider_shm_conf(s))
         return OK;
-    rv = provider_limit_shm(&mutex, &mem, MUTEX_TYPE, prov_keylimit_size(PROV_KL_SLOTS), s,
-                            pconf);
+    rv = provider_shm_create(&shm, prov_keylimit_size(PROV_KL_SLOTS), s, pconf);
     if (rv == APR_SUCCESS)
-        rv = prov_keylimit_init(&table, mem, PROV_KL_SLOTS);
+        rv = prov_keylimit_init(&table, shm.mem, PROV_KL_SLOTS);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "PROV01301: cannot make the shared "
                      "memory and mutex of the keys' rate and in-flight limits");
@@ -75,12 +62,10 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
 
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
-    apr_status_t rv = provider_limit_mutex_child(&mutex, pchild);
-    if (rv != APR_SUCCESS) {
+    apr_status_t rv = provider_shm_child(&shm, pchild);
+    if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV01302: this child cannot use the "
                      "mutex of the keys' limits: it does not enforce rpm and max_in_flight");
-        mutex = NULL;
-    }
 }
 
 void provider_keyctl_hooks(apr_pool_t *p)
@@ -93,12 +78,12 @@ void provider_keyctl_hooks(apr_pool_t *p)
 
 void provider_keyctl_release(provider_keyctl_slot_t *slot)
 {
-    if (!slot || slot->slot < 0 || !mutex || !table)
+    if (!slot || slot->slot < 0 || !shm.mutex || !table)
         return;
-    if (apr_global_mutex_lock(mutex) != APR_SUCCESS)
+    if (apr_global_mutex_lock(shm.mutex) != APR_SUCCESS)
         return;
     prov_keylimit_release(table, slot->slot, slot->key_id, prov_now());
-    apr_global_mutex_unlock(mutex);
+    apr_global_mutex_unlock(shm.mutex);
     slot->slot = -1;
 }
 
@@ -121,10 +106,10 @@ static prov_error_t *take(provider_keyctl_slot_t **slot, request_rec *r, const p
 {
     const prov_key_controls_t *c = &a->controls;
     prov_kl_verdict_t v;
-    if (!mutex || !table || apr_global_mutex_lock(mutex) != APR_SUCCESS)
+    if (!shm.mutex || !table || apr_global_mutex_lock(shm.mutex) != APR_SUCCESS)
         return NULL;
     prov_keylimit_take(&v, table, a->key_id, c->rpm, c->max_in_flight, prov_now());
-    apr_global_mutex_unlock(mutex);
+    apr_global_mutex_unlock(shm.mutex);
     if ((v.evicted || v.untracked) && apr_time_now() - full_logged > apr_time_from_sec(60)) {
         full_logged = apr_time_now();
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, "PROV01303: the keys' limits table "

@@ -1,22 +1,18 @@
 /* mod_provider_limit.c: the per-client-address limits of the anonymous
  * endpoints (core/base/prov_ratelimit.h): which class a request is, the
  * table in shared memory that every child of the server sees (made by the
- * parent at post_config, as mod_socache_shmcb makes its cache, and taken
- * under one global mutex of the "provider-anon" type, which httpd's Mutex
- * directive can configure), and the 429 with Retry-After in the endpoint's
+ * parent at post_config and taken under one global mutex of the
+ * "provider-anon" type, which httpd's Mutex directive can configure; both
+ * made by mod_provider_shm.c), and the 429 with Retry-After in the endpoint's
  * own shape: RFC 6749's JSON error for the OAuth machine endpoints, a
  * JSON-RPC error for MCP, a small page for the browser's pages. The client
  * is r->useragent_ip: behind a proxy, mod_remoteip makes it the real one.
  * The same shared memory holds when the next purge is due
- * (mod_provider_purge.c), so that one child of the server runs it; and
- * provider_limit_shm makes the API keys' own table the same way
- * (mod_provider_keyctl.c). */
+ * (mod_provider_purge.c), so that one child of the server runs it. */
 #include <string.h>
-#include "apr_shm.h"
-#include "apr_global_mutex.h"
-#include "util_mutex.h"
 #include "mod_provider.h"
 #include "mod_provider_limit.h"
+#include "mod_provider_shm.h"
 #include "mod_provider_config.h"
 #include "mod_provider_http.h"
 #include "prov_mcp.h"
@@ -35,7 +31,7 @@ typedef struct shared_t {
     apr_int64_t pad;
 } shared_t;
 
-static apr_global_mutex_t *mutex;
+static provider_shm_t shm = { MUTEX_TYPE, NULL, NULL };
 static shared_t *shared;
 static prov_ratelimit_t *table;
 static apr_time_t full_logged;   /* per process: when a full table was last told */
@@ -43,7 +39,7 @@ static apr_time_t full_logged;   /* per process: when a full table was last told
 static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
 {
     (void)plog, (void)ptemp;
-    ap_mutex_register(pconf, MUTEX_TYPE, NULL, APR_LOCK_DEFAULT, 0);
+    provider_shm_register(&shm, pconf);
     return OK;
 }
 
@@ -51,12 +47,10 @@ static int pre_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp)
  * (one table for the whole server, as one engine). 0: no server enabled. */
 static unsigned slots_of(server_rec *s)
 {
-    for (; s; s = s->next) {
-        provider_srv_conf *c = ap_get_module_config(s->module_config, &provider_module);
-        if (c->engine == 1)
-            return c->anon_slots > 0 ? (unsigned)c->anon_slots : PROV_RL_SLOTS_DEFAULT;
-    }
-    return 0;
+    provider_srv_conf *c = provider_shm_conf(s);
+    if (!c)
+        return 0;
+    return c->anon_slots > 0 ? (unsigned)c->anon_slots : PROV_RL_SLOTS_DEFAULT;
 }
 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
@@ -64,12 +58,13 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
     unsigned slots = slots_of(s);
     apr_status_t rv;
     (void)plog, (void)ptemp;
-    mutex = NULL, shared = NULL, table = NULL;
+    provider_shm_reset(&shm);
+    shared = NULL, table = NULL;
     if (!slots)
         return OK;
-    rv = provider_limit_shm(&mutex, (void **)&shared, MUTEX_TYPE,
-                            sizeof(shared_t) + prov_ratelimit_size(slots), s, pconf);
+    rv = provider_shm_create(&shm, sizeof(shared_t) + prov_ratelimit_size(slots), s, pconf);
     if (rv == APR_SUCCESS) {
+        shared = shm.mem;
         memset(shared, 0, sizeof(*shared));
         rv = prov_ratelimit_init(&table, shared + 1, slots);
     }
@@ -84,32 +79,12 @@ static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, s
     return OK;
 }
 
-apr_status_t provider_limit_shm(apr_global_mutex_t **m, void **mem, const char *type,
-                                apr_size_t size, server_rec *s, apr_pool_t *pconf)
-{
-    apr_shm_t *shm = NULL;
-    apr_status_t rv = ap_global_mutex_create(m, NULL, type, NULL, s, pconf, 0);
-    if (rv == APR_SUCCESS)
-        rv = apr_shm_create(&shm, size, NULL, pconf);
-    if (rv == APR_SUCCESS)
-        *mem = apr_shm_baseaddr_get(shm);
-    return rv;
-}
-
-apr_status_t provider_limit_mutex_child(apr_global_mutex_t **m, apr_pool_t *pchild)
-{
-    return *m ? apr_global_mutex_child_init(m, apr_global_mutex_lockfile(*m), pchild)
-              : APR_SUCCESS;
-}
-
 static void child_init(apr_pool_t *pchild, server_rec *s)
 {
-    apr_status_t rv = provider_limit_mutex_child(&mutex, pchild);
-    if (rv != APR_SUCCESS) {
+    apr_status_t rv = provider_shm_child(&shm, pchild);
+    if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "PROV00787: this child cannot use the "
                      "mutex of the anonymous endpoints' limits: it does not limit them");
-        mutex = NULL;
-    }
 }
 
 void provider_limit_hooks(apr_pool_t *p)
@@ -129,15 +104,15 @@ int provider_purge_turn(apr_interval_time_t every)
 {
     apr_time_t now = apr_time_now();
     int mine = 0;
-    if (!mutex || !shared)
+    if (!shm.mutex || !shared)
         return 1;
-    if (apr_global_mutex_lock(mutex) != APR_SUCCESS)
+    if (apr_global_mutex_lock(shm.mutex) != APR_SUCCESS)
         return 0;
     if (shared->purge_next <= now) {
         shared->purge_next = now + every;
         mine = 1;
     }
-    apr_global_mutex_unlock(mutex);
+    apr_global_mutex_unlock(shm.mutex);
     return mine;
 }
 
@@ -199,13 +174,13 @@ provider_step_t provider_limit_check(request_rec *r, provider_endpoint_e ep)
     prov_rl_class_e cls = classify(r, ep);
     const char *key;
     prov_rl_verdict_t v;
-    if (cls == PROV_RL_CLASSES || !table || !mutex || c->anon_limit[cls].per_minute <= 0)
+    if (cls == PROV_RL_CLASSES || !table || !shm.mutex || c->anon_limit[cls].per_minute <= 0)
         return PROVIDER_GO;
     key = provider_client_key(r);
-    if (apr_global_mutex_lock(mutex) != APR_SUCCESS)
+    if (apr_global_mutex_lock(shm.mutex) != APR_SUCCESS)
         return PROVIDER_GO;
     prov_ratelimit_take(&v, table, cls, &c->anon_limit[cls], key, apr_time_now());
-    apr_global_mutex_unlock(mutex);
+    apr_global_mutex_unlock(shm.mutex);
     if (v.evicted && apr_time_now() - full_logged > apr_time_from_sec(60)) {
         full_logged = apr_time_now();
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, "PROV00781: the anonymous rate limits' "

@@ -1,16 +1,16 @@
 /* mod_provider_metrics.c: the server's counters (core/base/prov_metrics.h)
  * in shared memory, and the `provider-metrics` handler that answers them in
  * Prometheus's text format. The parent makes the block at post_config in
- * anonymous shared memory, as the anonymous endpoints' limits do
- * (mod_provider_limit.c), so every child inherits it and adds to the same
+ * anonymous shared memory (mod_provider_shm.c, as for the anonymous
+ * endpoints' limits), so every child inherits it and adds to the same
  * figures: the page is the whole server's, whichever child answers it. No
  * mutex: each update is one atomic add (docs/internals/metrics.md). The
  * handler is served only where the operator maps it (`SetHandler
  * provider-metrics`, protected as the operator sees fit). */
 #include <string.h>
-#include "apr_shm.h"
 #include "mod_provider.h"
 #include "mod_provider_metrics.h"
+#include "mod_provider_shm.h"
 #include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
@@ -20,17 +20,17 @@ APLOG_USE_MODULE(provider);
 
 static int post_config(apr_pool_t *pconf, apr_pool_t *plog, apr_pool_t *ptemp, server_rec *s)
 {
-    apr_shm_t *shm = NULL;
+    provider_shm_t shm = { NULL, NULL, NULL };   /* no mutex: atomic adds */
     apr_status_t rv;
     (void)plog, (void)ptemp;
     prov_metrics_use(NULL);
-    rv = apr_shm_create(&shm, prov_metrics_size(), NULL, pconf);
+    rv = provider_shm_create(&shm, prov_metrics_size(), s, pconf);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "PROV00800: cannot make the shared memory "
                      "of the server's metrics");
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    prov_metrics_use(prov_metrics_init(apr_shm_baseaddr_get(shm)));
+    prov_metrics_use(prov_metrics_init(shm.mem));
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, "PROV00801: metrics: %" APR_SIZE_T_FMT
                  " bytes of shared memory", prov_metrics_size());
     return OK;

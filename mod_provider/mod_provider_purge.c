@@ -1,8 +1,8 @@
 /* mod_provider_purge.c: the periodic purge of what anonymous and finished
  * flows leave (core/store/prov_purge.h), off every request's path: a thread
- * per child wakes every second, and the child whose turn it is (the shared
- * memory of mod_provider_limit.c says, so one child of the server purges
- * each ProviderPurgeInterval) runs one round per enabled server's database
+ * per child (mod_provider_bgthread.c) wakes every second, and the child
+ * whose turn it is (the shared memory of mod_provider_limit.c says, so one
+ * child of the server purges each ProviderPurgeInterval) runs one round per enabled server's database
  * with a connection of its own, again a second later while a table gave a
  * full batch. A round that removed rows says what (PROV00785, info). The
  * same round rolls the ledger up into daily usage and removes raw ledger
@@ -11,9 +11,9 @@
  * spend alerts past it (core/alert/prov_alert.h; a pending one stays): a
  * few short transactions each, again a second later while more is left. */
 #include <string.h>
-#include "apr_thread_proc.h"
 #include "mod_provider.h"
 #include "mod_provider_purge.h"
+#include "mod_provider_bgthread.h"
 #include "mod_provider_db.h"
 #include "mod_provider_limit.h"
 #include "prov_purge.h"
@@ -25,9 +25,8 @@ APLOG_USE_MODULE(provider);
 
 typedef struct purger_t {
     server_rec *s;
-    apr_thread_t *thread;
-    volatile int stop;
     apr_interval_time_t every;
+    int more;                    /* the last round left more to do */
 } purger_t;
 
 #define ROLLUP_STEPS 20          /* rollup steps in one round */
@@ -129,38 +128,21 @@ static int purge_server(server_rec *vs, apr_pool_t *p)
     return more || (rv == APR_SUCCESS && prov_purge_more(&n, PROV_PURGE_BATCH));
 }
 
-static void *APR_THREAD_FUNC purger_main(apr_thread_t *thread, void *data)
+/* The thread's tick, every second (mod_provider_bgthread.c): a round on
+ * each enabled server when it is this child's turn or more was left. */
+static void purge_tick(provider_bgthread_t *t, void *data, apr_pool_t *p)
 {
     purger_t *w = data;
-    apr_pool_t *p = NULL;
-    int more = 0;
-    apr_pool_create(&p, NULL);
-    while (!w->stop) {
-        server_rec *vs;
-        apr_sleep(apr_time_from_sec(1));
-        if (w->stop || (!more && !provider_purge_turn(w->every)))
-            continue;
-        more = 0;
-        for (vs = w->s; vs && !w->stop; vs = vs->next) {
-            provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
-            if (c->engine == 1)
-                more |= purge_server(vs, p);
-            apr_pool_clear(p);
-        }
+    server_rec *vs;
+    if (!w->more && !provider_purge_turn(w->every))
+        return;
+    w->more = 0;
+    for (vs = w->s; vs && !provider_bgthread_stopping(t); vs = vs->next) {
+        provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+        if (c->engine == 1)
+            w->more |= purge_server(vs, p);
+        apr_pool_clear(p);
     }
-    apr_pool_destroy(p);
-    /* a return, not apr_thread_exit: pthread_exit's unwinding trips ASan */
-    (void)thread;
-    return NULL;
-}
-
-static apr_status_t purger_stop(void *data)
-{
-    purger_t *w = data;
-    apr_status_t ignored;
-    w->stop = 1;
-    apr_thread_join(&ignored, w->thread);
-    return APR_SUCCESS;
 }
 
 void provider_purge_start(server_rec *s, apr_pool_t *pchild)
@@ -175,11 +157,8 @@ void provider_purge_start(server_rec *s, apr_pool_t *pchild)
     w = apr_pcalloc(pchild, sizeof(*w));
     w->s = s;
     w->every = apr_time_from_sec(c->purge_interval);
-    rv = apr_thread_create(&w->thread, NULL, purger_main, w, pchild);
-    if (rv != APR_SUCCESS) {
+    rv = provider_bgthread_start(NULL, purge_tick, w, apr_time_from_sec(1), pchild);
+    if (rv != APR_SUCCESS)
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV00784: no purge thread in this "
                      "child (another child or providerctl oauth purge does it)");
-        return;
-    }
-    apr_pool_pre_cleanup_register(pchild, w, purger_stop);
 }

@@ -9,6 +9,7 @@
  * logged here (it may carry credentials). */
 #include <string.h>
 #include <curl/curl.h>
+#include "prov_curl.h"
 #include "prov_alert.h"
 
 /* The answer's body is not read: a receiver says yes with its status. */
@@ -42,14 +43,7 @@ static apr_status_t post(const char **why, const prov_alert_hook_t *hook, const 
     hl = curl_slist_append(hl, "Expect:");
     hl = curl_slist_append(hl, apr_pstrcat(p, PROV_ALERT_SIG_HEADER ": ", sig, NULL));
     hl = curl_slist_append(hl, apr_pstrcat(p, "X-Provider-Alert-Id: ", id, NULL));
-    curl_easy_setopt(h, CURLOPT_URL, hook->url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    prov_curl_restrict(h, hook->url);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, hook->timeout > 0 ? hook->timeout : 10L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_provider-alerts");
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <apr_lib.h>
 #include <curl/curl.h>
+#include "prov_curl.h"
 #include "prov_idp_http.h"
 
 static long connect_timeout_ms = 5000;
@@ -84,14 +85,7 @@ static long call_timeout(long *connect_ms, apr_time_t deadline)
 static void set_options(CURL *h, const char *url, const char *form, struct curl_slist *hl,
                         long connect_ms, long total_ms, sink_t *sink)
 {
-    curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    prov_curl_restrict(h, url);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, total_ms);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "mod_provider");

@@ -24,7 +24,7 @@ import path from 'node:path';
 import { startStack, freePort, sleep } from './lib/server.js';
 import { PgCluster, PG_MODE } from './lib/pg.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { signInUser } from './lib/signin.js';
 import { eventually } from './lib/helpers.js';
 import { addBillModel, addPlan, subscribe, fullBody } from './lib/billing.js';
 import { startReceiver, verifySignature } from './lib/alerts.js';
@@ -178,11 +178,7 @@ describe('spend alerts on one node', { timeout: 240000 }, () => {
   });
 
   it('takes a user\'s own threshold from the cabinet and alerts on it', async () => {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login: 'alice' });
-    assert.ok(flow.callback);
-    await (await jar.fetch(flow.callback)).arrayBuffer();
-    const { userId } = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
+    const { jar, id: userId } = await signInUser(stack, 'alice', { status: null });
     const api = async (method, body) => {
       const r = await jar.fetch(`${stack.baseURL}/v1/account/alerts`, {
         method,

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import { startStack, freePort } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
 import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { signInFlow } from './lib/signin.js';
 
 const NAMES = ['provider-session', 'provider-refresh', 'provider-signin'];
 const RETRY = 5;   // PROV_IDP_META_RETRY: the pause after a failed discovery fetch
@@ -51,12 +52,9 @@ describe('sign-in edges: plain-http cookies, a provider out of reach', () => {
 
   /** A whole sign-in: { res (the callback's answer), body, jar, flow }. */
   async function signIn(name, jar = new CookieJar()) {
-    const flow = await signInAtProvider(`${base}/v1/auth/${name}/login`, { jar });
-    assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
-    const res = await jar.fetch(flow.callback);
-    const body = await res.text();
+    const done = await signInFlow(base, name, { jar });
     remember(jar);
-    return { res, body, jar, flow };
+    return done;
   }
 
   const whoIs = async (jar) => (await jar.fetch(`${base}/v1/auth/session`)).status;

@@ -19,7 +19,8 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, freePort, seedCatalog } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { CookieJar } from './lib/idp-client.js';
+import { signInUser } from './lib/signin.js';
 import { assertOpenAIError, chatBody, eventually } from './lib/helpers.js';
 import {
   addBillModel, addPlan, subscribe, fullBody, FULL_CHARGE, BILL_RATE, microToText,
@@ -70,16 +71,7 @@ describe('the cabinet API', { timeout: 180000 }, () => {
     return res.json;
   }
 
-  async function signIn(login) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login });
-    assert.ok(flow.callback, `no callback (${flow.status})`);
-    const r = await jar.fetch(flow.callback);
-    await r.arrayBuffer();
-    assert.equal(r.status, 302);
-    const who = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
-    return { jar, id: who.userId };
-  }
+  const signIn = (login) => signInUser(stack, login);
 
   before(async () => {
     const port = await freePort();

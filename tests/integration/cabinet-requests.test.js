@@ -15,7 +15,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, freePort, seedCatalog } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { signInUser } from './lib/signin.js';
 import { assertOpenAIError, chatBody, eventually } from './lib/helpers.js';
 
 describe('GET /v1/requests', { timeout: 120000 }, () => {
@@ -35,14 +35,7 @@ describe('GET /v1/requests', { timeout: 120000 }, () => {
     return { status: r.status, headers: r.headers, text, json };
   }
 
-  async function signIn(login) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login });
-    const r = await jar.fetch(flow.callback);
-    await r.arrayBuffer();
-    const who = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
-    return { jar, id: who.userId };
-  }
+  const signIn = (login) => signInUser(stack, login);
 
   async function makeKey(who, body) {
     const r = await api(who, 'POST', '/v1/keys', body);

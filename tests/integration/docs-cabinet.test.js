@@ -11,7 +11,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, freePort, seedCatalog } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { signInUser } from './lib/signin.js';
 import { answerChecker } from './lib/openapi.js';
 
 describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () => {
@@ -29,10 +29,7 @@ describe('/v1/docs describes the cabinet\'s answers', { timeout: 120000 }, () =>
       directives: `ProviderPublicURL ${base}\n${kit.directives()}`,
       seed: (s) => seedCatalog(s),
     });
-    jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login: 'alice' });
-    assert.ok(flow.callback, `no callback (${flow.status})`);
-    await (await jar.fetch(flow.callback)).arrayBuffer();
+    ({ jar } = await signInUser(stack, 'alice', { status: null, whoami: false }));
     const res = await fetch(`${stack.baseURL}/v1/docs`);
     // With ProviderPublicURL the base URL shown is the configured one: a
     // shared cache may keep the description (without it, "private").

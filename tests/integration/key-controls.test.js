@@ -22,7 +22,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack, freePort, seedCatalog, HTTPD_MODULES } from './lib/server.js';
 import { startIdentityProviders } from './lib/idp.js';
-import { CookieJar, signInAtProvider } from './lib/idp-client.js';
+import { signInUser } from './lib/signin.js';
 import { assertOpenAIError, chatBody, eventually } from './lib/helpers.js';
 import {
   seedMessagesCatalog, messages, messagesBody, messagesStream, assertAnthropicError,
@@ -62,16 +62,7 @@ describe('key controls: expiry, models, addresses, rpm, max_in_flight', { timeou
     return { status: r.status, headers: r.headers, text, json };
   }
 
-  async function signIn(login) {
-    const jar = new CookieJar();
-    const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/idp1/login`, { jar, login });
-    assert.ok(flow.callback, `no callback (${flow.status})`);
-    const r = await jar.fetch(flow.callback);
-    await r.arrayBuffer();
-    assert.equal(r.status, 302);
-    const who = await (await jar.fetch(`${stack.baseURL}/v1/auth/session`)).json();
-    return { jar, id: who.userId };
-  }
+  const signIn = (login) => signInUser(stack, login);
 
   /** A fresh key of alice's through the API (never used: nothing cached). */
   async function newKey() {

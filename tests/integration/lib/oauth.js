@@ -8,7 +8,8 @@
 
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { CookieJar, signInAtProvider, pkcePair } from './idp-client.js';
+import { pkcePair } from './idp-client.js';
+import { signInUser } from './signin.js';
 
 export const SCOPE = 'account:read';
 
@@ -16,14 +17,9 @@ export const SCOPE = 'account:read';
 export function site(stack) { return stack.publicURL || stack.baseURL; }
 export const ACCEPT = 'application/json, text/event-stream';
 
-/** Signs login in at the kit's provider name: the browser's CookieJar. */
+/** Signs login in at the kit's provider name (lib/signin.js): the browser's CookieJar. */
 export async function signedIn(stack, name = 'idp1', login = 'alice') {
-  const jar = new CookieJar();
-  const flow = await signInAtProvider(`${stack.baseURL}/v1/auth/${name}/login`, { jar, login });
-  assert.ok(flow.callback, `no callback (${flow.status}): ${flow.body}`);
-  const res = await jar.fetch(flow.callback);
-  assert.equal(res.status, 302, await res.text());
-  return jar;
+  return (await signInUser(stack, login, { name, whoami: false })).jar;
 }
 
 /** POST /oauth/register: { status, json }. */
