@@ -4,8 +4,9 @@
  * "Recent requests" of the cabinet without a write of their own: a request
  * that ends so queues its refusal in the child's queue (prov_refusal.h:
  * folded per key, error code and second, capped at PROV_REFUSALS_CAP rows),
- * and a thread per child writes the queue once a second in one transaction
- * per database, with a connection of its own. What the cap dropped is said
+ * and a thread per child writes the queue once a second (the rows of
+ * seconds that are over) in one transaction per database, with a
+ * connection of its own. What the cap dropped is said
  * at most once a minute (PROV01401). A refusal of an unknown or deleted key
  * has no owner and is never recorded; a request that took a hold has its
  * ledger row instead. */
@@ -94,11 +95,12 @@ static void write_server(refusal_writer_t *w, prov_refusal_t *rows, int n, int f
     }
 }
 
-static void flush(refusal_writer_t *w, apr_pool_t *p)
+/* Writes the rows of the seconds before now. */
+static void flush(refusal_writer_t *w, apr_int64_t now, apr_pool_t *p)
 {
     prov_refusal_t rows[PROV_REFUSALS_CAP];
     apr_int64_t dropped = 0;
-    int i, n = prov_refusals_take(w->queue, rows, &dropped);
+    int i, n = prov_refusals_take(w->queue, rows, now, &dropped);
     w->dropped += dropped;
     for (i = 0; i < n; i++)
         if (rows[i].where)
@@ -119,9 +121,10 @@ static void *APR_THREAD_FUNC writer_main(apr_thread_t *thread, void *data)
     apr_pool_create(&p, NULL);
     while (!w->stop) {
         apr_sleep(apr_time_from_sec(1));
-        flush(w, p);
+        flush(w, prov_now(), p);
         apr_pool_clear(p);
     }
+    flush(w, APR_INT64_MAX, p);         /* the child stops: what is left */
     apr_pool_destroy(p);
     (void)thread;           /* a return, not apr_thread_exit (ASan) */
     return NULL;

@@ -9,6 +9,7 @@ struct prov_refusals_t {
     apr_thread_mutex_t *mu;
     int cap, n;
     apr_int64_t dropped;
+    apr_int64_t gen;                    /* takes so far */
     prov_refusal_t rows[PROV_REFUSALS_CAP];
 };
 
@@ -63,7 +64,8 @@ int prov_refusals_add(prov_refusals_t *q, const prov_refusal_t *r)
         }
     }
     if (!how && q->n < q->cap) {
-        q->rows[q->n++] = *r;
+        q->rows[q->n] = *r;
+        q->rows[q->n++].gen = q->gen;
         how = 2;
     }
     if (!how)
@@ -72,13 +74,19 @@ int prov_refusals_add(prov_refusals_t *q, const prov_refusal_t *r)
     return how;
 }
 
-int prov_refusals_take(prov_refusals_t *q, prov_refusal_t *out, apr_int64_t *dropped)
+int prov_refusals_take(prov_refusals_t *q, prov_refusal_t *out, apr_int64_t now,
+                       apr_int64_t *dropped)
 {
-    int n;
+    int i, n = 0, kept = 0;
     apr_thread_mutex_lock(q->mu);
-    n = q->n;
-    memcpy(out, q->rows, (apr_size_t)n * sizeof(*out));
-    q->n = 0;
+    for (i = 0; i < q->n; i++) {
+        if (q->rows[i].created_at < now || q->rows[i].gen < q->gen)
+            out[n++] = q->rows[i];
+        else
+            q->rows[kept++] = q->rows[i];
+    }
+    q->n = kept;
+    q->gen++;
     *dropped = q->dropped;
     q->dropped = 0;
     apr_thread_mutex_unlock(q->mu);

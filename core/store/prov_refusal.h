@@ -24,6 +24,7 @@ typedef struct prov_refusal_t {
     char code[48];                      /* the wire error code */
     char model[96];                     /* as the client sent it, cut; "" unknown */
     char request_id[64];                /* the first one's x-request-id */
+    apr_int64_t gen;                    /* the queue's take it was queued in */
 } prov_refusal_t;
 
 typedef struct prov_refusals_t prov_refusals_t;
@@ -42,8 +43,12 @@ void prov_refusal_make(prov_refusal_t *r, const void *where, apr_int64_t at,
  * because the queue is full (0). */
 int prov_refusals_add(prov_refusals_t *q, const prov_refusal_t *r);
 /* Moves the queued rows into out (room for the queue's cap): their number;
- * *dropped the refusals dropped since the last take. */
-int prov_refusals_take(prov_refusals_t *q, prov_refusal_t *out, apr_int64_t *dropped);
+ * *dropped the refusals dropped since the last take. A row of the second
+ * now is kept for the next take (more of its second fold into it), unless
+ * an earlier take kept it already (a clock that stands still): so a second
+ * makes one row, written within about two takes. */
+int prov_refusals_take(prov_refusals_t *q, prov_refusal_t *out, apr_int64_t now,
+                       apr_int64_t *dropped);
 /* Writes n rows in one transaction. */
 apr_status_t prov_refusals_write(prov_store_t *s, const prov_refusal_t *rows, int n,
                                  apr_pool_t *p);
