@@ -55,9 +55,25 @@ static void test_requests_values(void)
     CU_ASSERT_STRING_EQUAL(q.status, "refused");
     CU_ASSERT_EQUAL(q.limit, 200);
     CU_ASSERT_EQUAL(q.before, 987);
-    CU_ASSERT_EQUAL_FATAL(prov_cabinet_requests_args(&q, &err, NULL, "ok", "1", NULL, p),
+    CU_ASSERT_EQUAL(q.before_refusal, 0);
+    CU_ASSERT(q.ledger && q.refusals);     /* "refused": both tables */
+    CU_ASSERT_EQUAL_FATAL(prov_cabinet_requests_args(&q, &err, NULL, "ok", "1", "0.5", p),
                           APR_SUCCESS);
     CU_ASSERT_EQUAL(q.limit, 1);
+    CU_ASSERT(q.ledger && !q.refusals);
+    CU_ASSERT_EQUAL(q.before, 0);
+    CU_ASSERT_EQUAL(q.before_refusal, 5);
+    CU_ASSERT_EQUAL_FATAL(prov_cabinet_requests_args(&q, &err, NULL, "429", NULL, "12.34", p),
+                          APR_SUCCESS);
+    CU_ASSERT(!q.ledger && q.refusals);
+    CU_ASSERT_EQUAL(q.http_status, 429);
+    CU_ASSERT_EQUAL(q.before, 12);
+    CU_ASSERT_EQUAL(q.before_refusal, 34);
+    CU_ASSERT_EQUAL_FATAL(prov_cabinet_requests_args(&q, &err, NULL, "MODEL_NOT_ALLOWED", NULL,
+                                                     NULL, p), APR_SUCCESS);
+    CU_ASSERT(!q.ledger && q.refusals);
+    CU_ASSERT_STRING_EQUAL(q.code, "MODEL_NOT_ALLOWED");
+    CU_ASSERT_EQUAL(q.http_status, 0);
     apr_pool_destroy(p);
 }
 
@@ -69,6 +85,13 @@ static void test_requests_refusals(void)
     refused("1234567890123456789", NULL, NULL, NULL, "key");
     refused(NULL, "nope", NULL, NULL, "status");
     refused(NULL, "OK", NULL, NULL, "status");
+    refused(NULL, "200", NULL, NULL, "status");
+    refused(NULL, "42", NULL, NULL, "status");
+    refused(NULL, "NO_SUCH_CODE", NULL, NULL, "status");
+    refused(NULL, NULL, NULL, "1.x", "before");
+    refused(NULL, NULL, NULL, "x.1", "before");
+    refused(NULL, NULL, NULL, "1.", "before");
+    refused(NULL, NULL, NULL, ".1", "before");
     refused(NULL, NULL, "0", NULL, "limit");
     refused(NULL, NULL, "201", NULL, "limit");
     refused(NULL, NULL, "", NULL, "limit");
