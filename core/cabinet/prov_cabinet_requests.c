@@ -174,6 +174,7 @@ typedef json_object *(*row_json_fn)(prov_store_t *s, apr_dbd_row_t *row, apr_poo
 /* One table's page: its rows (id, time, object), newest first. */
 typedef struct side_t {
     apr_int64_t *id, *at;
+    const char **rid;           /* request ids: "req_" and the time in hex first */
     json_object **o;
     int n, used;
     apr_int64_t last;           /* the cursor after what was used */
@@ -191,14 +192,26 @@ static apr_status_t side_read(side_t *sd, prov_store_t *s, const char *label, in
     sd->id = apr_pcalloc(p, sizeof(*sd->id) * (apr_size_t)cap);
     sd->at = apr_pcalloc(p, sizeof(*sd->at) * (apr_size_t)cap);
     sd->o = apr_pcalloc(p, sizeof(*sd->o) * (apr_size_t)cap);
+    sd->rid = apr_pcalloc(p, sizeof(*sd->rid) * (apr_size_t)cap);
     while ((rv = prov_store_row(s, res, &row, p)) == APR_SUCCESS) {
         if (sd->n >= cap)
             continue;           /* read to the end: the driver's cursor closes */
         sd->id[sd->n] = prov_store_get_i64(s, row, 0, 0);
         sd->at[sd->n] = prov_store_get_i64(s, row, 2, 0);
+        sd->rid[sd->n] = prov_store_get(s, row, 1);
         sd->o[sd->n++] = make(s, row, p);
     }
     return rv == APR_EOF ? APR_SUCCESS : rv;
+}
+
+/* The ledger's next row is the newer: by the second, then by the request
+ * ids (prov_secret_request_id: they sort by the microsecond). */
+static int ledger_first(const side_t *l, const side_t *r)
+{
+    const char *a = l->rid[l->used], *b = r->rid[r->used];
+    if (l->at[l->used] != r->at[r->used])
+        return l->at[l->used] > r->at[r->used];
+    return !a || !b || strcmp(a, b) >= 0;
 }
 
 static void side_use(side_t *sd, json_object *a)
@@ -250,7 +263,7 @@ apr_status_t prov_cabinet_requests(json_object **out, prov_store_t *s, apr_int64
     a = json_object_new_array();
     json_object_object_add(o, "data", a);
     while ((int)json_object_array_length(a) < q->limit && (l.used < l.n || r.used < r.n)) {
-        if (r.used >= r.n || (l.used < l.n && l.at[l.used] >= r.at[r.used]))
+        if (r.used >= r.n || (l.used < l.n && ledger_first(&l, &r)))
             side_use(&l, a);
         else
             side_use(&r, a);
