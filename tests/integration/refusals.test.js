@@ -275,3 +275,22 @@ describe('refusals before the reservation in GET /v1/requests', { timeout: 18000
     assert.equal((await long).status, 200);
   });
 });
+
+describe('the purge removes refusals past their retention', { timeout: 60000 }, () => {
+  let stack;
+  before(async () => {
+    stack = await startStack({ overrides: { ProviderPurgeInterval: '1', ProviderLedgerRetention: '10' } });
+  });
+  after(async () => { if (stack) await stack.stop(); });
+
+  it('keeps 30 days, or ProviderLedgerRetention when shorter (10 days here)', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const row = (age, rid) => `(${now - age * 86400}, 1, 1, 'chat', NULL, 402, 'INSUFFICIENT_CREDITS', '${rid}', 1)`;
+    stack.exec(`INSERT INTO refusals (created_at, user_id, key_id, transport, model, http_status, code,
+      request_id, count) VALUES ${row(40, 'req_old')}, ${row(11, 'req_past')}, ${row(9, 'req_young')}`);
+    await eventually(() => {
+      const left = stack.sql('SELECT request_id FROM refusals ORDER BY id').map((r) => r.request_id);
+      assert.deepEqual(left, ['req_young']);
+    }, 10000);
+  });
+});
