@@ -1,6 +1,6 @@
 // tests/integration/refusals.test.js: the refusals of a known key before
 // its reservation in GET /v1/requests (issue 36 item 3; migration 018,
-// mod_provider_refusal.c): each kind (402, 429 of the budget, the rate and
+// mod_provider_refusal.c): each kind (402, 429 of the budget, the plan, the rate and
 // the in-flight limit, 404 of an unknown model, 403 of the model list and
 // the address list, 401 of an expired key, 400 of a bad body) is listed
 // with its x-request-id, HTTP status and error code, and no charge; an
@@ -156,6 +156,16 @@ describe('refusals before the reservation in GET /v1/requests', { timeout: 18000
     assert.equal(Number(ledger), 2);
     assert.ok(stack.balance(alice.id) < balanceBefore);
     assert.equal(stack.balance(bob.id), 0n);
+    // a plan's window used up (no balance beside it): 429 SUBSCRIPTION_QUOTA_EXCEEDED
+    stack.ctl('plan', 'add', 'tiny', '--5h', '0.000001', '--7d', '0.000001');
+    const carol = { id: stack.addUser('carol@refusals.test') };
+    stack.ctl('subscription', 'set', 'carol@refusals.test', 'tiny');
+    const planned = ctlKey(carol, 'planned');
+    const q = await stack.chat(planned.secret, chatBody('prov-main'));
+    assertOpenAIError(q, 429, 'SUBSCRIPTION_QUOTA_EXCEEDED');
+    await eventually(() => assert.deepEqual(stack.sql(`SELECT user_id, http_status, code FROM refusals
+      WHERE request_id = '${q.headers.get('x-request-id')}'`).map((r) => [Number(r.user_id), Number(r.http_status), r.code]),
+    [[Number(carol.id), 429, 'SUBSCRIPTION_QUOTA_EXCEEDED']]));
   });
 
   it('filters by HTTP status, error code, status and key, and pages over both tables', async () => {
