@@ -122,6 +122,11 @@ static int key_create(ctl_t *ctl)
     if (rv == APR_EINVAL)
         return ctl_usage(ctl, "the key name must be at most 200 characters without control "
                          "characters");
+    if (rv == APR_EEXIST) {
+        fprintf(stderr, "providerctl: %s already has a key named '%s'; choose another name "
+                "(providerctl key list --user %s)\n", u->email, name, u->email);
+        return CTL_FAIL;
+    }
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "create the key");
     print_secret(ctl, k, u->email, secret, "created");

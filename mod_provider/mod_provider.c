@@ -31,6 +31,7 @@
 #include "mod_provider_models.h"
 #include "mod_provider_oauth.h"
 #include "mod_provider_purge.h"
+#include "mod_provider_refusal.h"
 #include "mod_provider_responses.h"
 #include "mod_provider_sqlite.h"
 #include "mod_provider_status.h"
@@ -246,6 +247,7 @@ static void child_init(apr_pool_t *pchild, server_rec *s)
         }
     }
     provider_purge_start(s, pchild);
+    provider_refusal_start(s, pchild);
     provider_alert_start(s, pchild);
 }
 

@@ -18,6 +18,7 @@
 #include "mod_provider_http.h"
 #include "mod_provider_status.h"
 #include "mod_provider_keyctl.h"
+#include "mod_provider_refusal.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -112,6 +113,7 @@ provider_step_t provider_infer_begin(provider_infer_t **pin, request_rec *r,
             prov_cache_put_auth(in->lookups, in->auth, prov_now());
     }
     apr_table_setn(r->notes, "provider-key", in->auth->key_display);
+    provider_refusal_watch(r, in->auth, transport, &in->model_sent);
     if (in->auth->user_blocked)
         return key_blocked(in);
     if ((st = key_controls(in)) != PROVIDER_GO)
@@ -160,6 +162,7 @@ provider_step_t provider_infer_model(provider_infer_t *in, const char *public_id
     int usable;
     prov_error_t *refusal = provider_keyctl_model(r, in->auth, public_id);
 
+    in->model_sent = public_id;
     if (refusal) {              /* before the catalog: says nothing of it */
         provider_infer_close(in);
         return provider_send_error(r, in->family, refusal);

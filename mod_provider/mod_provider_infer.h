@@ -60,6 +60,7 @@ typedef struct provider_infer_t {
     prov_status_e staged_status;  /* its ledger status */
     int staged_release;           /* no charge */
     prov_tokens_t staged_tokens;
+    const char *model_sent;       /* the model as the client named it, once read */
 } provider_infer_t;
 
 /* Key (Bearer; also x-api-key when allowed), blocked user, the key's

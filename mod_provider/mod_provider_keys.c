@@ -113,6 +113,9 @@ static int keys_all(request_rec *r)
     rv = prov_cabinet_key_create(&o, api.store, api.sess->user_id, &req, prov_now(), r->pool);
     if (rv == APR_SUCCESS)
         audit_created(r, api.store, api.sess->user_id, o, &req);
+    if (rv == APR_EEXIST)
+        return provider_api_fail(&api, PROV_E_KEY_NAME_TAKEN, "You already have a key with "
+                                 "this name; choose another name.");
     if (rv == APR_EINVAL)
         return provider_api_fail(&api, PROV_E_INVALID_REQUEST, "The key could not be made "
                                  "with these values.");

@@ -7,9 +7,11 @@
  * full batch. A round that removed rows says what (PROV00785, info). The
  * same round rolls the ledger up into daily usage and removes raw ledger
  * rows past ProviderLedgerRetention (core/store/prov_rollup.h), and audit
- * rows past the same retention (core/store/prov_audit.h), and delivered
- * spend alerts past it (core/alert/prov_alert.h; a pending one stays): a
- * few short transactions each, again a second later while more is left. */
+ * rows past the same retention (core/store/prov_audit.h), delivered spend
+ * alerts past it (core/alert/prov_alert.h; a pending one stays), and the
+ * recorded refusals past 30 days or that retention when shorter
+ * (core/store/prov_refusal.h): a few short transactions each, again a
+ * second later while more is left. */
 #include <string.h>
 #include "mod_provider.h"
 #include "mod_provider_purge.h"
@@ -20,6 +22,7 @@
 #include "prov_audit.h"
 #include "prov_alert.h"
 #include "prov_rollup.h"
+#include "prov_refusal.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -105,6 +108,21 @@ static int alerts_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
     return removed >= PROV_PURGE_BATCH;
 }
 
+/* Refusals past their retention: non-zero when a full batch went. */
+static int refusal_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
+{
+    provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
+    int removed = 0;
+    if (prov_refusals_purge(&removed, store, prov_refusals_cut(prov_now(),
+                                                              (int)c->ledger_retention),
+                            PROV_PURGE_BATCH, p) != APR_SUCCESS)
+        return 0;
+    if (removed)
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV01403: purged %d recorded "
+                     "refusal(s) past their retention", removed);
+    return removed >= PROV_PURGE_BATCH;
+}
+
 /* One round on vs's database: non-zero when more is left. */
 static int purge_server(server_rec *vs, apr_pool_t *p)
 {
@@ -119,6 +137,7 @@ static int purge_server(server_rec *vs, apr_pool_t *p)
     more = ledger_round(vs, store, p);
     more |= audit_round(vs, store, p);
     more |= alerts_round(vs, store, p);
+    more |= refusal_round(vs, store, p);
     src->close(store, src->baton);
     if (rv == APR_SUCCESS && prov_purge_total(&n))
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00785: purged %d pre-login "

@@ -4,14 +4,18 @@
 // UTC, key, model, transport, status, tokens and credits; "Show older"
 // pages on with the answer's next. The ledger holds every request that
 // reached a reservation; those refused before it (no balance, a used-up
-// budget or plan, an unknown model) are not in it, which the section says.
+// budget or plan, a key's limit, an unknown model) come from the refusals
+// beside it: status "refused" with their HTTP status and error code (and
+// how many refusals the row folds), no tokens, no credits.
 import { $, el, busy, count, credits, tokens, when } from './dom.js';
 import { api } from './api.js';
 import { section } from './section.js';
 import { keyList, onKeys } from './keys.js';
 
 const STATUSES = [
-  ['', 'Any status'], ['ok', 'Completed (ok)'], ['refused', 'Refused by the model (refused)'],
+  ['', 'Any status'], ['ok', 'Completed (ok)'], ['refused', 'Refused, by the service or the model (refused)'],
+  ['402', 'Refused: no credits (402)'], ['429', 'Refused: a limit or budget (429)'],
+  ['403', 'Refused: not allowed for the key (403)'], ['404', 'Refused: unknown model (404)'],
   ['error', 'Ended with an error (error)'], ['failed', 'Could not reach the model (failed)'],
   ['timeout', 'Timed out (timeout)'], ['cut', 'Cut short (cut)'], ['client_gone', 'You left early (client_gone)'],
   ['estimated', 'Charged by estimate (estimated)'], ['no_usage', 'No usage (no_usage)'], ['reserved', 'In flight (reserved)'],
@@ -24,9 +28,11 @@ function row(q) {
     el('td', { 'data-label': 'Key', text: q.key_name || `#${q.key_id}` }),
     el('td', { 'data-label': 'Model' }, el('code', { text: q.model })),
     el('td', { 'data-label': 'API', text: q.transport }),
-    el('td', { 'data-label': 'Status' }, el('span', { class: `status status-${q.status}`, title: q.status_text || '', text: q.status })),
-    el('td', { class: 'num', 'data-label': 'Tokens', text: count(tokens(q)) }),
-    el('td', { class: 'num', 'data-label': 'Credits', text: credits(q.credits) }),
+    el('td', { 'data-label': 'Status' }, el('span', { class: `status status-${q.status}`, title: q.status_text || '', text: q.status }),
+      ...(q.error_code ? [' ', el('code', { class: 'error-code', text: `${q.http_status} ${q.error_code}` }),
+        ...(q.count > 1 ? [el('span', { class: 'note', text: ` ×${count(q.count)}` })] : [])] : [])),
+    el('td', { class: 'num', 'data-label': 'Tokens', text: q.error_code ? '—' : count(tokens(q)) }),
+    el('td', { class: 'num', 'data-label': 'Credits', text: q.error_code ? '—' : credits(q.credits) }),
     el('td', { 'data-label': 'Request id' }, el('code', { class: 'request-id', text: q.request_id })));
 }
 

@@ -87,7 +87,8 @@ apr_status_t prov_balance_add(prov_micro_t *new_balance, prov_store_t *s, apr_in
 void prov_key_read_controls(prov_key_controls_t *c, prov_store_t *s, apr_dbd_row_t *row,
                             int col, apr_pool_t *p);
 
-/* Creates a key; *secret is the only copy of the key ever produced. */
+/* Creates a key; *secret is the only copy of the key ever produced.
+ * APR_EEXIST when another live key of the user has the same name. */
 apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,
                              apr_int64_t user_id, const char *name, int has_budget,
                              prov_micro_t weekly_budget, apr_pool_t *p);

@@ -40,6 +40,18 @@ static prov_key_t *key_from_row(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t 
     return k;
 }
 
+/* APR_EEXIST when another live key of the user has the name. */
+static apr_status_t name_free(prov_store_t *s, apr_int64_t user_id, const char *name,
+                              apr_pool_t *p)
+{
+    apr_dbd_row_t *row = NULL;
+    apr_status_t rv = prov_store_select_one(&row, s, "key_name_taken",
+                                            PROV_ARGS(prov_i64(user_id, p), name), p);
+    if (rv != APR_SUCCESS)
+        return rv;
+    return prov_store_get_i64(s, row, 0, 0) > 0 ? APR_EEXIST : APR_SUCCESS;
+}
+
 apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *s,
                              apr_int64_t user_id, const char *name, int has_budget,
                              prov_micro_t weekly_budget, apr_pool_t *p)
@@ -55,6 +67,8 @@ apr_status_t prov_key_create(prov_key_t **k, const char **secret, prov_store_t *
     if (has_budget && (weekly_budget < 0 || weekly_budget > PROV_AMOUNT_MAX))
         return APR_EINVAL;
     rv = prov_user_get(&u, s, user_id, p);
+    if (rv == APR_SUCCESS && nm)
+        rv = name_free(s, user_id, nm, p);
     if (rv != APR_SUCCESS)
         return rv;
     rv = prov_secret_generate(&sec, &hash, &display, p);

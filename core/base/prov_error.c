@@ -37,6 +37,7 @@ static const prov_errinfo_t table[PROV_E__COUNT] = {
     [PROV_E_ADDRESS_NOT_ALLOWED]    = { "ADDRESS_NOT_ALLOWED", 403, "permission_error", "permission_error" },
     [PROV_E_KEY_RATE_LIMITED]       = { "API_KEY_RATE_LIMITED", 429, "rate_limit_error", "rate_limit_error" },
     [PROV_E_KEY_IN_FLIGHT_LIMIT]    = { "API_KEY_IN_FLIGHT_LIMIT", 429, "rate_limit_error", "rate_limit_error" },
+    [PROV_E_KEY_NAME_TAKEN]         = { "KEY_NAME_TAKEN", 409, "invalid_request_error", "invalid_request_error" },
 };
 
 const prov_errinfo_t *prov_error_info(prov_errcode_e code)

@@ -40,6 +40,7 @@ typedef enum {
     PROV_E_ADDRESS_NOT_ALLOWED,   /* 403, a client address outside the key's CIDRs */
     PROV_E_KEY_RATE_LIMITED,      /* 429 API_KEY_RATE_LIMITED, the key's rpm */
     PROV_E_KEY_IN_FLIGHT_LIMIT,   /* 429 API_KEY_IN_FLIGHT_LIMIT, the key's max_in_flight */
+    PROV_E_KEY_NAME_TAKEN,        /* 409, another live key of the user has the name */
     PROV_E__COUNT
 } prov_errcode_e;
 

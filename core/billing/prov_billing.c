@@ -349,11 +349,21 @@ apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset,
                                      apr_int64_t key_id, apr_int64_t now, apr_pool_t *p)
 {
     prov_window_t w;
+    apr_dbd_row_t *row = NULL;
+    prov_micro_t leased = 0;
     apr_status_t rv = prov_window_sum(&w, s, "key:h", key_id, PROV_BUCKET_HOUR, PROV_WINDOW_7D,
                                       0, now, p);
     if (rv != APR_SUCCESS)
         return rv;
-    *spent_7d = w.sum;
+    /* A lease is in the key's buckets whole; what its requests drew and
+     * their charges settled are written as rows within a second or so: the
+     * undrawn rest is no spend (the checks still count the whole lease). */
+    if ((rv = prov_store_select_one(&row, s, "bill_key_leased",
+                                    PROV_ARGS(prov_i64(key_id, p)), p)) == APR_SUCCESS)
+        leased = prov_store_get_i64(s, row, 0, 0);
+    else if (rv != APR_NOTFOUND)
+        return rv;
+    *spent_7d = w.sum > leased ? w.sum - leased : 0;
     *reset = prov_window_reset(&w, now);
     return APR_SUCCESS;
 }

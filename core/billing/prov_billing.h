@@ -225,8 +225,11 @@ typedef struct prov_account_status_t {
 
 apr_status_t prov_billing_account_status(prov_account_status_t *st, prov_store_t *s,
                                          apr_int64_t user_id, apr_int64_t now, apr_pool_t *p);
-/* A key's spend in its rolling week and the seconds until the oldest of it
- * leaves the window (0 if none). */
+/* A key's spend in its rolling week, as shown (cabinet, MCP, providerctl
+ * key show: never a check's figure): its requests' charges and open holds,
+ * without the undrawn rest of its open leases (requests drawn from a lease
+ * appear once the writer writes their rows, within a second or so); and the
+ * seconds until the oldest of it leaves the window (0 if none). */
 apr_status_t prov_billing_key_status(prov_micro_t *spent_7d, apr_int64_t *reset, prov_store_t *s,
                                      apr_int64_t key_id, apr_int64_t now, apr_pool_t *p);
 

@@ -113,17 +113,26 @@ typedef struct prov_cabinet_requests_q_t {
     const char *status;         /* a ledger status name, "" = any */
     int limit;                  /* 1..PROV_CABINET_REQUESTS_MAX */
     apr_int64_t before;         /* a ledger row id (the previous answer's next), 0 = newest */
+    apr_int64_t before_refusal; /* a refusals row id, the same way */
+    int ledger, refusals;       /* which of the two the status asks for */
+    int http_status;            /* refusals of this HTTP status only, 0 = any */
+    const char *code;           /* refusals of this error code only, "" = any */
 } prov_cabinet_requests_q_t;
 /* The query's values (NULL or "": the default): key an id, status a ledger
- * status name, limit 1-200 (50), before a `next` value; else APR_EINVAL and
- * *err a 400 INVALID_REQUEST naming the parameter. */
+ * status name ("refused" also takes the refusals before a reservation), an
+ * HTTP status (400-599) or an error code (both: refusals only), limit 1-200
+ * (50), before a `next` value ("L.R", or a ledger id alone); else
+ * APR_EINVAL and *err a 400 INVALID_REQUEST naming the parameter. */
 apr_status_t prov_cabinet_requests_args(prov_cabinet_requests_q_t *q, prov_error_t **err,
                                         const char *key, const char *status, const char *limit,
                                         const char *before, apr_pool_t *p);
 /* {"data": [{request_id, created_at, key_id, key_name, model, transport,
  * status, status_text, the four token kinds, credits, plan_credits,
- * source}], "next": a `before` value for the next page | null}. Another
- * user's key id simply matches nothing. */
+ * source, http_status, error_code, count}], "next": a `before` value for
+ * the next page | null}: the ledger's rows and the refusals (status
+ * "refused", http_status and error_code set, count the refusals the row
+ * folds) merged newest first. Another user's key id simply matches
+ * nothing. */
 apr_status_t prov_cabinet_requests(json_object **out, prov_store_t *s, apr_int64_t user_id,
                                    const prov_cabinet_requests_q_t *q, apr_pool_t *p);
 

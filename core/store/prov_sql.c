@@ -134,6 +134,9 @@ static const prov_stmt_def_t statements[] = {
       "INSERT INTO api_keys (user_id, name, hash, display, weekly_budget, created_at, last4) "
       "VALUES (%lld, %s, %s, %s, %lld, %lld, %s) RETURNING id" },
     { "key_get", "SELECT " KEY_COLS " FROM api_keys WHERE id = %lld" },
+    /* args: user, name: a live key of the user already named so */
+    { "key_name_taken",
+      "SELECT COUNT(*) FROM api_keys WHERE user_id = %lld AND name = %s AND deleted_at IS NULL" },
     /* args: user filter (0 = all), user id, include deleted (0/1). The flags
      * are CAST: SQLite binds every argument as text, and compares a text '0'
      * with the literal 0 as unequal. */
@@ -239,6 +242,17 @@ static const prov_stmt_def_t statements[] = {
       "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) "
       "AND (CAST(%s AS TEXT) = '' OR l.status = %s) "
       "AND (CAST(%lld AS BIGINT) = 0 OR l.id < %lld) ORDER BY l.id DESC LIMIT %d" },
+    /* the refusals beside them (migration 018); args: user, key (0 = any)
+     * twice, HTTP status (0 = any) twice, code ('' = any) twice, before
+     * (0 = newest) twice, how many rows */
+    { "cabinet_refusals",
+      "SELECT r.id, r.request_id, r.created_at, r.key_id, k.name, r.model, r.transport, "
+      "r.http_status, r.code, r.count FROM refusals r "
+      "LEFT JOIN api_keys k ON k.id = r.key_id WHERE r.user_id = %lld "
+      "AND (CAST(%lld AS BIGINT) = 0 OR r.key_id = %lld) "
+      "AND (CAST(%d AS INTEGER) = 0 OR r.http_status = %d) "
+      "AND (CAST(%s AS TEXT) = '' OR r.code = %s) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR r.id < %lld) ORDER BY r.id DESC LIMIT %d" },
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN
@@ -326,6 +340,10 @@ static const prov_stmt_def_t statements[] = {
       "status, created_at, settled_at, agent_session, agent_client) VALUES (%s, %lld, %lld, "
       "%lld, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %s, %s, %lld, %lld, %s, %s) "
       "ON CONFLICT (request_id) DO NOTHING" },
+    /* arg: key: what its open leases hold (prov_billing_key_status shows a
+     * key's week without their undrawn rest) */
+    { "bill_key_leased",
+      "SELECT COALESCE(SUM(amount), 0) FROM billing_leases WHERE key_id = %lld" },
     /* leases (prov_batch_lease.c): args id, user, key, model, source, amount, at, owner
      * (the holding process's journal, or NULL) */
     { "bill_lease_insert",

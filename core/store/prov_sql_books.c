@@ -106,6 +106,16 @@ static const prov_stmt_def_t statements[] = {
       "OR substr(action, 1, 4) = 'key.' OR substr(action, 1, 9) = 'identity.' "
       "OR substr(action, 1, 6) = 'oauth.' OR substr(action, 1, 8) = 'session.' "
       "OR action IN ('user.block', 'user.unblock')) ORDER BY id DESC LIMIT %d" },
+    /* refusals before a reservation (prov_refusal.c; migration 018). args:
+     * created_at, user, key, transport, model, http status, code, request
+     * id, count */
+    { "refusal_insert",
+      "INSERT INTO refusals (created_at, user_id, key_id, transport, model, http_status, code, "
+      "request_id, count) VALUES (%lld, %lld, %lld, %s, %s, %d, %s, %s, %lld)" },
+    /* args: the oldest time kept, batch */
+    { "refusal_purge",
+      "DELETE FROM refusals WHERE id IN (SELECT id FROM refusals WHERE created_at < %lld "
+      "ORDER BY id LIMIT %d)" },
     /* args: the oldest time kept, batch */
     { "audit_purge",
       "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < %lld ORDER BY id "

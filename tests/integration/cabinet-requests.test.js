@@ -6,8 +6,9 @@
 // tokens, credits and the x-request-id the answer carried; filtered by key
 // and status, paged by `next`; another user's rows never; bad parameters
 // 400 naming the parameter; no session 401. A refusal before the
-// reservation (the 429 of a used-up key budget) leaves no ledger row and is
-// not listed (said in the cabinet and the API reference). Keys carry their
+// reservation (the 429 of a used-up key budget) leaves no ledger row but is
+// listed from the refusals table (migration 018; refusals.test.js has the
+// rest) with its HTTP status and error code. Keys carry their
 // last4 (migration 017). Runs on SQLite, and on
 // PostgreSQL with PROVIDER_TEST_PGSQL=1.
 
@@ -133,7 +134,7 @@ describe('GET /v1/requests', { timeout: 120000 }, () => {
     // pages of two: 4, 3 | 2, 1
     r = await api(alice, 'GET', '/v1/requests?limit=2');
     assert.deepEqual(r.json.data.map((x) => x.request_id), [ids[3].id, ids[2].id]);
-    assert.match(r.json.next, /^\d+$/);
+    assert.match(r.json.next, /^\d+\.\d+$/);
     r = await api(alice, 'GET', `/v1/requests?limit=2&before=${r.json.next}`);
     assert.deepEqual(r.json.data.map((x) => x.request_id), [ids[1].id, ids[0].id]);
     assert.equal(r.json.next, null);
@@ -151,7 +152,7 @@ describe('GET /v1/requests', { timeout: 120000 }, () => {
     }
   });
 
-  it('a refusal before the reservation (a used-up budget\'s 429) leaves no row; the key says when spend leaves its week', async () => {
+  it('a refusal before the reservation (a used-up budget\'s 429) is listed with its code; the key says when spend leaves its week', async () => {
     const tablet = await makeKey(alice, { name: 'tablet' });
     assert.equal((await stack.chat(tablet.secret, chatBody('prov-main'))).status, 200);
     const listed = await eventually(async () => {
@@ -171,9 +172,21 @@ describe('GET /v1/requests', { timeout: 120000 }, () => {
     assert.ok(at > Date.now(), 'in the future');
     const refused = await stack.chat(tablet.secret, chatBody('prov-main'));
     assertOpenAIError(refused, 429, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
-    r = await api(alice, 'GET', '/v1/requests');
-    assert.equal(r.json.data.length, before, 'not in the ledger, not listed');
-    assert.ok(!r.json.data.some((x) => x.request_id === refused.headers.get('x-request-id')));
+    const rid = refused.headers.get('x-request-id');
+    r = await eventually(async () => {
+      const a = await api(alice, 'GET', '/v1/requests');
+      assert.equal(a.json.data.length, before + 1, 'listed once its child wrote it (within a second or so)');
+      return a;
+    });
+    const row = r.json.data[0];
+    assert.equal(row.request_id, rid, 'the newest (rows of one second sort by their request ids)');
+    assert.equal(row.status, 'refused');
+    assert.equal(row.http_status, 429);
+    assert.equal(row.error_code, 'API_KEY_CREDIT_BUDGET_EXCEEDED');
+    assert.equal(row.key_name, 'tablet');
+    assert.equal(row.model, 'prov-main');
+    assert.equal(row.credits, 0);
+    assert.equal(row.count, 1);
     const none = (await api(alice, 'GET', '/v1/keys')).json.data.find((k) => k.id === phone.id);
     assert.equal(none.weekly_budget, null);
     assert.ok(none.budget_returns_at, 'a key without budget still says when its oldest spend leaves');

@@ -225,6 +225,7 @@ int main(int argc, char **argv)
     prov_test_suite_identity();
     prov_test_suite_cabinet();
     prov_test_suite_cabinet_requests();
+    prov_test_suite_refusal();
     prov_test_suite_docs();
     prov_test_suite_mcp();
     prov_test_suite_oauth();

@@ -91,6 +91,7 @@ void prov_test_suite_session(void);
 void prov_test_suite_identity(void);
 void prov_test_suite_cabinet(void);
 void prov_test_suite_cabinet_requests(void);
+void prov_test_suite_refusal(void);
 void prov_test_suite_docs(void);
 void prov_test_suite_mcp(void);
 void prov_test_suite_oauth(void);

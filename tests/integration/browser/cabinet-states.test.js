@@ -136,6 +136,12 @@ describe('the cabinet, the consent page and the docs at 1280 and 390 px', { time
       const r = await stack.chat(k.secret, chatBody(model));
       keys.ids.push({ id: r.headers.get('x-request-id'), status: r.status });
     }
+    // a refusal before the reservation (the used-up key's 429): listed with its code
+    const refusal = await stack.chat(keys.ci.secret, chatBody('prov-main'));
+    assert.equal(refusal.status, 429);
+    keys.refusal = refusal.headers.get('x-request-id');
+    await eventually(() => assert.equal(Number(stack.sql(`SELECT COUNT(*) AS n FROM refusals
+      WHERE request_id = '${keys.refusal}'`)[0].n), 1));
     stack.ctl('key', 'budget', String(keys.spent.id), '0.000001');
     await stack.billingSettled();
     await page.reload();
@@ -158,10 +164,18 @@ describe('the cabinet, the consent page and the docs at 1280 and 390 px', { time
     assert.match(await refused.locator('.refused').textContent(), /429.*once you raise the budget/);
     const spent = card('spent');
     assert.match(await spent.locator('.refused').textContent(), /accepted again .* from .*UTC, or at once if you raise the budget/);
-    // recent requests: the ids the answers carried, the refused one among them, times in UTC
+    // recent requests: the ids the answers carried, the refused ones among them, times in UTC
     const rows = await page.locator('#requests-rows tr').evaluateAll((trs) => trs.map((t) => t.dataset.requestId));
-    assert.deepEqual(rows, keys.ids.map((x) => x.id).reverse());
-    assert.match(await page.textContent('#requests-rows tr:nth-child(2) .status'), /refused|error|failed/);
+    assert.deepEqual(rows, [keys.refusal, ...keys.ids.map((x) => x.id).reverse()]);
+    assert.match(await page.textContent('#requests-rows tr:nth-child(3) .status'), /refused|error|failed/);
+    const refusedRow = page.locator(`#requests-rows tr[data-request-id="${keys.refusal}"]`);
+    assert.equal(await refusedRow.locator('.status').textContent(), 'refused');
+    assert.equal(await refusedRow.locator('.error-code').textContent(), '429 API_KEY_CREDIT_BUDGET_EXCEEDED');
+    assert.equal(await refusedRow.locator('td[data-label="Credits"]').textContent(), '—', 'no credits');
+    await page.selectOption('#requests-status', '429');
+    await eventually(async () => assert.deepEqual(await page.locator('#requests-rows tr').evaluateAll((trs) => trs.map((t) => t.dataset.requestId)), [keys.refusal]));
+    await page.selectOption('#requests-status', '');
+    await page.waitForSelector('#requests-rows tr:nth-child(5)');
     assert.match(await page.textContent('#requests-rows tr:first-child time'), / UTC$/);
     await page.selectOption('#requests-key', String(keys.spent.id));
     await eventually(async () => assert.deepEqual(await page.locator('#requests-rows tr').evaluateAll((trs) => trs.map((t) => t.dataset.requestId)), [keys.ids[1].id]));
