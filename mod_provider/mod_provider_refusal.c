@@ -4,14 +4,14 @@
  * "Recent requests" of the cabinet without a write of their own: a request
  * that ends so queues its refusal in the child's queue (prov_refusal.h:
  * folded per key, error code and second, capped at PROV_REFUSALS_CAP rows),
- * and a thread per child writes the queue once a second (the rows of
+ * and a thread per child (mod_provider_bgthread.h) writes the queue once a second (the rows of
  * seconds that are over) in one transaction per database, with a
  * connection of its own. What the cap dropped is said
  * at most once a minute (PROV01401). A refusal of an unknown or deleted key
  * has no owner and is never recorded; a request that took a hold has its
  * ledger row instead. */
-#include "apr_thread_proc.h"
 #include "mod_provider.h"
+#include "mod_provider_bgthread.h"
 #include "mod_provider_refusal.h"
 #include "mod_provider_db.h"
 #include "prov_refusal.h"
@@ -23,8 +23,6 @@ APLOG_USE_MODULE(provider);
 typedef struct refusal_writer_t {
     server_rec *s;
     prov_refusals_t *queue;
-    apr_thread_t *thread;
-    volatile int stop;
     apr_int64_t dropped;        /* not said yet */
     apr_time_t said_at;
 } refusal_writer_t;
@@ -114,29 +112,23 @@ static void flush(refusal_writer_t *w, apr_int64_t now, apr_pool_t *p)
     }
 }
 
-static void *APR_THREAD_FUNC writer_main(apr_thread_t *thread, void *data)
+static void writer_tick(provider_bgthread_t *t, void *baton, apr_pool_t *p)
+{
+    (void)t;
+    flush(baton, prov_now(), p);
+}
+
+/* After the thread is joined (registered before it, so run after its
+ * stop): what is left when the child stops. */
+static apr_status_t writer_last(void *data)
 {
     refusal_writer_t *w = data;
     apr_pool_t *p = NULL;
-    apr_pool_create(&p, NULL);
-    while (!w->stop) {
-        apr_sleep(apr_time_from_sec(1));
-        flush(w, prov_now(), p);
-        apr_pool_clear(p);
-    }
-    flush(w, APR_INT64_MAX, p);         /* the child stops: what is left */
-    apr_pool_destroy(p);
-    (void)thread;           /* a return, not apr_thread_exit (ASan) */
-    return NULL;
-}
-
-static apr_status_t writer_stop(void *data)
-{
-    refusal_writer_t *w = data;
-    apr_status_t ignored;
-    w->stop = 1;
-    apr_thread_join(&ignored, w->thread);
     writer = NULL;
+    if (apr_pool_create(&p, NULL) == APR_SUCCESS) {
+        flush(w, APR_INT64_MAX, p);
+        apr_pool_destroy(p);
+    }
     return APR_SUCCESS;
 }
 
@@ -149,13 +141,14 @@ void provider_refusal_start(server_rec *s, apr_pool_t *pchild)
     w = apr_pcalloc(pchild, sizeof(*w));
     w->s = s;
     rv = prov_refusals_create(&w->queue, PROV_REFUSALS_CAP, pchild);
-    if (rv == APR_SUCCESS)
-        rv = apr_thread_create(&w->thread, NULL, writer_main, w, pchild);
+    if (rv == APR_SUCCESS) {
+        apr_pool_pre_cleanup_register(pchild, w, writer_last);
+        rv = provider_bgthread_start(NULL, writer_tick, w, apr_time_from_sec(1), pchild);
+    }
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "PROV01402: no refusal writer thread "
                      "in this child: its refusals are not listed in the recent requests");
         return;
     }
     writer = w;
-    apr_pool_pre_cleanup_register(pchild, w, writer_stop);
 }
