@@ -91,13 +91,13 @@ autoreconf -fi
 make -j2
 
 pgsql=${PROVIDER_TEST_PGSQL:-}
-phase "make check (unit, providerctl, integration on SQLite, clients)"
 
 # Prints, first, what failed (node's "failing tests" summary, CUnit's and
 # TAP's failure lines: a reader of only the first lines of CI's output sees
-# the cause), then test-suite.log and the full log of each failed suite
-# among $@.
-print_failures() {
+# the cause), then SUITE_LOG (make check's test-suite.log) and the full log
+# of each failed suite among LOG...
+print_failures() {  # print_failures SUITE_LOG LOG...
+  suite_log=$1; shift
   for l in "$@"; do
     if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
       echo "==================== what failed in $l ===================="
@@ -105,8 +105,8 @@ print_failures() {
         grep -E 'unexpected server problems|^ +error log: |^ +apache2 |^ +mockgw ' "$l"; } | head -n 120
     fi
   done
-  echo "==================== test-suite.log ===================="
-  cat test-suite.log 2>/dev/null || true
+  echo "==================== $suite_log ===================="
+  cat "$suite_log" 2>/dev/null || true
   for l in "$@"; do
     if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
       echo "==================== $l ===================="
@@ -123,29 +123,59 @@ keep_log() {  # keep_log FROM TO (both *.log)
 }
 
 status=0
-env -u PROVIDER_TEST_PGSQL make -j1 check || status=$?
-keep_log tests/integration/run.log tests/integration/run-sqlite.log
-logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/cli/providerctl_billing.log tests/cli/providerctl_hold.log tests/cli/providerctl_sessions.log tests/cli/providerctl_favorites.log tests/cli/providerctl_audit.log tests/cli/providerctl_man.log tests/integration/run-sqlite.log tests/clients/run.log"
-if [ "$status" -ne 0 ]; then
-  print_failures $logs
+# make check's programs and its check-local (log tags), once, and the npm
+# packages of tests/ (npm ci, as run.sh would), before two suites that use
+# them run at once.
+phase "make check's programs, npm ci"
+make -j2 check TESTS= >/dev/null
+if [ ! -f tests/node_modules/.package-lock.json ] \
+   || ! cmp -s tests/node_modules/.prov-lock tests/package-lock.json; then
+  npm ci --prefix tests --no-audit --no-fund --loglevel=error
+  cp tests/package-lock.json tests/node_modules/.prov-lock
 fi
 
-# The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan, each
-# run for a short smoke time, two at a time (about a minute); a crash, a leak
-# or a broken invariant fails the run. Each harness is one test case.
-echo "==================== fuzz smoke ===================="
-phase "fuzz smoke"
-fuzz_status=0
-if make fuzz >tests/fuzz/build.log 2>&1; then
-  sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || fuzz_status=$?
-  cat tests/fuzz/smoke.log
-else
-  fuzz_status=$?
-  tail -n 30 tests/fuzz/build.log
-fi
-logs="$logs tests/fuzz/smoke.log"
-if [ "$fuzz_status" -ne 0 ]; then
-  status=$fuzz_status
+# make check's suites but the integration suite (the unit tests, providerctl's,
+# the clients), then the fuzz smoke: beside the integration suite on SQLite,
+# in the background at nice 10 (the integration suite's servers mostly wait;
+# they keep the CPU they need).
+side_tests=
+for t in $(make -s print-tests | tail -n 1); do
+  [ "$t" = tests/integration/run.sh ] || side_tests="$side_tests $t"
+done
+side_tests=${side_tests# }
+bg_t=$(date +%s)
+echo "scripts/test.sh: background make check ($side_tests), fuzz smoke: starts at $(date -u +%H:%M:%S) UTC, $((bg_t - run_start)) s into the run"
+(
+  rc=0
+  nice -n 10 env -u PROVIDER_TEST_PGSQL make -j1 check TESTS="$side_tests" \
+    TEST_SUITE_LOG=tests/side-suite.log || rc=$?
+  echo "scripts/test.sh: background make check: $(( $(date +%s) - bg_t )) s"
+  # The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan,
+  # each run for a short smoke time, two at a time (about a minute); a
+  # crash, a leak or a broken invariant fails the run. Each harness is one
+  # test case.
+  echo "==================== fuzz smoke ===================="
+  t=$(date +%s)
+  if nice -n 10 make fuzz >tests/fuzz/build.log 2>&1; then
+    nice -n 10 sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || rc=$?
+    cat tests/fuzz/smoke.log
+  else
+    rc=1
+    tail -n 30 tests/fuzz/build.log
+    echo "not ok 1 - make fuzz" >tests/fuzz/smoke.log
+  fi
+  echo "scripts/test.sh: background fuzz smoke (its build too): $(( $(date +%s) - t )) s"
+  echo "$rc $(( $(date +%s) - bg_t ))" >tests/side.log.rc
+) >tests/side.log 2>&1 </dev/null &
+side_pid=$!
+
+phase "integration suite on SQLite"
+sqlite_status=0
+env -u PROVIDER_TEST_PGSQL make -j1 check TESTS=tests/integration/run.sh || sqlite_status=$?
+keep_log tests/integration/run.log tests/integration/run-sqlite.log
+if [ "$sqlite_status" -ne 0 ]; then
+  print_failures test-suite.log tests/integration/run-sqlite.log
+  status=$sqlite_status
 fi
 
 # The integration suite again, on PostgreSQL.
@@ -155,16 +185,28 @@ if [ "$pgsql" = 1 ]; then
   pg_status=0
   PROVIDER_TEST_PGSQL=1 make -j1 check TESTS=tests/integration/run.sh || pg_status=$?
   keep_log tests/integration/run.log tests/integration/run-pgsql.log
-  logs="$logs tests/integration/run-pgsql.log"
   if [ "$pg_status" -ne 0 ]; then
-    print_failures tests/integration/run-pgsql.log
+    print_failures test-suite.log tests/integration/run-pgsql.log
     status=$pg_status
   fi
 fi
 
 phase ""
 
-# The background jobs.
+# The background jobs. make check's logs: the suite's name with .log.
+logs=tests/integration/run-sqlite.log
+if [ "$pgsql" = 1 ]; then logs="$logs tests/integration/run-pgsql.log"; fi
+side_logs=
+for t in $side_tests; do
+  side_logs="$side_logs ${t%.sh}.log"
+done
+side_status=0
+bg_wait "make check ($side_tests), fuzz smoke" tests/side.log "$side_pid" || side_status=$?
+if [ "$side_status" -ne 0 ]; then
+  print_failures tests/side-suite.log $side_logs
+  status=$side_status
+fi
+logs="$logs $side_logs tests/fuzz/smoke.log"
 deb_status=0
 bg_wait "Debian package" tests/package/deb.log "$deb_pid" || deb_status=$?
 logs="$logs tests/package/deb.log"
