@@ -8,15 +8,17 @@
 # and providerctl tests under valgrind (scripts/valgrind.sh).
 # With PROVIDER_TEST_PGSQL=1 (CI sets it: .ci/run) the integration suite then
 # runs a second time on PostgreSQL (a throwaway cluster, see
-# tests/integration/lib/pg.js); the first `make check` is always on SQLite.
+# tests/integration/lib/pg.js); the first run is always on SQLite.
 # Prints the logs of whatever failed and a closing "N passed, N failed" line
 # counted over the individual test cases of every run; exits non-zero on any
 # failure. Each phase prints when it starts and how long it took.
-# The Debian package test and the valgrind run (each builds a copy of the
-# tree) run in the background at the lowest CPU priority (nice 19)
-# from the start, while the foreground's tests mostly wait on their servers:
-# they take only the CPU the foreground leaves, and their logs are printed
-# at the end.
+# The integration suites are the run's length (they mostly wait on their
+# servers: a quarter of a core, measured); the rest runs beside them, in the
+# background, at a lower CPU priority so that the integration suites keep
+# the CPU they need: from the start, the Debian package test and the
+# valgrind run (each builds a copy of the tree) at nice 19; after the build,
+# make check's other suites and then the fuzz smoke at nice 10. Their logs
+# are printed when they end.
 set -eu
 
 cd "$(dirname "$0")/.."
