@@ -129,11 +129,18 @@ status=0
 # packages of tests/ (npm ci, as run.sh would), before two suites that use
 # them run at once.
 phase "make check's programs, npm ci"
-make -j2 check TESTS= >/dev/null
+if ! make -j2 check TESTS= >tests/check-programs.log 2>&1; then
+  tail -n 40 tests/check-programs.log
+  status=1
+fi
 if [ ! -f tests/node_modules/.package-lock.json ] \
    || ! cmp -s tests/node_modules/.prov-lock tests/package-lock.json; then
-  npm ci --prefix tests --no-audit --no-fund --loglevel=error
-  cp tests/package-lock.json tests/node_modules/.prov-lock
+  if npm ci --prefix tests --no-audit --no-fund --loglevel=error; then
+    cp tests/package-lock.json tests/node_modules/.prov-lock
+  else
+    echo "scripts/test.sh: npm ci failed" >&2
+    status=1
+  fi
 fi
 
 # make check's suites but the integration suite (the unit tests, providerctl's,
