@@ -4,23 +4,86 @@
 # AddressSanitizer/UBSan, and runs `make check` (the CUnit unit tests, the
 # integration suite against a real apache2, the client compatibility suite),
 # a smoke run of the libFuzzer harnesses (tests/fuzz, built with clang) and
-# the Debian package test (tests/package/deb.sh: root only).
+# the Debian package test (tests/package/deb.sh: root only), and the unit
+# and providerctl tests under valgrind (scripts/valgrind.sh).
 # With PROVIDER_TEST_PGSQL=1 (CI sets it: .ci/run) the integration suite then
 # runs a second time on PostgreSQL (a throwaway cluster, see
-# tests/integration/lib/pg.js); the first `make check` is always on SQLite.
+# tests/integration/lib/pg.js); the first run is always on SQLite.
 # Prints the logs of whatever failed and a closing "N passed, N failed" line
 # counted over the individual test cases of every run; exits non-zero on any
-# failure.
+# failure. Each phase prints when it starts and how long it took.
+# The integration suites are the run's length (they mostly wait on their
+# servers: a quarter of a core, measured); the rest runs beside them, in the
+# background, at a lower CPU priority so that the integration suites keep
+# the CPU they need: from the start, the Debian package test and the
+# valgrind run (each builds a copy of the tree) at nice 19; after the build,
+# make check's other suites and then the fuzz smoke at nice 10. Their logs
+# are printed when they end.
 set -eu
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
+run_start=$(date +%s)
+phase_name=""
+phase_t=$run_start
+# phase NAME: the current phase ends (its time is printed) and NAME starts
+# ("" only ends the current one).
+phase() {
+  now=$(date +%s)
+  if [ -n "$phase_name" ]; then
+    echo "scripts/test.sh: phase $phase_name: $((now - phase_t)) s"
+  fi
+  phase_name=$1
+  phase_t=$now
+  if [ -n "$1" ]; then
+    echo "scripts/test.sh: phase $1: starts at $(date -u +%H:%M:%S) UTC, $((now - run_start)) s into the run"
+  fi
+}
+# idle CMD...: CMD at the lowest CPU priority (its children too; not
+# SCHED_IDLE, which can starve them for seconds: deb.sh waits 5 s at most).
+idle() {
+  nice -n 19 "$@"
+}
+# bg NAME LOG CMD...: CMD in the background at the lowest priority, its output in
+# LOG, "STATUS SECONDS" in LOG.rc when it ends.
+bg() {
+  bg_name=$1 bg_log=$2; shift 2
+  rm -f "$bg_log" "$bg_log.rc"
+  echo "scripts/test.sh: background $bg_name: starts at $(date -u +%H:%M:%S) UTC, $(( $(date +%s) - run_start )) s into the run"
+  ( t=$(date +%s); rc=0; idle "$@" >"$bg_log" 2>&1 </dev/null || rc=$?
+    echo "$rc $(( $(date +%s) - t ))" >"$bg_log.rc" ) &
+}
+# bg_wait NAME LOG PID: waits for a background job, prints its log and time;
+# returns its status.
+bg_wait() {
+  wait "$3" || true
+  echo "==================== $1 ===================="
+  cat "$2" 2>/dev/null || true
+  set -- "$1" "$2" $(cat "$2.rc" 2>/dev/null || echo "1 0")
+  echo "scripts/test.sh: background $1: $4 s (ended $(( $(date +%s) - run_start )) s into the run), status $3"
+  return "$3"
+}
 
 if [ "$(id -u)" = 0 ]; then
   sh scripts/install-deps.sh
 else
   echo "scripts/test.sh: not root: skipping scripts/install-deps.sh (packages must be installed)" >&2
 fi
+
+# The Debian package as an operator installs it (tests/package/deb.sh:
+# builds it from a copy of the tree, installs it, serves and charges one chat
+# completion through the system apache2, purges it). Root only: as another
+# user it fails, it does not skip. The same unit and providerctl tests under
+# valgrind, in a copy of the tree built without sanitizers (the two cannot
+# share a process). Both in the background, from the start.
+bg "Debian package" tests/package/deb.log env PROV_SRCDIR="$root" sh tests/package/deb.sh
+deb_pid=$!
+bg valgrind tests/valgrind.log sh scripts/valgrind.sh -j 2
+vg_pid=$!
+# However the run ends (a failed build exits here and now), it waits for
+# them: the package test restores the machine when it ends.
+trap 'wait' EXIT
+phase build
 
 # A clean tree: objects of an earlier build (say the demo's, without
 # sanitizers) are not rebuilt when only the flags change.
@@ -33,9 +96,10 @@ pgsql=${PROVIDER_TEST_PGSQL:-}
 
 # Prints, first, what failed (node's "failing tests" summary, CUnit's and
 # TAP's failure lines: a reader of only the first lines of CI's output sees
-# the cause), then test-suite.log and the full log of each failed suite
-# among $@.
-print_failures() {
+# the cause), then SUITE_LOG (make check's test-suite.log) and the full log
+# of each failed suite among LOG...
+print_failures() {  # print_failures SUITE_LOG LOG...
+  suite_log=$1; shift
   for l in "$@"; do
     if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
       echo "==================== what failed in $l ===================="
@@ -43,8 +107,8 @@ print_failures() {
         grep -E 'unexpected server problems|^ +error log: |^ +apache2 |^ +mockgw ' "$l"; } | head -n 120
     fi
   done
-  echo "==================== test-suite.log ===================="
-  cat test-suite.log 2>/dev/null || true
+  echo "==================== $suite_log ===================="
+  cat "$suite_log" 2>/dev/null || true
   for l in "$@"; do
     if [ -f "$l" ] && grep -q ':test-result: \(FAIL\|ERROR\|XPASS\)' "${l%.log}.trs" 2>/dev/null; then
       echo "==================== $l ===================="
@@ -61,54 +125,108 @@ keep_log() {  # keep_log FROM TO (both *.log)
 }
 
 status=0
-env -u PROVIDER_TEST_PGSQL make -j1 check || status=$?
+# make check's programs and its check-local (log tags), once, and the npm
+# packages of tests/ (npm ci, as run.sh would), before two suites that use
+# them run at once.
+phase "make check's programs, npm ci"
+if ! make -j2 check TESTS= >tests/check-programs.log 2>&1; then
+  tail -n 40 tests/check-programs.log
+  status=1
+fi
+if [ ! -f tests/node_modules/.package-lock.json ] \
+   || ! cmp -s tests/node_modules/.prov-lock tests/package-lock.json; then
+  if npm ci --prefix tests --no-audit --no-fund --loglevel=error; then
+    cp tests/package-lock.json tests/node_modules/.prov-lock
+  else
+    echo "scripts/test.sh: npm ci failed" >&2
+    status=1
+  fi
+fi
+
+# make check's suites but the integration suite (the unit tests, providerctl's,
+# the clients), then the fuzz smoke: beside the integration suite on SQLite,
+# in the background at nice 10 (the integration suite's servers mostly wait;
+# they keep the CPU they need).
+side_tests=
+for t in $(make -s print-tests | tail -n 1); do
+  [ "$t" = tests/integration/run.sh ] || side_tests="$side_tests $t"
+done
+side_tests=${side_tests# }
+bg_t=$(date +%s)
+echo "scripts/test.sh: background make check ($side_tests), fuzz smoke: starts at $(date -u +%H:%M:%S) UTC, $((bg_t - run_start)) s into the run"
+(
+  rc=0
+  nice -n 10 env -u PROVIDER_TEST_PGSQL make -j1 check TESTS="$side_tests" \
+    TEST_SUITE_LOG=tests/side-suite.log || rc=$?
+  echo "scripts/test.sh: background make check: $(( $(date +%s) - bg_t )) s"
+  # The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan,
+  # each run for a short smoke time, two at a time (about a minute); a
+  # crash, a leak or a broken invariant fails the run. Each harness is one
+  # test case.
+  echo "==================== fuzz smoke ===================="
+  t=$(date +%s)
+  if nice -n 10 make fuzz >tests/fuzz/build.log 2>&1; then
+    nice -n 10 sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || rc=$?
+    cat tests/fuzz/smoke.log
+  else
+    rc=1
+    tail -n 30 tests/fuzz/build.log
+    echo "not ok 1 - make fuzz" >tests/fuzz/smoke.log
+  fi
+  echo "scripts/test.sh: background fuzz smoke (its build too): $(( $(date +%s) - t )) s"
+  echo "$rc $(( $(date +%s) - bg_t ))" >tests/side.log.rc
+) >tests/side.log 2>&1 </dev/null &
+side_pid=$!
+
+phase "integration suite on SQLite"
+sqlite_status=0
+env -u PROVIDER_TEST_PGSQL make -j1 check TESTS=tests/integration/run.sh || sqlite_status=$?
 keep_log tests/integration/run.log tests/integration/run-sqlite.log
-logs="tests/unit/unit_tests.log tests/cli/providerctl.log tests/cli/providerctl_billing.log tests/cli/providerctl_hold.log tests/cli/providerctl_sessions.log tests/cli/providerctl_favorites.log tests/cli/providerctl_audit.log tests/cli/providerctl_man.log tests/integration/run-sqlite.log tests/clients/run.log"
-if [ "$status" -ne 0 ]; then
-  print_failures $logs
-fi
-
-# The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan, each
-# run for a short smoke time, two at a time (about a minute); a crash, a leak
-# or a broken invariant fails the run. Each harness is one test case.
-echo "==================== fuzz smoke ===================="
-fuzz_status=0
-if make fuzz >tests/fuzz/build.log 2>&1; then
-  sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || fuzz_status=$?
-  cat tests/fuzz/smoke.log
-else
-  fuzz_status=$?
-  tail -n 30 tests/fuzz/build.log
-fi
-logs="$logs tests/fuzz/smoke.log"
-if [ "$fuzz_status" -ne 0 ]; then
-  status=$fuzz_status
-fi
-
-# The Debian package as an operator installs it (tests/package/deb.sh:
-# builds it, installs it, serves and charges one chat completion through the
-# system apache2, purges it; about two minutes). Root only: as another user
-# it fails, it does not skip.
-echo "==================== Debian package ===================="
-deb_status=0
-PROV_SRCDIR="$root" sh tests/package/deb.sh >tests/package/deb.log 2>&1 || deb_status=$?
-cat tests/package/deb.log
-logs="$logs tests/package/deb.log"
-if [ "$deb_status" -ne 0 ]; then
-  status=$deb_status
+if [ "$sqlite_status" -ne 0 ]; then
+  print_failures test-suite.log tests/integration/run-sqlite.log
+  status=$sqlite_status
 fi
 
 # The integration suite again, on PostgreSQL.
 if [ "$pgsql" = 1 ]; then
   echo "==================== integration suite on PostgreSQL ===================="
+  phase "integration suite on PostgreSQL"
   pg_status=0
   PROVIDER_TEST_PGSQL=1 make -j1 check TESTS=tests/integration/run.sh || pg_status=$?
   keep_log tests/integration/run.log tests/integration/run-pgsql.log
-  logs="$logs tests/integration/run-pgsql.log"
   if [ "$pg_status" -ne 0 ]; then
-    print_failures tests/integration/run-pgsql.log
+    print_failures test-suite.log tests/integration/run-pgsql.log
     status=$pg_status
   fi
+fi
+
+phase ""
+
+# The background jobs. make check's logs: the suite's name with .log.
+logs=tests/integration/run-sqlite.log
+if [ "$pgsql" = 1 ]; then logs="$logs tests/integration/run-pgsql.log"; fi
+side_logs=
+for t in $side_tests; do
+  side_logs="$side_logs ${t%.sh}.log"
+done
+side_status=0
+bg_wait "make check ($side_tests), fuzz smoke" tests/side.log "$side_pid" || side_status=$?
+if [ "$side_status" -ne 0 ]; then
+  print_failures tests/side-suite.log $side_logs
+  status=$side_status
+fi
+logs="$logs $side_logs tests/fuzz/smoke.log"
+deb_status=0
+bg_wait "Debian package" tests/package/deb.log "$deb_pid" || deb_status=$?
+logs="$logs tests/package/deb.log"
+if [ "$deb_status" -ne 0 ]; then
+  status=$deb_status
+fi
+vg_status=0
+bg_wait valgrind tests/valgrind.log "$vg_pid" || vg_status=$?
+logs="$logs tests/valgrind.log"
+if [ "$vg_status" -ne 0 ]; then
+  status=$vg_status
 fi
 
 # Count test cases of every run: node's runner ("# pass N" / "ℹ pass N"),
@@ -122,6 +240,11 @@ for l in $logs; do
       # CUnit:  "tests   42   42   41    1        0"  (Type Total Ran Passed Failed Inactive)
       set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
       passed=$((passed + $1)); failed=$((failed + $2)) ;;
+    *valgrind.log)
+      # CUnit's run summary and the providerctl scripts' TAP lines, under valgrind
+      set -- $(awk '$1 == "tests" && NF >= 5 { print $4, $5 }' "$l" | tail -n 1) 0 0
+      p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
+      passed=$((passed + $1 + p)); failed=$((failed + $2 + f)) ;;
     *providerctl*.log|*fuzz/smoke.log|*package/deb.log)
       # TAP: "ok N - ..." / "not ok N - ..."
       p=$(grep -c '^ok ' "$l" || true); f=$(grep -c '^not ok ' "$l" || true)
@@ -135,17 +258,7 @@ done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1   # a suite failed without a countable test case (build, crash, setup)
 fi
-echo "scripts/test.sh: $passed passed, $failed failed"
-
-# The same unit and providerctl tests under valgrind, in a build without
-# sanitizers (the two cannot share a process).
-if [ "$status" -eq 0 ]; then
-  echo "==================== valgrind ===================="
-  make distclean >/dev/null 2>&1 || true
-  ./configure --enable-werror >/dev/null
-  make -j2 >/dev/null
-  make check-valgrind || status=$?
-fi
+echo "scripts/test.sh: $passed passed, $failed failed ($(( $(date +%s) - run_start )) s)"
 if [ "$status" -ne 0 ]; then
   echo "scripts/test.sh: FAILED" >&2
 fi

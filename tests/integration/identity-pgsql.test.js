@@ -10,6 +10,9 @@
 // here too, and the billing engine's (core/billing's batches, and the
 // statements core/store builds for them, several to a round trip), and the
 // spend alerts' (core/alert: the scan's statements and the outbox).
+// On PostgreSQL whatever the run's mode, so scripts/test.sh's PostgreSQL
+// run leaves it out (run.sh):
+// backends: sqlite
 
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -9,6 +9,9 @@
 // across both at a key, a balance and a plan window that fit exactly 10
 // holds: 10 succeed in total, the rest get their limit's code, nothing stays
 // reserved.
+// On its own cluster whatever the run's mode, so scripts/test.sh's
+// PostgreSQL run leaves it out (run.sh):
+// backends: sqlite
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';

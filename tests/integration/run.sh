@@ -17,6 +17,10 @@
 # (lib/pg.js: initdb + pg_ctl on a free loopback port, socket in a temp dir)
 # serves the whole run, each stack gets a fresh database in it, and the
 # cluster is stopped (and checked gone) when the run ends, however it ends.
+# A file whose header has the line "// backends: sqlite" is left out of this
+# run (it says so): it does not depend on the run's database, and
+# scripts/test.sh's SQLite run, which always comes first, runs it
+# (tests/integration/README.md lists these files and why).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,6 +89,11 @@ if node --help 2>/dev/null | grep -q -- '--test-reporter'; then
   flags="$flags --test-reporter=spec"
 fi
 status=0
+# sqlite_only FILE: true when FILE is left out of this run (above).
+sqlite_only() {
+  [ "${PROVIDER_TEST_PGSQL:-}" = 1 ] && head -n 40 "$1" | grep -qx '// backends: sqlite' || return 1
+  echo "tests/integration/run.sh: ${1#"$here"/}: on SQLite only (// backends: sqlite)"
+}
 # Every file runs in a network namespace whose only interface is loopback
 # (PostgreSQL's socket is a file: reachable from there too): the service,
 # its gateway, the identity providers, the MCP and OAuth clients and the
@@ -113,16 +122,21 @@ isolated() {
   fi
   return $rc
 }
+set --
+for f in "$here"/*.test.js; do
+  sqlite_only "$f" || set -- "$@" "$f"
+done
 if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then
-  isolated $flags --test-concurrency=1 "$here"/*.test.js || status=1
+  isolated $flags --test-concurrency=1 "$@" || status=1
 else
-  for f in "$here"/*.test.js; do
+  for f in "$@"; do
     isolated $flags "$f" || status=1
   done
 fi
 # The browser tests, one file at a time, each in a namespace of its own.
 for f in "$here"/browser/*.test.js; do
   [ -f "$f" ] || continue
+  sqlite_only "$f" && continue
   isolated $flags "$f" || status=1
 done
 if [ -n "$pgdir" ]; then
