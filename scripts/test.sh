@@ -12,13 +12,11 @@
 # Prints the logs of whatever failed and a closing "N passed, N failed" line
 # counted over the individual test cases of every run; exits non-zero on any
 # failure. Each phase prints when it starts and how long it took.
-# The integration suites are the run's length (they mostly wait on their
-# servers: a quarter of a core, measured); the rest runs beside them, in the
-# background, at a lower CPU priority so that the integration suites keep
-# the CPU they need: from the start, the Debian package test and the
-# valgrind run (each builds a copy of the tree) at nice 19; after the build,
-# make check's other suites and then the fuzz smoke at nice 10. Their logs
-# are printed when they end.
+# The integration suites mostly wait on their servers (a quarter of a core,
+# measured): the Debian package test and the valgrind run (each builds a
+# copy of the tree) run beside the whole run, in the background from the
+# start, at nice 19 so that the tests keep the CPU they need. Their logs are
+# printed when they end.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -144,40 +142,32 @@ if [ ! -f tests/node_modules/.package-lock.json ] \
 fi
 
 # make check's suites but the integration suite (the unit tests, providerctl's,
-# the clients), then the fuzz smoke: beside the integration suite on SQLite,
-# in the background at nice 10 (the integration suite's servers mostly wait;
-# they keep the CPU they need).
+# the clients), then the fuzz smoke, in the foreground, one make check at a
+# time (two at once in one tree lost logs once; the clients' terminal tests
+# and the integration suite's timing tests want the CPU to themselves, the
+# nice 19 jobs aside).
 side_tests=
 for t in $(make -s print-tests | tail -n 1); do
   [ "$t" = tests/integration/run.sh ] || side_tests="$side_tests $t"
 done
 side_tests=${side_tests# }
-bg_t=$(date +%s)
-echo "scripts/test.sh: background make check ($side_tests), fuzz smoke: starts at $(date -u +%H:%M:%S) UTC, $((bg_t - run_start)) s into the run"
-(
-  rc=0
-  nice -n 10 env -u PROVIDER_TEST_PGSQL make -j1 check TESTS="$side_tests" \
-    TEST_SUITE_LOG=tests/side-suite.log || rc=$?
-  echo "scripts/test.sh: background make check: $(( $(date +%s) - bg_t )) s"
-  # The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan,
-  # each run for a short smoke time, two at a time (about a minute); a
-  # crash, a leak or a broken invariant fails the run. Each harness is one
-  # test case.
-  echo "==================== fuzz smoke ===================="
-  t=$(date +%s)
-  if nice -n 10 make fuzz >tests/fuzz/build.log 2>&1; then
-    nice -n 10 sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || rc=$?
-    cat tests/fuzz/smoke.log
-  else
-    rc=1
-    tail -n 30 tests/fuzz/build.log
-    echo "not ok 1 - make fuzz" >tests/fuzz/smoke.log
-  fi
-  echo "scripts/test.sh: background fuzz smoke (its build too): $(( $(date +%s) - t )) s"
-  echo "$rc $(( $(date +%s) - bg_t ))" >tests/side.log.rc
-) >tests/side.log 2>&1 </dev/null &
-side_pid=$!
-
+phase "make check ($side_tests)"
+side_status=0
+env -u PROVIDER_TEST_PGSQL make -j1 check TESTS="$side_tests" \
+  TEST_SUITE_LOG=tests/side-suite.log || side_status=$?
+# The fuzzing harnesses (tests/fuzz): built with clang, ASan and UBSan, each
+# run for a short smoke time, two at a time (about a minute); a crash, a leak
+# or a broken invariant fails the run. Each harness is one test case.
+echo "==================== fuzz smoke ===================="
+phase "fuzz smoke (its build too)"
+if make fuzz >tests/fuzz/build.log 2>&1; then
+  sh tests/fuzz/run.sh -t 10 -j 2 -o "$root/tests/fuzz/bin" >tests/fuzz/smoke.log 2>&1 || side_status=$?
+  cat tests/fuzz/smoke.log
+else
+  side_status=1
+  tail -n 30 tests/fuzz/build.log
+  echo "not ok 1 - make fuzz" >tests/fuzz/smoke.log
+fi
 phase "integration suite on SQLite"
 sqlite_status=0
 env -u PROVIDER_TEST_PGSQL make -j1 check TESTS=tests/integration/run.sh || sqlite_status=$?
@@ -209,8 +199,6 @@ side_logs=
 for t in $side_tests; do
   side_logs="$side_logs ${t%.sh}.log"
 done
-side_status=0
-bg_wait "make check ($side_tests), fuzz smoke" tests/side.log "$side_pid" || side_status=$?
 if [ "$side_status" -ne 0 ]; then
   print_failures tests/side-suite.log $side_logs
   status=$side_status
