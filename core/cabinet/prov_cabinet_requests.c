@@ -93,16 +93,12 @@ apr_status_t prov_cabinet_requests_args(prov_cabinet_requests_q_t *q, prov_error
     return APR_SUCCESS;
 }
 
-/* One row: l.id, request_id, created_at, key_id, key name, model, transport,
- * status, the four token kinds, credits, plan_credits, source. */
-static json_object *request_json(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+/* The columns both tables' rows start with (after their own id): request_id,
+ * created_at, key_id, key name, model, transport; a new object. */
+static json_object *row_head_json(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
 {
-    static const char *const tok[] = { "input_tokens", "output_tokens", "cache_tokens",
-                                       "reasoning_tokens" };
     json_object *o = json_object_new_object();
     const char *v;
-    prov_status_e st;
-    int i;
     json_object_object_add(o, "request_id", json_object_new_string(
                                (v = prov_store_get(s, row, 1)) ? v : ""));
     json_object_object_add(o, "created_at", json_object_new_string(
@@ -114,6 +110,19 @@ static json_object *request_json(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t
                                (v = prov_store_get(s, row, 5)) ? v : ""));
     json_object_object_add(o, "transport", json_object_new_string(
                                (v = prov_store_get(s, row, 6)) ? v : ""));
+    return o;
+}
+
+/* One row: l.id, request_id, created_at, key_id, key name, model, transport,
+ * status, the four token kinds, credits, plan_credits, source. */
+static json_object *request_json(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t *p)
+{
+    static const char *const tok[] = { "input_tokens", "output_tokens", "cache_tokens",
+                                       "reasoning_tokens" };
+    json_object *o = row_head_json(s, row, p);
+    const char *v;
+    prov_status_e st;
+    int i;
     v = prov_store_get(s, row, 7);
     json_object_object_add(o, "status", json_object_new_string(v ? v : ""));
     json_object_object_add(o, "status_text", v && prov_ledger_status_parse(&st, v) == APR_SUCCESS
@@ -139,21 +148,10 @@ static json_object *refusal_json(prov_store_t *s, apr_dbd_row_t *row, apr_pool_t
 {
     static const char *const tok[] = { "input_tokens", "output_tokens", "cache_tokens",
                                        "reasoning_tokens" };
-    json_object *o = json_object_new_object();
-    const char *v, *code = prov_store_get(s, row, 8);
+    json_object *o = row_head_json(s, row, p);
+    const char *code = prov_store_get(s, row, 8);
     apr_int64_t http = prov_store_get_i64(s, row, 7, 0);
     int i;
-    json_object_object_add(o, "request_id", json_object_new_string(
-                               (v = prov_store_get(s, row, 1)) ? v : ""));
-    json_object_object_add(o, "created_at", json_object_new_string(
-                               prov_cabinet_time(prov_store_get_i64(s, row, 2, 0), p)));
-    json_object_object_add(o, "key_id", prov_cabinet_id(prov_store_get_i64(s, row, 3, 0), p));
-    v = prov_store_get(s, row, 4);
-    json_object_object_add(o, "key_name", v && *v ? json_object_new_string(v) : NULL);
-    json_object_object_add(o, "model", json_object_new_string(
-                               (v = prov_store_get(s, row, 5)) ? v : ""));
-    json_object_object_add(o, "transport", json_object_new_string(
-                               (v = prov_store_get(s, row, 6)) ? v : ""));
     json_object_object_add(o, "status", json_object_new_string("refused"));
     json_object_object_add(o, "status_text", json_object_new_string(apr_psprintf(
         p, "refused by the service before it reached the gateway (HTTP %" APR_INT64_T_FMT
