@@ -270,13 +270,14 @@ describe('refusals before the reservation in GET /v1/requests', { timeout: 18000
       assert.equal((await stack.chat(k.secret, fullBody())).status, 200);
     }
     const leased = () => Number(stack.sql(`SELECT COUNT(*) AS n FROM billing_leases WHERE key_id = ${k.id}`)[0].n);
-    assert.equal(leased(), 1, 'a lease of the key is open');
+    // (one per child that served them: the stack may have several)
+    assert.ok(leased() >= 1, 'a lease of the key is open');
     await eventually(async () => {
       const [l] = stack.sql(`SELECT CAST(COALESCE(SUM(CASE WHEN status = 'reserved' THEN reserved ELSE credits END), 0)
         AS TEXT) AS s FROM ledger WHERE key_id = ${k.id}`);
       const used = (await api(alice, 'GET', '/v1/keys')).json.data.find((x) => x.id === String(k.id)).week_used;
       const shown = stack.ctlJSON('key', 'show', String(k.id)).spent_7d;
-      assert.equal(leased(), 1, 'the lease is still open');
+      assert.ok(leased() >= 1, 'the lease is still open');
       const held = bucketSum(stack, 'key:h', k.id);
       assert.ok(held > BigInt(l.s), 'the buckets hold the lease besides');
       assert.equal(Math.round(used * 1e6), Number(l.s), 'the cabinet: charged + open holds');
