@@ -17,7 +17,7 @@ import {
   MESSAGES_UPSTREAMS, seedMessagesCatalog, messages, messagesBody, messagesStream,
 } from './lib/messages.js';
 
-// docs/operations.md's line, as an operator copies it.
+// The README's and docs/operations.md's line, as an operator copies it.
 const FORMAT = 'LogFormat "%h %t \\"%r\\" %>s %D %{provider-request-id}n %{provider-key}n '
   + '%{provider-model}n %{provider-credits}n %{provider-tokens-in}n %{provider-tokens-out}n '
   + '%{provider-tokens-cache}n %{provider-tokens-reasoning}n %{provider-hold}n '
