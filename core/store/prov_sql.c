@@ -242,17 +242,6 @@ static const prov_stmt_def_t statements[] = {
       "AND (CAST(%lld AS BIGINT) = 0 OR l.key_id = %lld) "
       "AND (CAST(%s AS TEXT) = '' OR l.status = %s) "
       "AND (CAST(%lld AS BIGINT) = 0 OR l.id < %lld) ORDER BY l.id DESC LIMIT %d" },
-    /* the refusals beside them (migration 018); args: user, key (0 = any)
-     * twice, HTTP status (0 = any) twice, code ('' = any) twice, before
-     * (0 = newest) twice, how many rows */
-    { "cabinet_refusals",
-      "SELECT r.id, r.request_id, r.created_at, r.key_id, k.name, r.model, r.transport, "
-      "r.http_status, r.code, r.count FROM refusals r "
-      "LEFT JOIN api_keys k ON k.id = r.key_id WHERE r.user_id = %lld "
-      "AND (CAST(%lld AS BIGINT) = 0 OR r.key_id = %lld) "
-      "AND (CAST(%d AS INTEGER) = 0 OR r.http_status = %d) "
-      "AND (CAST(%s AS TEXT) = '' OR r.code = %s) "
-      "AND (CAST(%lld AS BIGINT) = 0 OR r.id < %lld) ORDER BY r.id DESC LIMIT %d" },
 
     /* billing: the batch writer (core/billing/prov_batch*.c). An account's
      * row is locked first in every billing transaction (SQLite's BEGIN

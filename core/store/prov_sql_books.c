@@ -112,6 +112,18 @@ static const prov_stmt_def_t statements[] = {
     { "refusal_insert",
       "INSERT INTO refusals (created_at, user_id, key_id, transport, model, http_status, code, "
       "request_id, count) VALUES (%lld, %lld, %lld, %s, %s, %d, %s, %s, %lld)" },
+    /* the cabinet's recent requests: the refusals beside the ledger rows
+     * (prov_cabinet_requests.c; migration 018); args: user, key (0 = any)
+     * twice, HTTP status (0 = any) twice, code ('' = any) twice, before
+     * (0 = newest) twice, how many rows */
+    { "cabinet_refusals",
+      "SELECT r.id, r.request_id, r.created_at, r.key_id, k.name, r.model, r.transport, "
+      "r.http_status, r.code, r.count FROM refusals r "
+      "LEFT JOIN api_keys k ON k.id = r.key_id WHERE r.user_id = %lld "
+      "AND (CAST(%lld AS BIGINT) = 0 OR r.key_id = %lld) "
+      "AND (CAST(%d AS INTEGER) = 0 OR r.http_status = %d) "
+      "AND (CAST(%s AS TEXT) = '' OR r.code = %s) "
+      "AND (CAST(%lld AS BIGINT) = 0 OR r.id < %lld) ORDER BY r.id DESC LIMIT %d" },
     /* args: the oldest time kept, batch */
     { "refusal_purge",
       "DELETE FROM refusals WHERE id IN (SELECT id FROM refusals WHERE created_at < %lld "
