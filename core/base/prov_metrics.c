@@ -140,12 +140,15 @@ prov_mx_transport_e prov_metrics_transport(const char *name)
     return PROV_MX_TRANSPORTS;
 }
 
+/* How often model_row looks at a slot another thread is naming. */
+#define NAMING_SPINS 100000
+
 /* The row of model id: its slot (claimed on first use), "other" when the
  * table is full or the id too long, "none" without one. */
 static int model_row(prov_metrics_t *m, const char *id)
 {
     apr_size_t len;
-    int i;
+    int i, spins;
     if (!id || !*id)
         return MODEL_NONE;
     if ((len = strlen(id)) >= PROV_MX_MODEL_LEN)
@@ -162,10 +165,12 @@ static int model_row(prov_metrics_t *m, const char *id)
             }
             st = zero;
         }
-        /* another thread is naming it: a copy of under 64 bytes */
-        while (st == 1)
+        /* another thread is naming it: a copy of under 64 bytes. A
+         * process killed in between leaves the slot half named for good:
+         * after NAMING_SPINS looks it is passed over. */
+        for (spins = 0; st == 1 && spins < NAMING_SPINS; spins++)
             st = __atomic_load_n(&m->model_state[i], __ATOMIC_ACQUIRE);
-        if (!strcmp(m->model_name[i], id))
+        if (st == 2 && !strcmp(m->model_name[i], id))
             return i;
     }
     return MODEL_OTHER;

@@ -71,14 +71,29 @@ describe('provider-metrics: the server\'s counters over two children', { timeout
     assert.equal(s.get('provider_refused_total{check="key"}'), 0);
   });
 
-  // Runs fn with every child but pid stopped (SIGSTOP): pid serves it.
+  // Runs fn with every child but pid stopped (SIGSTOP): pid serves it. A
+  // child stopped in the middle of a database transaction (its writer's
+  // batch, a lease returned) holds its row locks, and pid's request would
+  // wait for them for ever: after 5 s the others go on (the counters are
+  // the server's sums, whichever child served the step).
   const inChild = async (pid, fn) => {
     const others = stack.httpdChildren().filter((p) => p !== pid);
+    let stopped = true;
+    const resume = () => {
+      if (!stopped) return;
+      stopped = false;
+      for (const p of others) process.kill(p, 'SIGCONT');
+    };
     for (const p of others) process.kill(p, 'SIGSTOP');
+    const timer = setTimeout(() => {
+      console.log(`# child ${pid} waited 5 s with the others stopped: they go on`);
+      resume();
+    }, 5000);
     try {
       return await fn();
     } finally {
-      for (const p of others) process.kill(p, 'SIGCONT');
+      clearTimeout(timer);
+      resume();
     }
   };
   const pidsServing = (what) => new Set(fs.readFileSync(path.join(stack.dir, 'logs', 'pids.log'),
