@@ -86,7 +86,7 @@ static const char *insert_sql(prov_store_t *s, const prov_audit_t *a, apr_pool_t
 
 apr_status_t prov_audit_write(prov_store_t *s, const prov_audit_t *a, apr_pool_t *p)
 {
-    apr_status_t rv = prov_store_raw(s, insert_sql(s, a, p), p);
+    apr_status_t rv = prov_store_write(s, insert_sql(s, a, p), p);
     if (rv != APR_SUCCESS)
         prov_log(PROV_LOG_ERR, rv, "PROV01001: the audit row of %s could not be written",
                  a->action ? a->action : "?");
@@ -104,7 +104,7 @@ apr_status_t prov_audit_settle(prov_store_t *s, apr_status_t change_rv, apr_pool
     apr_status_t rv = APR_SUCCESS;
     s->audit_armed = NULL;
     if (change_rv == APR_SUCCESS && sql
-        && (rv = prov_store_raw(s, sql, p)) != APR_SUCCESS)
+        && (rv = prov_store_write(s, sql, p)) != APR_SUCCESS)
         prov_log(PROV_LOG_ERR, rv, "PROV01002: an audit row could not be written after its "
                  "change");
     return rv;

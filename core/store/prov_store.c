@@ -201,7 +201,7 @@ static apr_status_t pending_send(prov_store_t *s, apr_pool_t *p)
 apr_status_t prov_store_defer(prov_store_t *s, const char *sql, apr_pool_t *p)
 {
     if (s->dialect != PROV_DIALECT_PGSQL || !s->in_txn)
-        return prov_store_raw(s, sql, p);
+        return prov_store_write(s, sql, p);
     if (!s->pending)
         s->pending = apr_array_make(p, 4, sizeof(const char *));
     APR_ARRAY_PUSH(s->pending, const char *) = sql;
@@ -229,6 +229,38 @@ static const char *pending_with(prov_store_t *s, const char *label, int nargs,
     return nargs ? apr_pstrcat(p, sql, ")", NULL) : sql;
 }
 
+/* SQLite: whether a write must run in a transaction of its own. As a lone
+ * statement it would wait for another process's write lock inside
+ * apr_dbd's mutex, which every thread of the process needs for any query:
+ * a thread of ours holding the lock (prov_store_begin takes it outside that
+ * mutex) could not run its next statement, and both would wait out the
+ * busy cap (5 s) with the whole process stalled. prov_store_begin takes
+ * the lock the right way, one writer of the process at a time. */
+static int own_txn(prov_store_t *s)
+{
+    return s->dialect == PROV_DIALECT_SQLITE && !s->in_txn;
+}
+
+/* Ends the transaction own_txn asked for: committed when rv says so (an
+ * armed audit row with it), else rolled back. */
+static apr_status_t own_txn_end(prov_store_t *s, apr_status_t rv, apr_pool_t *p)
+{
+    if (rv == APR_SUCCESS)
+        return prov_store_commit(s, p);
+    prov_store_rollback(s, p);
+    return rv;
+}
+
+apr_status_t prov_store_write(prov_store_t *s, const char *sql, apr_pool_t *p)
+{
+    apr_status_t rv;
+    if (!own_txn(s))
+        return prov_store_raw(s, sql, p);
+    if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+        return rv;
+    return own_txn_end(s, prov_store_raw(s, sql, p), p);
+}
+
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p)
 {
@@ -238,6 +270,11 @@ apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
+    if (own_txn(s)) {
+        if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+            return rv;
+        return own_txn_end(s, prov_store_exec(s, nrows, label, nargs, args, p), p);
+    }
     s->round_trips++;
     if ((sql = pending_with(s, label, nargs, args, p)))
         rv = exec_done(s, label, apr_dbd_query(s->driver, s->handle, &n, sql));
@@ -257,6 +294,11 @@ apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void 
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
+    if (own_txn(s)) {
+        if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+            return rv;
+        return own_txn_end(s, prov_store_exec_bin(s, label, args, p), p);
+    }
     if ((rv = pending_send(s, p)) != APR_SUCCESS)
         return rv;
     s->round_trips++;
@@ -413,7 +455,8 @@ apr_status_t prov_store_commit(prov_store_t *s, apr_pool_t *p)
      * it stays armed until a commit succeeds. */
     apr_status_t rv = s->audit_armed ? prov_store_defer(s, s->audit_armed, p) : APR_SUCCESS;
     if (rv == APR_SUCCESS)
-        rv = prov_store_raw(s, "COMMIT", p);
+        rv = s->dialect == PROV_DIALECT_SQLITE ? prov_sqlite_commit(s)
+                                               : prov_store_raw(s, "COMMIT", p);
     if (rv != APR_SUCCESS) {
         prov_store_rollback(s, p);
         return rv;

@@ -83,6 +83,12 @@ void prov_store_close(prov_store_t *s);
  * %lld): no number is written out and read back. */
 apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void **args,
                                  apr_pool_t *p);
+/* The writes below (prov_store_exec, prov_store_exec_bin, prov_store_write,
+ * prov_store_defer) run, on SQLite outside a transaction, in one of their
+ * own (prov_store_begin): the write lock is never awaited inside apr_dbd's
+ * mutex, which stalls every thread of the process. */
+/* Runs one write statement given as text (an audit row, a deferred write). */
+apr_status_t prov_store_write(prov_store_t *s, const char *sql, apr_pool_t *p);
 /* Runs a labelled statement; args are strings or NULL (SQL NULL). */
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p);

@@ -171,6 +171,18 @@ apr_status_t prov_sqlite_begin(prov_store_t *s)
     return APR_EGENERAL;
 }
 
+apr_status_t prov_sqlite_commit(prov_store_t *s)
+{
+    sqlite3 *db = native(s);
+    int rc;
+    if (!db)
+        return APR_EGENERAL;
+    if ((rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL)) == SQLITE_OK)
+        return APR_SUCCESS;
+    prov_log(PROV_LOG_ERR, APR_EGENERAL, "PROV00410: COMMIT failed: %s", sqlite3_errmsg(db));
+    return APR_EGENERAL;
+}
+
 /* ---- start-up checks -------------------------------------------------------- */
 
 static int in_group(gid_t want, gid_t gid, const char *name)

@@ -42,6 +42,9 @@ apr_status_t prov_sqlite_setup(prov_store_t *s, apr_pool_t *p);
  * lock blocks only the caller, not every apr_dbd call of the process.
  * APR_EBUSY when the lock stayed taken past the cap. */
 apr_status_t prov_sqlite_begin(prov_store_t *s);
+/* COMMIT on the native handle, for the same reason: the WAL checkpoint a
+ * commit may run holds up only the caller. */
+apr_status_t prov_sqlite_commit(prov_store_t *s);
 /* The sleep before try n + 1 of one wait (n = 0, 1, ...), in microseconds. */
 apr_interval_time_t prov_sqlite_busy_delay(int n);
 /* The counters so far. */

@@ -1,7 +1,9 @@
 /* test_prov_store_sqlite.c: unit tests of what libprovider does to an SQLite
  * connection (prov_store_sqlite.c): the pragmas applied on first use, the
  * busy handler (a second writer waits for the first and succeeds, also past
- * apr-util's own retry budget; the cap ends a wait that lasts too long), and
+ * apr-util's own retry budget; the cap ends a wait that lasts too long; a
+ * lone write beside a transaction of the same process waits without
+ * stopping it), and
  * the file checks behind the module's start-up warnings, and the process-wide
  * setting made before any database is used (memory statistics off). The connections are
  * opened like mod_dbd opens them: plain apr_dbd_open, no pragmas. */
@@ -250,6 +252,72 @@ static void test_busy_cap(void)
     apr_pool_destroy(p);
 }
 
+/* A lone write of another connection of the process (a purge's DELETE),
+ * started while a transaction holds the lock. */
+typedef struct lone_t {
+    prov_store_t *s;
+    apr_pool_t *p;
+    apr_status_t rv;
+    int removed;
+} lone_t;
+
+static void *lone_write(void *data)
+{
+    lone_t *w = data;
+    w->rv = prov_store_exec(w->s, &w->removed, "ledger_compact",
+                            PROV_ARGS("10", "1"), w->p);
+    return NULL;
+}
+
+/* A transaction of this process holds the write lock; another thread's
+ * lone write waits for it, and must not wait holding apr_dbd's mutex: the
+ * transaction's next statement needs that mutex, and both would wait out
+ * the busy cap (1 s here; the busy handler gives up, apr-util's driver
+ * retries) with every database call of the process stopped. Now the lone
+ * write takes the lock as a transaction does: the first commits, then it
+ * runs, and no wait gives up. */
+static void test_lone_write_waits_aside(void)
+{
+    apr_pool_t *p = NULL, *wp = NULL;
+    const char *file;
+    prov_store_t *a, *b;
+    lone_t w;
+    pthread_t th;
+    int n = -1;
+    prov_sqlite_busy_stats_t before, after;
+    apr_pool_create(&p, prov_test_pool());
+    apr_pool_create(&wp, p);
+    file = make_db(p);
+    a = raw_store(file, p);
+    b = raw_store(file, p);
+    CU_ASSERT_STRING_EQUAL(one(b, "PRAGMA busy_timeout = 1000", p), "1000");
+    CU_ASSERT_EQUAL_FATAL(prov_store_setup(a, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(prov_store_setup(b, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_prepare_all(a), APR_SUCCESS);
+    CU_ASSERT_EQUAL(prov_store_prepare_all(b), APR_SUCCESS);
+    prov_sqlite_busy_stats(&before);
+    CU_ASSERT_EQUAL_FATAL(prov_store_begin(a, p), APR_SUCCESS);
+    memset(&w, 0, sizeof(w));
+    w.s = b;
+    w.p = wp;
+    w.rv = APR_EGENERAL;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, lone_write, &w), 0);
+    apr_sleep(apr_time_from_msec(300));      /* the lone write is waiting */
+    CU_ASSERT_EQUAL(prov_store_exec(a, &n, "ledger_compact", PROV_ARGS("10", "1"), p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(prov_store_commit(a, p), APR_SUCCESS);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(w.rv, APR_SUCCESS);
+    CU_ASSERT_EQUAL(w.removed, 0);
+    prov_sqlite_busy_stats(&after);
+    CU_ASSERT_EQUAL(after.gave_up, before.gave_up);
+    apr_pool_destroy(p);
+    apr_pool_create(&p, prov_test_pool());
+    remove_db(file, p);
+    apr_pool_destroy(p);
+}
+
 static void test_check_path(void)
 {
     apr_pool_t *p = NULL;
@@ -333,6 +401,7 @@ void prov_test_suite_store_sqlite(void)
                PROV_TEST(test_setup_pragmas),
                PROV_TEST(test_second_writer_waits),
                PROV_TEST(test_busy_cap),
+               PROV_TEST(test_lone_write_waits_aside),
                PROV_TEST(test_check_path),
                PROV_TEST(test_global_init));
 }
