@@ -19,7 +19,7 @@
 # cluster is stopped (and checked gone) when the run ends, however it ends.
 # A file whose header has the line "// backends: sqlite" is left out of this
 # run (it says so): it does not depend on the run's database, and
-# scripts/test.sh's SQLite run, which always comes first, runs it
+# scripts/test.sh's SQLite run, which always runs beside it, runs it
 # (tests/integration/README.md lists these files and why).
 set -u
 
