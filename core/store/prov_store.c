@@ -241,39 +241,57 @@ static int own_txn(prov_store_t *s)
     return s->dialect == PROV_DIALECT_SQLITE && !s->in_txn;
 }
 
-/* Ends the transaction own_txn asked for: committed when rv says so (an
- * armed audit row with it), else rolled back. */
-static apr_status_t own_txn_end(prov_store_t *s, apr_status_t rv, apr_pool_t *p)
+/* Ends the transaction own_txn asked for: committed when rv says so, else
+ * rolled back. An armed audit row stays armed: whether the change happened
+ * (a revocation that found nothing did not) is its caller's to say, with
+ * prov_audit_settle, as for a lone statement. */
+static apr_status_t own_txn_end(prov_store_t *s, apr_status_t rv, const char *armed,
+                                apr_pool_t *p)
 {
     if (rv == APR_SUCCESS)
-        return prov_store_commit(s, p);
-    prov_store_rollback(s, p);
+        rv = prov_store_commit(s, p);
+    else
+        prov_store_rollback(s, p);
+    s->audit_armed = armed;
+    return rv;
+}
+
+/* Begins the transaction own_txn asked for; *armed keeps the armed audit
+ * row out of it. */
+static apr_status_t own_txn_begin(prov_store_t *s, const char **armed, apr_pool_t *p)
+{
+    apr_status_t rv;
+    *armed = s->audit_armed;
+    s->audit_armed = NULL;
+    if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+        s->audit_armed = *armed;
     return rv;
 }
 
 apr_status_t prov_store_write(prov_store_t *s, const char *sql, apr_pool_t *p)
 {
+    const char *armed;
     apr_status_t rv;
     if (!own_txn(s))
         return prov_store_raw(s, sql, p);
-    if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+    if ((rv = own_txn_begin(s, &armed, p)) != APR_SUCCESS)
         return rv;
-    return own_txn_end(s, prov_store_raw(s, sql, p), p);
+    return own_txn_end(s, prov_store_raw(s, sql, p), armed, p);
 }
 
 apr_status_t prov_store_exec(prov_store_t *s, int *nrows, const char *label,
                              int nargs, const char *const *args, apr_pool_t *p)
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
-    const char *sql;
+    const char *sql, *armed;
     int n = 0;
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
     if (own_txn(s)) {
-        if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+        if ((rv = own_txn_begin(s, &armed, p)) != APR_SUCCESS)
             return rv;
-        return own_txn_end(s, prov_store_exec(s, nrows, label, nargs, args, p), p);
+        return own_txn_end(s, prov_store_exec(s, nrows, label, nargs, args, p), armed, p);
     }
     s->round_trips++;
     if ((sql = pending_with(s, label, nargs, args, p)))
@@ -290,14 +308,15 @@ apr_status_t prov_store_exec_bin(prov_store_t *s, const char *label, const void 
                                  apr_pool_t *p)
 {
     apr_dbd_prepared_t *stmt = find_stmt(s, label);
+    const char *armed;
     int n = 0;
     apr_status_t rv;
     if (!stmt)
         return APR_ENOENT;
     if (own_txn(s)) {
-        if ((rv = prov_store_begin(s, p)) != APR_SUCCESS)
+        if ((rv = own_txn_begin(s, &armed, p)) != APR_SUCCESS)
             return rv;
-        return own_txn_end(s, prov_store_exec_bin(s, label, args, p), p);
+        return own_txn_end(s, prov_store_exec_bin(s, label, args, p), armed, p);
     }
     if ((rv = pending_send(s, p)) != APR_SUCCESS)
         return rv;

@@ -48,7 +48,7 @@ static void test_audit_arm_settle(void)
     prov_store_t *s;
     prov_user_t *u = NULL;
     prov_audit_t a;
-    int revoked = 0;
+    int revoked = 0, n = -1;
     apr_pool_create(&p, prov_test_pool());
     s = prov_test_store(p);
     prov_clock_set(T0);
@@ -62,6 +62,16 @@ static void test_audit_arm_settle(void)
                                           APR_INT64_T_FMT " AND target_id = '%" APR_INT64_T_FMT
                                           "' AND at = %" APR_INT64_T_FMT, u->id, u->id, T0), p),
                     1);
+    /* one statement that changed nothing (its caller says so): nothing,
+     * though on SQLite the statement ran in a transaction of its own */
+    a = row_of("found.nothing", NULL);
+    prov_audit_arm(s, &a, p);
+    CU_ASSERT_EQUAL(prov_store_exec(s, &n, "ledger_compact", PROV_ARGS("10", "1"), p),
+                    APR_SUCCESS);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_PTR_NOT_NULL(s->audit_armed);
+    CU_ASSERT_EQUAL(prov_audit_settle(s, APR_NOTFOUND, p), APR_SUCCESS);
+    CU_ASSERT_EQUAL(count(s, "WHERE action = 'found.nothing'", p), 0);
     /* a transaction: the commit writes it, the settle does not again */
     a = row_of("user.block", prov_i64(u->id, p));
     prov_audit_arm(s, &a, p);
