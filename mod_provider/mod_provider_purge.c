@@ -39,28 +39,46 @@ typedef struct purger_t {
  * waiting on the database's lock, take it first (SQLite's busy handler is
  * not fair: a thread that writes back to back would starve them). */
 #define PURGE_BREATH apr_time_from_msec(20)
+/* And the purge's share of the time: after a transaction that took t it
+ * rests PURGE_REST_FACTOR times t (at least PURGE_BREATH, at most
+ * PURGE_REST_MAX), so that a backlog (the first rollup of a big ledger, a
+ * shortened retention) takes about a quarter of a CPU from the requests,
+ * not most of one: 10 million old rows under a chat benchmark cost 0.79 of
+ * the control's requests a second and 3.6 times its p99 at a 20 ms breath
+ * (bench/REPORT.md, 2026-11-29, fifth session). */
+#define PURGE_REST_FACTOR 3
+#define PURGE_REST_MAX apr_time_from_sec(2)
+
+static void rest_after(apr_time_t started)
+{
+    apr_interval_time_t rest = (apr_time_now() - started) * PURGE_REST_FACTOR;
+    apr_sleep(rest < PURGE_BREATH ? PURGE_BREATH : rest > PURGE_REST_MAX ? PURGE_REST_MAX : rest);
+}
 
 /* Rolls up and removes old raw rows, one short transaction at a time with a
- * breath between them: non-zero when more is left. */
+ * rest between them (rest_after): non-zero when more is left. */
 static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
 {
     provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
     apr_int64_t now = prov_now(), rolled = 0, step = 0, before;
     int i, n = 0, removed = 0;
     apr_status_t rv = APR_SUCCESS;
+    apr_time_t t0;
     for (i = 0; rv == APR_SUCCESS && i < ROLLUP_STEPS; i++) {
+        t0 = apr_time_now();
         if ((rv = prov_rollup_run(&step, store, now, 1, p)) != APR_SUCCESS || step == 0)
             break;
         rolled += step;
-        apr_sleep(PURGE_BREATH);
+        rest_after(t0);
     }
     before = prov_retention_cut(now, (int)c->ledger_retention);
     for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_BATCHES; i++) {
+        t0 = apr_time_now();
         if ((rv = prov_rollup_compact(&n, store, before, now, PROV_COMPACT_BATCH, p))
             != APR_SUCCESS || n == 0)
             break;
         removed += n;
-        apr_sleep(PURGE_BREATH);
+        rest_after(t0);
     }
     if (rolled || removed)
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, vs, "PROV00902: rolled up %" APR_INT64_T_FMT
