@@ -43,9 +43,9 @@ typedef struct purger_t {
  * rests PURGE_REST_FACTOR times t (at least PURGE_BREATH, at most
  * PURGE_REST_MAX), so that a backlog (the first rollup of a big ledger, a
  * shortened retention) takes about a quarter of a CPU from the requests,
- * not most of one: 10 million old rows under a chat benchmark cost 0.79 of
- * the control's requests a second and 3.6 times its p99 at a 20 ms breath
- * (bench/REPORT.md, 2026-11-29, fifth session). */
+ * not most of one (with 10 million old rows under a chat benchmark, 0.79 of
+ * mod_proxy's requests a second at a 20 ms breath, 0.82 with the rests, 1.06
+ * without old rows: bench/REPORT.md, 2026-11-29, fifth session). */
 #define PURGE_REST_FACTOR 3
 #define PURGE_REST_MAX apr_time_from_sec(2)
 
