@@ -71,22 +71,21 @@ describe('provider-metrics: the server\'s counters over two children', { timeout
     assert.equal(s.get('provider_refused_total{check="key"}'), 0);
   });
 
-  // Runs fn with every child but pid stopped (SIGSTOP): pid serves it. A
-  // child stopped in the middle of a database transaction (its writer's
-  // batch, a lease returned) holds its row locks, and pid's request would
-  // wait for them for ever: after 5 s the others go on (the counters are
-  // the server's sums, whichever child served the step).
-  const inChild = async (pid, fn) => {
-    const others = stack.httpdChildren().filter((p) => p !== pid);
+  // Runs fn with the children pids stopped (SIGSTOP). A child stopped in
+  // the middle of a database transaction (its writer's batch, a lease
+  // returned) holds its row locks, and a request in another child would
+  // wait for them for ever: after 5 s the stopped ones go on (the counters
+  // are the server's sums, whichever child served the step).
+  const whileStopped = async (pids, fn) => {
     let stopped = true;
     const resume = () => {
       if (!stopped) return;
       stopped = false;
-      for (const p of others) process.kill(p, 'SIGCONT');
+      for (const p of pids) process.kill(p, 'SIGCONT');
     };
-    for (const p of others) process.kill(p, 'SIGSTOP');
+    for (const p of pids) process.kill(p, 'SIGSTOP');
     const timer = setTimeout(() => {
-      console.log(`# child ${pid} waited 5 s with the others stopped: they go on`);
+      console.log(`# children ${pids} stopped for 5 s: they go on`);
       resume();
     }, 5000);
     try {
@@ -96,6 +95,8 @@ describe('provider-metrics: the server\'s counters over two children', { timeout
       resume();
     }
   };
+  // Runs fn with every child but pid stopped: pid serves it.
+  const inChild = (pid, fn) => whileStopped(stack.httpdChildren().filter((p) => p !== pid), fn);
   const pidsServing = (what) => new Set(fs.readFileSync(path.join(stack.dir, 'logs', 'pids.log'),
     'utf8').split('\n').filter((l) => l.includes(what)).map((l) => Number(l.split(' ')[0])));
 
@@ -133,16 +134,13 @@ describe('provider-metrics: the server\'s counters over two children', { timeout
   it('a stream open in one child is seen from the other, and by /server-status', async () => {
     const [a, b] = stack.httpdChildren();
     // claude-drip's events come 700 ms apart; child a takes it (b stopped)
-    process.kill(b, 'SIGSTOP');
     let stream;
-    try {
+    await whileStopped([b], async () => {
       stream = messagesStream(stack, u.payer.key.secret,
         messagesBody('claude-drip', { max_tokens: 100 }));
       await eventually(async () => assert.equal(
-        parseMetrics((await scrape()).text).get('provider_streams_open'), 1), 10000, 100);
-    } finally {
-      process.kill(b, 'SIGCONT');
-    }
+        parseMetrics((await scrape()).text).get('provider_streams_open'), 1), 15000, 100);
+    });
     // now child b answers, with a (and its stream) stopped a moment
     await inChild(b, async () => {
       const s = parseMetrics((await scrape()).text);
