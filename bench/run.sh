@@ -73,8 +73,8 @@
 # lib.sh's ledger_fill, the rows of bench/ledger.sh: BENCH_COMPACT_USERS
 # users, 1,000 by default) created 9 to 39 days ago, and runs mod_provider
 # with ProviderLedgerRetention 8 and ProviderPurgeInterval 1, so that its
-# purge thread rolls them up and removes them (10,000 rows a round, a round
-# a second) while mod_provider is measured. A gate holds them until then:
+# purge thread rolls them up and removes them (a round a second, resting
+# after each small transaction) while mod_provider is measured. A gate holds them until then:
 # the first ledger row is one of the future, and the rollup (thus the
 # removal) stops at it; the script moves it into the past right before the
 # first measured mod_provider run, after its warm-up. The output then says
@@ -82,7 +82,8 @@
 # count before and after) and in all, and how many were left. N=0 is the
 # control: the same settings and gate, no old rows. Compare the ratios of
 # BENCH_COMPACT_ROWS=0 and BENCH_COMPACT_ROWS=N (the rows must outlast the
-# runs: about 10,000 a second go; the output warns when none were left).
+# runs: under load about 10,000 ids are rolled up or 500 rows removed a
+# second; the output warns when none were left).
 # With BENCH_ROUNDS > 1, mod_proxy's later runs share the machine with the
 # purge too.
 #

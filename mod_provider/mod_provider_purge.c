@@ -23,6 +23,7 @@
 #include "prov_alert.h"
 #include "prov_rollup.h"
 #include "prov_refusal.h"
+#include "prov_metrics.h"
 
 APLOG_USE_MODULE(provider);
 
@@ -32,26 +33,39 @@ typedef struct purger_t {
     int more;                    /* the last round left more to do */
 } purger_t;
 
-#define ROLLUP_STEPS 20          /* rollup steps in one round */
-#define COMPACT_BATCHES 10       /* retention batches in one round */
+/* A round's work. Each of its write transactions is small (a rollup step
+ * of PROV_ROLLUP_CAP ids, a removal of PROV_COMPACT_BATCH rows: about 10 to
+ * 16 ms on SQLite with 10 million rows under load), because the paid path's
+ * writers wait for it: at 10,000 ids and 1,000 rows (47 and 106 ms, up to
+ * 222), requests stalled behind it, p99 up to 25 times mod_proxy's. */
+#define ROLLUP_STEPS 80          /* rollup steps in one round */
+#define COMPACT_BATCHES 100      /* retention batches in one round */
 
 /* Between two of a round's write transactions: the paid path's writers,
  * waiting on the database's lock, take it first (SQLite's busy handler is
  * not fair: a thread that writes back to back would starve them). */
 #define PURGE_BREATH apr_time_from_msec(20)
 /* And the purge's share of the time: after a transaction that took t it
- * rests PURGE_REST_FACTOR times t (at least PURGE_BREATH, at most
- * PURGE_REST_MAX), so that a backlog (the first rollup of a big ledger, a
- * shortened retention) takes about a quarter of a CPU from the requests,
- * not most of one (with 10 million old rows under a chat benchmark, 0.79 of
- * mod_proxy's requests a second at a 20 ms breath, 0.82 with the rests, 1.06
- * without old rows: bench/REPORT.md, 2026-11-29, fifth session). */
-#define PURGE_REST_FACTOR 3
+ * rests a multiple of t (at least PURGE_BREATH, at most PURGE_REST_MAX):
+ * PURGE_REST_BUSY times while the server has inference requests in flight
+ * (any child's, the shared metrics say), PURGE_REST_IDLE times otherwise.
+ * A backlog (the first rollup of a big ledger, a shortened retention) goes
+ * at its full pace when the server is quiet and takes about a twentieth of
+ * the thread's time while it is busy (on SQLite under load, about 10,000
+ * ids rolled up or 500 rows removed a second). With 10 million old rows
+ * under a chat benchmark on 2 cores: p99 1.24 times mod_proxy's (1.02
+ * without old rows), 0.88 of its requests a second; before, with a quarter
+ * of a CPU and the larger transactions, 3.7-5.0 and 0.82 (bench/REPORT.md,
+ * 2026-11-29, sixth session). */
+#define PURGE_REST_IDLE 3
+#define PURGE_REST_BUSY 20
 #define PURGE_REST_MAX apr_time_from_sec(2)
 
 static void rest_after(apr_time_t started)
 {
-    apr_interval_time_t rest = (apr_time_now() - started) * PURGE_REST_FACTOR;
+    int busy = prov_metrics_get(prov_metrics_current(), PROV_MX_INFER_IN_FLIGHT) > 0;
+    apr_interval_time_t rest = (apr_time_now() - started)
+        * (busy ? PURGE_REST_BUSY : PURGE_REST_IDLE);
     apr_sleep(rest < PURGE_BREATH ? PURGE_BREATH : rest > PURGE_REST_MAX ? PURGE_REST_MAX : rest);
 }
 
