@@ -70,8 +70,8 @@ static int ledger_compact(ctl_t *ctl)
     if (rv != APR_SUCCESS)
         return ctl_db_fail(ctl, rv, "roll the ledger up");
     do {
-        if ((rv = prov_rollup_compact(&n, ctl->store, before, now, PROV_COMPACT_BATCH,
-                                      ctl->pool)) != APR_SUCCESS)
+        if ((rv = prov_rollup_compact(&n, ctl->store, before, now,
+                                      prov_compact_batch(ctl->store), ctl->pool)) != APR_SUCCESS)
             return ctl_db_fail(ctl, rv, "remove old ledger rows");
         removed += n;
     } while (n > 0);

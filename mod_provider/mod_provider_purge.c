@@ -37,9 +37,11 @@ typedef struct purger_t {
  * of PROV_ROLLUP_CAP ids, a removal of PROV_COMPACT_BATCH rows: about 10 to
  * 16 ms on SQLite with 10 million rows under load), because the paid path's
  * writers wait for it: at 10,000 ids and 1,000 rows (47 and 106 ms, up to
- * 222), requests stalled behind it, p99 up to 25 times mod_proxy's. */
+ * 222), requests stalled behind it, p99 up to 25 times mod_proxy's.
+ * PostgreSQL's removals hold up no writer and take larger batches
+ * (prov_compact_batch). */
 #define ROLLUP_STEPS 80          /* rollup steps in one round */
-#define COMPACT_BATCHES 100      /* retention batches in one round */
+#define COMPACT_ROWS 10000       /* raw rows one round removes at most */
 
 /* Between two of a round's write transactions: the paid path's writers,
  * waiting on the database's lock, take it first (SQLite's busy handler is
@@ -75,7 +77,7 @@ static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
 {
     provider_srv_conf *c = ap_get_module_config(vs->module_config, &provider_module);
     apr_int64_t now = prov_now(), rolled = 0, step = 0, before;
-    int i, n = 0, removed = 0;
+    int i, n = 0, removed = 0, batch = prov_compact_batch(store);
     apr_status_t rv = APR_SUCCESS;
     apr_time_t t0;
     for (i = 0; rv == APR_SUCCESS && i < ROLLUP_STEPS; i++) {
@@ -86,9 +88,9 @@ static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
         rest_after(t0);
     }
     before = prov_retention_cut(now, (int)c->ledger_retention);
-    for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_BATCHES; i++) {
+    for (i = 0; rv == APR_SUCCESS && before > 0 && i < COMPACT_ROWS / batch; i++) {
         t0 = apr_time_now();
-        if ((rv = prov_rollup_compact(&n, store, before, now, PROV_COMPACT_BATCH, p))
+        if ((rv = prov_rollup_compact(&n, store, before, now, batch, p))
             != APR_SUCCESS || n == 0)
             break;
         removed += n;
@@ -99,7 +101,7 @@ static int ledger_round(server_rec *vs, prov_store_t *store, apr_pool_t *p)
                      " ledger id(s) into daily usage and removed %d raw ledger row(s) past "
                      "ProviderLedgerRetention", rolled, removed);
     return rv == APR_SUCCESS && (rolled >= (apr_int64_t)ROLLUP_STEPS * PROV_ROLLUP_CAP
-                                 || removed >= COMPACT_BATCHES * PROV_COMPACT_BATCH);
+                                 || removed >= COMPACT_ROWS);
 }
 
 /* Audit rows past the ledger's retention (none while it keeps rows for

@@ -109,6 +109,11 @@ apr_int64_t prov_retention_cut(apr_int64_t now, int days)
     return days > 0 ? day_of(now) - (apr_int64_t)days * PROV_ROLLUP_DAY : 0;
 }
 
+int prov_compact_batch(const prov_store_t *s)
+{
+    return s->dialect == PROV_DIALECT_PGSQL ? PROV_COMPACT_BATCH_PGSQL : PROV_COMPACT_BATCH;
+}
+
 apr_status_t prov_rollup_compact(int *removed, prov_store_t *s, apr_int64_t before,
                                  apr_int64_t now, int batch, apr_pool_t *p)
 {

@@ -23,8 +23,11 @@
 #define PROV_RETENTION_MIN 8          /* days: the 7-day window and budgets, and a day */
 #define PROV_RETENTION_DEFAULT 400    /* days (ProviderLedgerRetention) */
 #define PROV_COMPACT_BATCH 100        /* rows a compaction statement removes
-                                       * (~10 ms on SQLite: each row is in
-                                       * several indexes) */
+                                       * on SQLite (~10 ms: each row is in
+                                       * several indexes; the paid path's
+                                       * writers wait for it) */
+#define PROV_COMPACT_BATCH_PGSQL 1000 /* on PostgreSQL, where it holds up no
+                                       * writer (the statement's cost counts) */
 
 /* One step at now: *rolled the ledger ids it passed (0: nothing to do). */
 apr_status_t prov_rollup_step(apr_int64_t *rolled, prov_store_t *s, apr_int64_t now,
@@ -36,6 +39,8 @@ apr_status_t prov_rollup_run(apr_int64_t *rolled, prov_store_t *s, apr_int64_t n
 /* The first time retention keeps at now with days of it (0: none kept back,
  * 0 returned: keep for ever). */
 apr_int64_t prov_retention_cut(apr_int64_t now, int days);
+/* The rows one compaction statement removes on s's database. */
+int prov_compact_batch(const prov_store_t *s);
 /* One compaction batch: removes at most batch raw rows created before
  * before (and rolled up); *removed says how many. APR_EINVAL when before
  * is within PROV_RETENTION_MIN days of now. */

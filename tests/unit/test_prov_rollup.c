@@ -260,6 +260,14 @@ static void test_rollup_retention(void)
 
     CU_ASSERT_EQUAL(prov_retention_cut(now, 0), 0);
     CU_ASSERT_EQUAL(prov_retention_cut(now, 8), DAY0 + 2 * DAY);
+    /* SQLite's writers wait for a removal: small batches; not PostgreSQL's */
+    CU_ASSERT_EQUAL(prov_compact_batch(s), PROV_COMPACT_BATCH);
+    {
+        prov_store_t pg = *s;
+        pg.dialect = PROV_DIALECT_PGSQL;
+        CU_ASSERT_EQUAL(prov_compact_batch(&pg), PROV_COMPACT_BATCH_PGSQL);
+        CU_ASSERT(PROV_COMPACT_BATCH < PROV_COMPACT_BATCH_PGSQL);
+    }
     /* a date within the last eight days is refused; so is a batch of 0 */
     CU_ASSERT_EQUAL(prov_rollup_compact(&removed, s, before + 1, now, 10, p), APR_EINVAL);
     CU_ASSERT_EQUAL(prov_rollup_compact(&removed, s, before, now, 0, p), APR_EINVAL);
